@@ -1,0 +1,33 @@
+"""Pipeline declarations: YAML -> validated, frozen :class:`PipelineSpec` objects."""
+
+from __future__ import annotations
+
+from airflow_provider_eo.config.errors import PipelineConfigError
+from airflow_provider_eo.config.loader import (
+    PIPELINES_FILE_ENV,
+    load_pipelines,
+    parse_pipelines_text,
+    resolve_pipelines_file,
+)
+from airflow_provider_eo.config.specs import (
+    CapsSpec,
+    MappingSpec,
+    PipelineSpec,
+    SparkResources,
+    SparkSpec,
+    StartingSpec,
+)
+
+__all__ = [
+    "PIPELINES_FILE_ENV",
+    "CapsSpec",
+    "MappingSpec",
+    "PipelineConfigError",
+    "PipelineSpec",
+    "SparkResources",
+    "SparkSpec",
+    "StartingSpec",
+    "load_pipelines",
+    "parse_pipelines_text",
+    "resolve_pipelines_file",
+]

@@ -1,0 +1,216 @@
+"""Validation of one pipeline mapping into a :class:`PipelineSpec`.
+
+Each ``parse_*`` function reads one YAML section through :class:`Section`, checks every
+field and rejects unknown keys; the first problem raises ``PipelineConfigError``.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from datetime import UTC, date, datetime
+from typing import Any
+
+from airflow_provider_eo.config.section import Section
+from airflow_provider_eo.config.specs import (
+    CapsSpec,
+    MappingSpec,
+    PipelineSpec,
+    SparkResources,
+    SparkSpec,
+    StartingSpec,
+)
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+FUNCTION_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+MEMORY_RE = re.compile(r"^\d+[kmgtKMGT]?$")
+SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly",
+                    "@yearly", "@annually")  # fmt: skip
+
+
+def parse_pipeline(section: Section) -> PipelineSpec:
+    """Build a spec from one ``pipelines`` entry (``section.pipeline`` is its name)."""
+    name = section.pipeline or ""
+    section.raw("name")
+    topics, pattern = _parse_topics(section)
+    hbase = section.child("hbase")
+    table = hbase.string("table")
+    family = hbase.string("column_family", "d")
+    hbase.finish()
+    spec = PipelineSpec(
+        name=name,
+        topics=topics,
+        topic_pattern=pattern,
+        group_id=section.string("group_id", f"eo-{name}"),
+        hbase_table=table,
+        column_family=family,
+        mapping=_parse_mapping(section.child("mapping")),
+        starting=_parse_starting(section.child("starting")),
+        caps=_parse_caps(section.child("caps")),
+        bad_records=section.choice("bad_records", ("fail", "dead_letter"), "fail"),
+        on_data_loss=section.choice("on_data_loss", ("fail", "record_gap"), "fail"),
+        spark=_parse_spark(section.child("spark")),
+        schedule=_parse_schedule(section),
+        batch_size=section.integer("batch_size", 1000),
+        source_file=section.file,
+    )
+    section.finish()
+    return spec
+
+
+def _parse_topics(section: Section) -> tuple[tuple[str, ...], str | None]:
+    topics = section.raw("topics", None)
+    pattern = section.raw("topic_pattern", None)
+    if (topics is None) == (pattern is None):
+        section.fail("topics", "exactly one of 'topics' and 'topic_pattern' must be given")
+    if pattern is not None:
+        if not isinstance(pattern, str) or not pattern:
+            section.fail("topic_pattern", f"must be a non-empty string, got {pattern!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            section.fail("topic_pattern", f"is not a valid regular expression: {exc}")
+        return (), pattern
+    if not isinstance(topics, list) or not topics:
+        section.fail("topics", f"must be a non-empty list of topic names, got {topics!r}")
+    for index, topic in enumerate(topics):
+        if not isinstance(topic, str) or not topic.strip():
+            section.fail(f"topics[{index}]", f"must be a non-empty string, got {topic!r}")
+    if len(set(topics)) != len(topics):
+        section.fail("topics", "lists a topic more than once")
+    return tuple(topics), None
+
+
+def _parse_mapping(section: Section) -> MappingSpec:
+    row_key = section.string("row_key", "kafka_key")
+    if row_key != "kafka_key":
+        _check_template(section, row_key)
+    function = section.string("function", None)
+    if function is not None and not FUNCTION_RE.match(function):
+        section.fail("function", f"must be an importable 'package.module:function' path, got {function!r}")
+    spec = MappingSpec(
+        row_key=row_key,
+        value_format=section.choice("value_format", ("json",), "json"),
+        function=function,
+        max_record_bytes=section.integer("max_record_bytes", 1_048_576),
+    )
+    section.finish()
+    return spec
+
+
+def _check_template(section: Section, template: str) -> None:
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        section.fail("row_key", f"is not a valid template: {exc}")
+    names = [name for _, name, _, _ in parts if name is not None]
+    if not names:
+        example = "'{user_id}:{region}'"
+        section.fail("row_key", f"must be 'kafka_key' or a template like {example}, got {template!r}")
+    for _, name, spec, conversion in parts:
+        if name is not None and (not name.isidentifier() or spec or conversion):
+            section.fail("row_key", f"template fields must be plain JSON field names, got {{{name}}}")
+
+
+def _parse_starting(section: Section) -> StartingSpec:
+    policy = section.choice("policy", ("earliest", "latest", "timestamp"), "earliest")
+    raw_ts = section.raw("timestamp", None)
+    if policy == "timestamp" and raw_ts is None:
+        section.fail("timestamp", "is required when policy is 'timestamp'")
+    if policy != "timestamp" and raw_ts is not None:
+        section.fail("timestamp", f"is only allowed when policy is 'timestamp' (policy is {policy!r})")
+    spec = StartingSpec(
+        policy=policy,
+        timestamp_ms=None if raw_ts is None else _timestamp_ms(section, raw_ts),
+        new_partitions=section.choice("new_partitions", ("earliest", "latest"), "earliest"),
+    )
+    section.finish()
+    return spec
+
+
+def _timestamp_ms(section: Section, value: Any) -> int:
+    """Epoch milliseconds from an int, an ISO-8601 string or a YAML date/datetime (naive = UTC)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            section.fail("timestamp", f"must be >= 0 epoch milliseconds, got {value}")
+        return value
+    moment: datetime
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            section.fail("timestamp", f"must be ISO-8601 or epoch milliseconds, got {value!r}")
+    else:
+        section.fail("timestamp", f"must be ISO-8601 or epoch milliseconds, got {value!r}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _parse_caps(section: Section) -> CapsSpec:
+    spec = CapsSpec(
+        max_records_per_partition=section.integer("max_records_per_partition", None),
+        max_records_total=section.integer("max_records_total", None),
+    )
+    section.finish()
+    return spec
+
+
+def _parse_spark(section: Section) -> SparkSpec:
+    conf = section.raw("conf", {})
+    if not isinstance(conf, dict):
+        section.fail("conf", f"must be a mapping of Spark properties, got {type(conf).__name__}")
+    for key, value in conf.items():
+        if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
+            section.fail(f"conf.{key}", f"must map a property name to a scalar, got {value!r}")
+    deploy_mode = section.choice("deploy_mode", ("client", "cluster"), "client")
+    master = section.string("master", None)
+    res = section.child("resources")
+    resources = SparkResources(
+        driver_memory=_memory(res, "driver_memory"),
+        driver_cores=res.integer("driver_cores", None),
+        executor_memory=_memory(res, "executor_memory"),
+        executor_cores=res.integer("executor_cores", None),
+        num_executors=res.integer("num_executors", None),
+    )
+    res.finish()
+    spec = SparkSpec(
+        conf={key: _conf_value(value) for key, value in conf.items()},
+        deploy_mode=deploy_mode,
+        master=master,
+        resources=resources,
+        split_size=section.integer("split_size", 100_000),
+    )
+    section.finish()
+    return spec
+
+
+def _conf_value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _memory(section: Section, key: str) -> str | None:
+    value = section.raw(key, None)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not MEMORY_RE.match(value):
+        section.fail(key, f"must be a JVM memory size such as '2g' or '512m', got {value!r}")
+    return value
+
+
+def _parse_schedule(section: Section) -> str | None:
+    value = section.raw("schedule", None)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        section.fail("schedule", f"must be a cron expression, a preset or null, got {value!r}")
+    if value.startswith("@"):
+        if value not in SCHEDULE_PRESETS:
+            section.fail("schedule", f"unknown preset {value!r} (known: {', '.join(SCHEDULE_PRESETS)})")
+    elif len(value.split()) not in (5, 6):
+        section.fail("schedule", f"must be a cron expression with 5 fields or a preset, got {value!r}")
+    return value

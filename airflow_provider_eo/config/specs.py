@@ -1,0 +1,120 @@
+"""Typed, immutable pipeline declarations (the result of loading the pipelines YAML).
+
+Every field has the default documented in ``docs/pipelines.md``; objects are only
+built by :mod:`airflow_provider_eo.config.parsing`, which validates them.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+StartingPolicy = Literal["earliest", "latest", "timestamp"]
+NewPartitionPolicy = Literal["earliest", "latest"]
+BadRecordPolicy = Literal["fail", "dead_letter"]
+DataLossPolicy = Literal["fail", "record_gap"]
+DeployMode = Literal["client", "cluster"]
+RowKeySource = Literal["kafka_key", "template"]
+
+
+@dataclass(frozen=True)
+class MappingSpec:
+    """How a Kafka record becomes HBase cells.
+
+    ``row_key`` is ``"kafka_key"`` (the record key bytes) or a template over JSON
+    fields of the value such as ``"{user_id}:{region}"``; ``template_fields`` lists
+    the field names the template uses. ``function`` is an optional importable
+    ``"pkg.module:function"`` path for a user mapping function.
+    """
+
+    row_key: str = "kafka_key"
+    value_format: Literal["json"] = "json"
+    function: str | None = None
+    max_record_bytes: int = 1_048_576
+
+    @property
+    def row_key_source(self) -> RowKeySource:
+        """``kafka_key`` or ``template``."""
+        return "kafka_key" if self.row_key == "kafka_key" else "template"
+
+    @property
+    def template_fields(self) -> tuple[str, ...]:
+        """The JSON field names the row-key template refers to (empty for kafka_key)."""
+        if self.row_key_source == "kafka_key":
+            return ()
+        return tuple(name for _, name, _, _ in string.Formatter().parse(self.row_key) if name)
+
+
+@dataclass(frozen=True)
+class StartingSpec:
+    """Where a partition without history starts.
+
+    ``policy`` applies to a pipeline's first reservation when its consumer group has
+    no committed offsets; ``timestamp_ms`` is set iff ``policy == "timestamp"``.
+    ``new_partitions`` applies to partitions discovered after the first reservation.
+    """
+
+    policy: StartingPolicy = "earliest"
+    timestamp_ms: int | None = None
+    new_partitions: NewPartitionPolicy = "earliest"
+
+
+@dataclass(frozen=True)
+class CapsSpec:
+    """Per-epoch limits; ``None`` means unlimited."""
+
+    max_records_per_partition: int | None = None
+    max_records_total: int | None = None
+
+
+@dataclass(frozen=True)
+class SparkResources:
+    """Spark resource requests; ``None`` leaves Spark's own default."""
+
+    driver_memory: str | None = None
+    driver_cores: int | None = None
+    executor_memory: str | None = None
+    executor_cores: int | None = None
+    num_executors: int | None = None
+
+
+@dataclass(frozen=True)
+class SparkSpec:
+    """How the write step is submitted (``SparkSubmitOperator`` settings)."""
+
+    conf: dict[str, str] = field(default_factory=dict)
+    deploy_mode: DeployMode = "client"
+    master: str | None = None
+    resources: SparkResources = field(default_factory=SparkResources)
+    split_size: int = 100_000
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """One declared pipeline: Kafka topics -> one HBase table/column family.
+
+    Exactly one of ``topics`` (non-empty) and ``topic_pattern`` is set.
+    """
+
+    name: str
+    topics: tuple[str, ...]
+    topic_pattern: str | None
+    group_id: str
+    hbase_table: str
+    column_family: str
+    mapping: MappingSpec = field(default_factory=MappingSpec)
+    starting: StartingSpec = field(default_factory=StartingSpec)
+    caps: CapsSpec = field(default_factory=CapsSpec)
+    bad_records: BadRecordPolicy = "fail"
+    on_data_loss: DataLossPolicy = "fail"
+    spark: SparkSpec = field(default_factory=SparkSpec)
+    schedule: str | None = None
+    batch_size: int = 1000
+    source_file: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable view of the spec (for logs and the CLI)."""
+        data = asdict(self)
+        data["topics"] = list(self.topics)
+        return data

@@ -1,0 +1,132 @@
+"""Build every pipeline's Airflow DAGs from the pipelines YAML.
+
+DAG ids (``<name>`` is the pipeline name):
+
+* ``eo_stream__<name>``: recover -> reserve -> write -> commit, on the pipeline's
+  schedule, ``max_active_runs=1``;
+* ``eo_backfill__<name>``: a historical range from the Trigger form, as a
+  ``backfill`` epoch beside the stream (no cursor or group offsets move);
+* ``eo_recovery``: recovers every pipeline's open epochs (manual trigger).
+
+Only the YAML is read at parse time; nothing connects anywhere.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from airflow.sdk import DAG
+
+from airflow_provider_eo.config import PipelineSpec, load_pipelines, resolve_pipelines_file
+from airflow_provider_eo.dags.backfill_params import backfill_params
+from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
+from airflow_provider_eo.operators.commit import CommitEpochOperator
+from airflow_provider_eo.operators.recover import RecoverEpochsOperator
+from airflow_provider_eo.operators.release import ReleaseEpochOperator
+from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+from airflow_provider_eo.operators.write import WriteEpochOperator
+
+START_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+RECOVERY_DAG_ID = "eo_recovery"
+DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=30)}
+EPOCH_ID_FROM = "{{{{ ti.xcom_pull(task_ids='{task}')['epoch_id'] }}}}"
+
+
+def stream_dag_id(pipeline: str) -> str:
+    """DAG id of a pipeline's stream DAG."""
+    return f"eo_stream__{pipeline}"
+
+
+def backfill_dag_id(pipeline: str) -> str:
+    """DAG id of a pipeline's backfill DAG."""
+    return f"eo_backfill__{pipeline}"
+
+
+def build_dags(pipelines_file: str | Path | None = None, *, default_dir: str | Path | None = None) -> dict[str, DAG]:
+    """All DAGs for the pipelines file, keyed by DAG id.
+
+    Raises ``PipelineConfigError`` (naming file, pipeline and field) for an invalid file.
+    """
+    path = str(resolve_pipelines_file(pipelines_file, default_dir=default_dir).resolve())
+    specs = load_pipelines(path)
+    dags: dict[str, DAG] = {}
+    for spec in specs.values():
+        dags[stream_dag_id(spec.name)] = build_stream_dag(spec, path)
+        dags[backfill_dag_id(spec.name)] = build_backfill_dag(spec, path)
+    dags[RECOVERY_DAG_ID] = build_recovery_dag(list(specs.values()), path)
+    return dags
+
+
+def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
+    """recover -> reserve -> write -> commit for one pipeline."""
+    common = {"pipeline": spec.name, "pipelines_file": pipelines_file}
+    with DAG(
+        dag_id=stream_dag_id(spec.name),
+        schedule=spec.schedule,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        tags=["eo", "eo:stream", f"eo:{spec.name}"],
+        doc_md=_doc(spec, "Stream: one epoch per run, from the ledger cursor, capped by the pipeline's limits."),
+    ) as dag:
+        recover = RecoverEpochsOperator(task_id="recover", kind="stream", **common)
+        reserve = ReserveEpochOperator(task_id="reserve", **common)
+        write = WriteEpochOperator(task_id="write", epoch_id=EPOCH_ID_FROM.format(task="reserve"), spec=spec, **common)
+        commit = CommitEpochOperator(task_id="commit", epoch_id=EPOCH_ID_FROM.format(task="reserve"), **common)
+        recover >> reserve >> write >> commit
+    return dag
+
+
+def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
+    """reserve (a backfill epoch from the Trigger form) -> write -> commit, then release."""
+    common = {"pipeline": spec.name, "pipelines_file": pipelines_file}
+    epoch_id = EPOCH_ID_FROM.format(task="reserve")
+    with DAG(
+        dag_id=backfill_dag_id(spec.name),
+        schedule=None,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=4,
+        params=backfill_params(spec),
+        tags=["eo", "eo:backfill", f"eo:{spec.name}"],
+        doc_md=_doc(spec, "Backfill: rewrite a historical range; the stream cursor and group offsets stay put."),
+    ) as dag:
+        reserve = ReserveBackfillEpochOperator(task_id="reserve", **common)
+        write = WriteEpochOperator(task_id="write", epoch_id=epoch_id, spec=spec, **common)
+        commit = CommitEpochOperator(task_id="commit", epoch_id=epoch_id, **common)
+        release = ReleaseEpochOperator(task_id="release", epoch_id=epoch_id, **common).as_teardown(setups=reserve)
+        reserve >> write >> commit >> release
+    return dag
+
+
+def build_recovery_dag(specs: list[PipelineSpec], pipelines_file: str) -> DAG:
+    """One recover task per pipeline, over stream and backfill epochs."""
+    with DAG(
+        dag_id=RECOVERY_DAG_ID,
+        schedule=None,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        tags=["eo", "eo:recovery"],
+        doc_md=(
+            "Recovery for every pipeline: WRITTEN epochs are committed; RESERVED epochs whose "
+            "owning DAG run is no longer running are aborted (their ranges return to the next reservation)."
+        ),
+    ) as dag:
+        for spec in specs:
+            RecoverEpochsOperator(
+                task_id=f"recover__{spec.name}", pipeline=spec.name, pipelines_file=pipelines_file, kind=None
+            )
+    return dag
+
+
+def _doc(spec: PipelineSpec, what: str) -> str:
+    topics = ", ".join(spec.topics) if spec.topics else f"/{spec.topic_pattern}/"
+    return (
+        f"**{what}**\n\n"
+        f"Pipeline `{spec.name}`: Kafka {topics} (group `{spec.group_id}`) -> "
+        f"HBase `{spec.hbase_table}`:`{spec.column_family}`. "
+        "Each task's XCom holds the epoch summary (epoch id, ranges, counts)."
+    )

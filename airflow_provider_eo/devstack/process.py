@@ -1,0 +1,154 @@
+"""Background service processes: start with a log and pid file, wait until healthy, stop.
+
+Every service starts in its own session (``start_new_session=True``), so its process
+group id equals its pid and stopping signals the whole group: no orphans are left,
+even for services that fork workers (PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+_children: dict[int, subprocess.Popen[bytes]] = {}
+"""Processes started by this Python process, kept so they can be reaped (no zombies)."""
+
+
+class ServiceStartError(RuntimeError):
+    """A service could not be started or did not become healthy in time."""
+
+
+def log_tail(log_path: Path, lines: int = 30) -> str:
+    """Return the last ``lines`` lines of ``log_path`` ('' when it does not exist)."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def start_process(
+    argv: Sequence[str],
+    *,
+    log_path: Path,
+    pid_path: Path,
+    env: Mapping[str, str],
+    cwd: Path,
+    user: str | None = None,
+) -> int:
+    """Start ``argv`` detached in its own session; stdout+stderr append to ``log_path``.
+
+    Writes the pid to ``pid_path`` and returns it. ``user`` runs the process as that OS
+    user (only possible when this process is root).
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+            user=user,
+        )
+    _children[proc.pid] = proc
+    pid_path.write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def read_pid(pid_path: Path) -> int | None:
+    """Return the pid stored in ``pid_path`` or None when the file is missing or empty."""
+    try:
+        text = pid_path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text else None
+
+
+def _reap(pid: int) -> None:
+    proc = _children.get(pid)
+    if proc is not None and proc.poll() is not None:
+        del _children[pid]
+
+
+def is_running(pid: int) -> bool:
+    """True when ``pid`` exists and is not a zombie."""
+    _reap(pid)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of live (non-zombie) processes whose process group is ``pgid``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def wait_until_healthy(
+    service: str,
+    pid: int,
+    healthy: Callable[[], bool],
+    *,
+    log_path: Path,
+    timeout_s: float,
+) -> None:
+    """Poll ``healthy()`` until it returns True.
+
+    Raises :class:`ServiceStartError` with the tail of the service's log when the
+    process exits or ``timeout_s`` passes first.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if not is_running(pid):
+            raise ServiceStartError(
+                f"{service} (pid {pid}) exited during startup; last lines of {log_path}:\n"
+                f"{log_tail(log_path)}"
+            )
+        if healthy():
+            return
+        if time.monotonic() > deadline:
+            raise ServiceStartError(
+                f"{service} (pid {pid}) did not become healthy within {timeout_s:.0f} s; "
+                f"last lines of {log_path}:\n{log_tail(log_path)}"
+            )
+        time.sleep(0.2)
+
+
+def stop_process_group(pid: int, *, first_signal: int = signal.SIGTERM, grace_s: float = 15.0) -> None:
+    """Stop the process group led by ``pid``: ``first_signal``, then SIGKILL after ``grace_s``.
+
+    Returns once no live process of the group is left.
+    """
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, first_signal)
+        os.killpg(pid, signal.SIGCONT)  # a test may have SIGSTOPped it to simulate an outage
+    deadline = time.monotonic() + grace_s
+    while group_members(pid) or is_running(pid):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + grace_s
+        time.sleep(0.05)
+    proc = _children.pop(pid, None)
+    if proc is not None:
+        proc.wait()

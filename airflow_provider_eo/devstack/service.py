@@ -1,0 +1,66 @@
+"""What the local stack needs to know about one service (PostgreSQL, broker, gateway)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+
+class MissingBinaryError(RuntimeError):
+    """A program a service needs is not installed; the message says what to install."""
+
+
+class Service(ABC):
+    """One long-running local service listening on 127.0.0.1:``port``.
+
+    Subclasses describe how to prepare, start and probe the service; the stack
+    (:mod:`.stack`) does the process handling.
+    """
+
+    name: str = ""
+    stop_signal: int = signal.SIGTERM
+    startup_timeout_s: float = 30.0
+
+    def __init__(self, state_dir: Path, port: int) -> None:
+        self.state_dir = state_dir
+        self.port = port
+
+    @property
+    def log_path(self) -> Path:
+        """Where the service's stdout and stderr go."""
+        return self.state_dir / "logs" / f"{self.name}.log"
+
+    @property
+    def pid_path(self) -> Path:
+        """Where the service's pid is stored (also its process group id)."""
+        return self.state_dir / "pids" / f"{self.name}.pid"
+
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """One-time, idempotent preparation before the first start (e.g. initdb)."""
+
+    @abstractmethod
+    def argv(self) -> list[str]:
+        """The command line that runs the service in the foreground. No secrets in it."""
+
+    def cwd(self) -> Path:
+        """Working directory of the service process (inside the state dir)."""
+        return self.state_dir
+
+    def run_as(self) -> str | None:
+        """OS user to run the service as, or None for the current user."""
+        return None
+
+    def environment(self) -> dict[str, str]:
+        """Environment of the service process."""
+        env = dict(os.environ)
+        env["EO_STACK_STATE_DIR"] = str(self.state_dir)
+        return env
+
+    @abstractmethod
+    def healthy(self) -> bool:
+        """True when the service answers a real request."""
+
+    def after_start(self) -> None:  # noqa: B027 - optional hook
+        """Idempotent setup once the service is healthy (e.g. create the database)."""

@@ -1,0 +1,65 @@
+"""HBase hook: happybase connections and pools to an HBase Thrift1 server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import happybase
+from airflow.sdk import BaseHook
+
+from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs
+from airflow_provider_eo.hooks.connections import connection_from_airflow
+from airflow_provider_eo.hooks.ui import field_behaviour
+
+
+class EoHBaseHook(BaseHook):
+    """Builds happybase clients from an ``eo_hbase`` connection.
+
+    host/port of the Thrift server; ``extra``: ``transport`` (buffered|framed),
+    ``protocol`` (binary|compact), ``table_prefix``, ``table_prefix_separator``,
+    ``timeout_ms``, ``compat``. Any conn_type is accepted for the connection id.
+
+    :param hbase_conn_id: connection id (default ``eo_hbase``).
+    """
+
+    conn_name_attr = "hbase_conn_id"
+    default_conn_name = "eo_hbase"
+    conn_type = "eo_hbase"
+    hook_name = "EO HBase (Thrift1)"
+
+    def __init__(self, hbase_conn_id: str = default_conn_name) -> None:
+        super().__init__()
+        self.hbase_conn_id = hbase_conn_id
+        self._kwargs: dict[str, Any] | None = None
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Connection form: host/port of the Thrift server, settings in extra."""
+        return field_behaviour(cls.conn_type)
+
+    @property
+    def connection_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``happybase.Connection`` (resolved once)."""
+        if self._kwargs is None:
+            self._kwargs = hbase_connection_kwargs(connection_from_airflow(self.hbase_conn_id))
+        return dict(self._kwargs)
+
+    def get_conn(self) -> happybase.Connection:
+        """A new, open happybase connection; the caller closes it."""
+        return happybase.Connection(**self.connection_kwargs)
+
+    def get_pool(self, size: int = 4) -> happybase.ConnectionPool:
+        """A happybase connection pool of ``size`` connections (opened lazily by happybase)."""
+        return happybase.ConnectionPool(size, **self.connection_kwargs)
+
+    def test_connection(self) -> tuple[bool, str]:
+        """(True, summary) when the Thrift server lists its tables, else (False, error)."""
+        try:
+            conn = self.get_conn()
+            try:
+                tables = conn.tables()
+            finally:
+                conn.close()
+        except Exception as exc:
+            return False, f"HBase connection {self.hbase_conn_id!r} failed: {exc}"
+        return True, f"Connected: {len(tables)} table(s) visible"

@@ -1,0 +1,188 @@
+"""Kafka hook: partition discovery, watermarks and consumer-group offsets.
+
+Implements the ledger's ``OffsetSource`` and ``OffsetPublisher`` protocols. The
+connection has the official Kafka provider's shape: ``extra`` holds librdkafka
+settings (see :func:`~airflow_provider_eo.hooks.client_config.kafka_client_config`),
+so TLS/SASL settings reach every client this hook creates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from airflow.sdk import BaseHook
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
+from airflow_provider_eo.hooks.connections import connection_from_airflow
+from airflow_provider_eo.hooks.ui import field_behaviour
+
+TP = tuple[str, int]
+_PROBE_GROUP = "airflow-provider-eo-probe"  # never committed to: used only for reads
+
+
+class EoKafkaError(RuntimeError):
+    """A Kafka metadata/offset call failed; the message names the topic/partition or group."""
+
+
+class EoKafkaHook(BaseHook):
+    """Kafka access for reservation and commit (OffsetSource + OffsetPublisher).
+
+    :param kafka_conn_id: connection id; any conn_type is accepted, ``extra`` must carry
+        librdkafka settings (at least ``bootstrap.servers``, or host/port).
+    """
+
+    conn_name_attr = "kafka_conn_id"
+    default_conn_name = "eo_kafka"
+    conn_type = "eo_kafka"
+    hook_name = "EO Kafka (librdkafka settings)"
+
+    def __init__(self, kafka_conn_id: str = default_conn_name) -> None:
+        super().__init__()
+        self.kafka_conn_id = kafka_conn_id
+        self._settings: KafkaClientConfig | None = None
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Connection form: only ``extra`` (librdkafka JSON) matters."""
+        return field_behaviour(cls.conn_type)
+
+    @property
+    def settings(self) -> KafkaClientConfig:
+        """librdkafka config and call timeout, resolved once from the connection."""
+        if self._settings is None:
+            self._settings = kafka_client_config(connection_from_airflow(self.kafka_conn_id))
+        return self._settings
+
+    def _admin(self) -> AdminClient:
+        return AdminClient(dict(self.settings.config))
+
+    @contextmanager
+    def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
+        conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
+        consumer = Consumer(conf)
+        try:
+            yield consumer
+        finally:
+            consumer.close()
+
+    def list_partitions(self, topics: Iterable[str] | None, pattern: str | None) -> list[TP]:
+        """Sorted (topic, partition) of the named ``topics`` plus every topic whose name
+        fully matches the regex ``pattern`` in the current cluster metadata. Internal
+        topics (``__*``) never match the pattern. A named topic that does not exist, or
+        a topic whose metadata carries an error, raises :class:`EoKafkaError`."""
+        try:
+            metadata = self._admin().list_topics(timeout=self.settings.timeout_s)
+        except KafkaException as exc:
+            raise EoKafkaError(f"cannot list topics: {exc}") from exc
+        wanted = set(topics or ())
+        missing = sorted(wanted - set(metadata.topics))
+        if missing:
+            raise EoKafkaError(f"topic(s) not found: {', '.join(missing)}")
+        if pattern:
+            regex = re.compile(pattern)
+            wanted |= {t for t in metadata.topics if not t.startswith("__") and regex.fullmatch(t)}
+        result: list[TP] = []
+        for topic in sorted(wanted):
+            meta = metadata.topics[topic]
+            if meta.error is not None:
+                raise EoKafkaError(f"topic {topic!r}: metadata error {meta.error}")
+            result.extend((topic, p) for p in sorted(meta.partitions))
+        return result
+
+    def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        """(low, high) watermark of each partition, read from the broker (not cached)."""
+        result: dict[TP, tuple[int, int]] = {}
+        with self._consumer() as consumer:
+            for topic, partition in tps:
+                try:
+                    low, high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=self.settings.timeout_s, cached=False
+                    )
+                except KafkaException as exc:
+                    raise EoKafkaError(f"watermarks of {topic}[{partition}]: {exc}") from exc
+                result[(topic, partition)] = (int(low), int(high))
+        return result
+
+    def offsets_for_timestamp(self, tps: Iterable[TP], ts_ms: int) -> dict[TP, int]:
+        """Per partition, the first offset whose record timestamp is >= ``ts_ms``; the
+        high watermark where no such record exists."""
+        tps = list(tps)
+        if not tps:
+            return {}
+        query = [TopicPartition(t, p, int(ts_ms)) for t, p in tps]
+        with self._consumer() as consumer:
+            try:
+                answer = consumer.offsets_for_times(query, timeout=self.settings.timeout_s)
+            except KafkaException as exc:
+                raise EoKafkaError(f"offsets for timestamp {ts_ms} of {list(tps)}: {exc}") from exc
+        result: dict[TP, int] = {}
+        ends: list[TP] = []
+        for tp in answer:
+            if tp.error is not None:
+                raise EoKafkaError(f"offset for timestamp {ts_ms} of {tp.topic}[{tp.partition}]: {tp.error}")
+            if tp.offset < 0:
+                ends.append((tp.topic, tp.partition))
+            else:
+                result[(tp.topic, tp.partition)] = int(tp.offset)
+        for tp_key, (_, high) in self.watermarks(ends).items():
+            result[tp_key] = high
+        return result
+
+    def committed_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
+        """The group's committed offset per partition; ``None`` where it has none."""
+        tps = list(tps)
+        if not tps:
+            return {}
+        with self._consumer(group_id) as consumer:
+            try:
+                answer = consumer.committed(
+                    [TopicPartition(t, p) for t, p in tps], timeout=self.settings.timeout_s
+                )
+            except KafkaException as exc:
+                raise EoKafkaError(f"committed offsets of group {group_id!r} for {list(tps)}: {exc}") from exc
+        result: dict[TP, int | None] = {}
+        for tp in answer:
+            if tp.error is not None:
+                where = f"{tp.topic}[{tp.partition}]"
+                raise EoKafkaError(f"committed offset of group {group_id!r} {where}: {tp.error}")
+            result[(tp.topic, tp.partition)] = int(tp.offset) if tp.offset >= 0 else None
+        return result
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
+        """Commit exactly ``offsets`` to ``group_id`` (synchronous, auto-commit off), then
+        read them back; raises :class:`EoKafkaError` naming group and partition on any
+        per-partition error or mismatch. Empty ``offsets``: nothing is sent."""
+        if not offsets:
+            return
+        request = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
+        with self._consumer(group_id) as consumer:
+            try:
+                answer = consumer.commit(offsets=request, asynchronous=False) or []
+            except KafkaException as exc:
+                raise EoKafkaError(f"commit to group {group_id!r} of {dict(offsets)}: {exc}") from exc
+            for tp in answer:
+                if tp.error is not None:
+                    raise EoKafkaError(f"commit to group {group_id!r} {tp.topic}[{tp.partition}]: {tp.error}")
+        readback = self.committed_offsets(group_id, list(offsets))
+        wrong = {tp: (o, readback.get(tp)) for tp, o in offsets.items() if readback.get(tp) != o}
+        if wrong:
+            detail = ", ".join(f"{t}[{p}] wanted {w} got {g}" for (t, p), (w, g) in sorted(wrong.items()))
+            raise EoKafkaError(f"commit to group {group_id!r} not visible on read-back: {detail}")
+        self.log.info("committed offsets group=%s offsets=%s", group_id, _fmt(offsets))
+
+    def test_connection(self) -> tuple[bool, str]:
+        """(True, summary) when cluster metadata can be read, else (False, error)."""
+        try:
+            metadata = self._admin().list_topics(timeout=self.settings.timeout_s)
+        except Exception as exc:
+            return False, f"Kafka connection {self.kafka_conn_id!r} failed: {exc}"
+        return True, f"Connected: {len(metadata.brokers)} broker(s), {len(metadata.topics)} topic(s)"
+
+
+def _fmt(offsets: Mapping[TP, int]) -> str:
+    return ",".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items()))

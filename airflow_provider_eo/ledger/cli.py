@@ -1,0 +1,122 @@
+"""``eo-ledger``: inspect and operate the epoch ledger; every answer is JSON on stdout.
+
+The ledger DSN is never a required argument (arguments are visible to other users):
+``--dsn`` if given, else ``EO_LEDGER_DSN``, else the Airflow connection
+``AIRFLOW_CONN_<CONN_ID>`` (``--conn-id``, default ``eo_ledger``; URI or JSON form).
+Kafka (``lag``, ``commit``) uses ``AIRFLOW_CONN_<KAFKA_CONN_ID>`` (default ``eo_kafka``).
+Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for failures,
+2 for refusals (``commit``/``abort`` without ``--yes``) and usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_eo.ledger import cli_commands as commands
+
+DSN_ENV = "EO_LEDGER_DSN"
+
+
+class Refused(Exception):
+    """The command needs an explicit confirmation flag."""
+
+
+def resolve_dsn(dsn: str | None, conn_id: str) -> str:
+    """``dsn`` > ``$EO_LEDGER_DSN`` > libpq DSN of ``AIRFLOW_CONN_<CONN_ID>``."""
+    if dsn:
+        return dsn
+    if os.environ.get(DSN_ENV):
+        return os.environ[DSN_ENV]
+    from airflow_provider_eo.hooks.client_config import postgres_dsn
+    from airflow_provider_eo.hooks.connections import connection_from_env
+
+    return postgres_dsn(connection_from_env(conn_id))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="eo-ledger", description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", help=f"libpq DSN (prefer ${DSN_ENV}: arguments are visible in ps)")
+    parser.add_argument("--conn-id", default="eo_ledger", help="read AIRFLOW_CONN_<ID> (default eo_ledger)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("migrate", help="apply pending schema migrations")
+    sub.add_parser("pipelines", help="pipelines with epoch counts, open epochs and cursors")
+    epochs = sub.add_parser("epochs", help="epochs with their ranges (oldest first)")
+    epochs.add_argument("--pipeline")
+    epochs.add_argument("--state", choices=["RESERVED", "WRITTEN", "COMMITTED", "ABORTED"])
+    epochs.add_argument("--kind", choices=["stream", "backfill"])
+    epochs.add_argument("--min-id", type=int)
+    epochs.add_argument("--max-id", type=int)
+    epochs.add_argument("--limit", type=int, help="only the N newest matching epochs")
+    show = sub.add_parser("epoch", help="one epoch with its ranges")
+    show.add_argument("epoch_id", type=int)
+    lag = sub.add_parser("lag", help="cursor, watermarks and lag per partition")
+    lag.add_argument("--pipeline", required=True)
+    lag.add_argument("--kafka-conn-id", default="eo_kafka")
+    commit = sub.add_parser("commit", help="publish a WRITTEN epoch's offsets and mark it COMMITTED")
+    commit.add_argument("epoch_id", type=int)
+    commit.add_argument("--yes", action="store_true", help="confirm")
+    commit.add_argument("--kafka-conn-id", default="eo_kafka")
+    commit.add_argument(
+        "--group-id", help="consumer group (default: the pipeline's, from the pipelines file)"
+    )
+    commit.add_argument(
+        "--pipelines-file", help="pipelines YAML (default: $EO_PIPELINES_FILE, dags/pipelines.yaml)"
+    )
+    abort = sub.add_parser("abort", help="abort a RESERVED epoch (WRITTEN with --allow-written)")
+    abort.add_argument("epoch_id", type=int)
+    abort.add_argument("--yes", action="store_true", help="confirm")
+    abort.add_argument("--allow-written", action="store_true", help="also abort a WRITTEN epoch")
+    abort.add_argument("--reason", default="aborted by operator (eo-ledger)")
+    dead = sub.add_parser("dead-letters", help="dead-lettered records of a pipeline")
+    dead.add_argument("--pipeline", required=True)
+    dead.add_argument("--limit", type=int, default=100)
+    return parser
+
+
+def run(args: argparse.Namespace) -> Any:
+    """Execute the parsed command; returns the JSON-serializable answer."""
+    if args.command in ("commit", "abort") and not args.yes:
+        raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
+    from airflow_provider_eo.ledger.ledger import Ledger
+
+    with Ledger(resolve_dsn(args.dsn, args.conn_id), auto_migrate=args.command != "migrate") as ledger:
+        if args.command == "migrate":
+            return commands.migrate(ledger)
+        if args.command == "pipelines":
+            return commands.pipelines(ledger)
+        if args.command == "epochs":
+            return commands.epochs(ledger, args)
+        if args.command == "epoch":
+            return ledger.get_epoch(args.epoch_id).to_detail()
+        if args.command == "lag":
+            return commands.lag(ledger, args.pipeline, commands.kafka_hook(args.kafka_conn_id))
+        if args.command == "commit":
+            return commands.commit(ledger, args)
+        if args.command == "abort":
+            return ledger.abort(args.epoch_id, args.reason, allow_written=args.allow_written).to_detail()
+        return commands.dead_letters(ledger, args.pipeline, args.limit)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        result = run(args)
+    except Refused as exc:
+        print(json.dumps({"error": str(exc), "type": "Refused"}), file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(json.dumps({"error": str(exc), "type": type(exc).__name__}), file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

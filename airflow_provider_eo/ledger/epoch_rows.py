@@ -1,0 +1,119 @@
+"""Reading epochs (with their ranges) from ``eo.epochs`` / ``eo.epoch_ranges``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg2.extras import execute_values
+
+from airflow_provider_eo.ledger.errors import EpochNotFound
+from airflow_provider_eo.ledger.models import Epoch, PartitionRange
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
+
+EPOCH_COLUMNS = (
+    "epoch_id, pipeline, kind, state, fencing_token::text, dag_id, run_id,"
+    " created_at, written_at, committed_at, aborted_at, metrics, error"
+)
+
+
+def fetch_epoch(cur: Any, epoch_id: int, *, for_update: bool = False) -> Epoch:
+    """The epoch ``epoch_id`` (optionally row-locked); raises ``EpochNotFound``."""
+    lock = " FOR UPDATE" if for_update else ""
+    cur.execute(f"SELECT {EPOCH_COLUMNS} FROM eo.epochs WHERE epoch_id = %s{lock}", (epoch_id,))
+    row = cur.fetchone()
+    if row is None:
+        raise EpochNotFound(epoch_id)
+    return attach_ranges(cur, [row])[0]
+
+
+def fetch_epochs(
+    cur: Any,
+    *,
+    pipeline: str | None = None,
+    states: Sequence[str] | None = None,
+    kind: str | None = None,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    min_id: int | None = None,
+    max_id: int | None = None,
+    limit: int | None = None,
+    newest_first: bool = False,
+) -> list[Epoch]:
+    """Epochs matching every given filter, ordered by id (``newest_first`` reverses)."""
+    filters = [
+        ("pipeline = %s", pipeline),
+        ("state = ANY(%s)", list(states) if states is not None else None),
+        ("kind = %s", kind),
+        ("dag_id = %s", dag_id),
+        ("run_id = %s", run_id),
+        ("epoch_id >= %s", min_id),
+        ("epoch_id <= %s", max_id),
+    ]
+    clauses = [clause for clause, value in filters if value is not None]
+    params: list[Any] = [value for _, value in filters if value is not None]
+    where = " WHERE " + " AND ".join(clauses) if clauses else ""
+    order = " ORDER BY epoch_id DESC" if newest_first else " ORDER BY epoch_id"
+    tail = ""
+    if limit is not None:
+        tail = " LIMIT %s"
+        params.append(limit)
+    cur.execute(f"SELECT {EPOCH_COLUMNS} FROM eo.epochs{where}{order}{tail}", params)
+    return attach_ranges(cur, cur.fetchall())
+
+
+def attach_ranges(cur: Any, rows: Sequence[tuple[Any, ...]]) -> list[Epoch]:
+    """Build ``Epoch`` objects from ``EPOCH_COLUMNS`` rows, loading all their ranges at once."""
+    ids = [row[0] for row in rows]
+    ranges: dict[int, list[PartitionRange]] = {epoch_id: [] for epoch_id in ids}
+    if ids:
+        cur.execute(
+            'SELECT epoch_id, topic, "partition", start_offset, end_offset FROM eo.epoch_ranges'
+            ' WHERE epoch_id = ANY(%s) ORDER BY epoch_id, topic, "partition"',
+            (ids,),
+        )
+        for epoch_id, topic, partition, start, end in cur.fetchall():
+            ranges[epoch_id].append(PartitionRange(topic, partition, start, end))
+    return [
+        Epoch(
+            epoch_id=row[0],
+            pipeline=row[1],
+            kind=EpochKind(row[2]),
+            state=EpochState(row[3]),
+            fencing_token=row[4],
+            dag_id=row[5],
+            run_id=row[6],
+            created_at=row[7],
+            written_at=row[8],
+            committed_at=row[9],
+            aborted_at=row[10],
+            metrics=row[11],
+            error=row[12],
+            ranges=tuple(ranges[row[0]]),
+        )
+        for row in rows
+    ]
+
+
+def insert_epoch(
+    cur: Any,
+    pipeline: str,
+    kind: EpochKind,
+    token: str,
+    dag_id: str,
+    run_id: str,
+    ranges: Sequence[PartitionRange],
+) -> Epoch:
+    """Insert a RESERVED epoch and its ranges; return it as stored."""
+    cur.execute(
+        "INSERT INTO eo.epochs (pipeline, kind, state, fencing_token, dag_id, run_id)"
+        " VALUES (%s, %s, 'RESERVED', %s, %s, %s) RETURNING epoch_id",
+        (pipeline, kind.value, token, dag_id, run_id),
+    )
+    epoch_id = cur.fetchone()[0]
+    execute_values(
+        cur,
+        'INSERT INTO eo.epoch_ranges (epoch_id, topic, "partition", start_offset, end_offset) VALUES %s',
+        [(epoch_id, r.topic, r.partition, r.start, r.end) for r in ranges],
+    )
+    return fetch_epoch(cur, epoch_id)

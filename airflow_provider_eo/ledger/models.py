@@ -1,0 +1,124 @@
+"""Value objects read from and written to the ledger."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
+
+
+@dataclass(frozen=True, order=True)
+class PartitionRange:
+    """Offsets ``[start, end)`` of one topic-partition (``start == end``: empty)."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        """The ``(topic, partition)`` pair."""
+        return (self.topic, self.partition)
+
+    @property
+    def record_count(self) -> int:
+        """Number of offsets in the range."""
+        return self.end - self.start
+
+    def to_summary(self) -> dict[str, Any]:
+        """JSON-serializable form."""
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "start": self.start,
+            "end": self.end,
+            "records": self.record_count,
+        }
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One epoch with its ranges (ordered by topic, partition)."""
+
+    epoch_id: int
+    pipeline: str
+    kind: EpochKind
+    state: EpochState
+    fencing_token: str
+    dag_id: str
+    run_id: str
+    created_at: datetime
+    written_at: datetime | None = None
+    committed_at: datetime | None = None
+    aborted_at: datetime | None = None
+    metrics: dict[str, Any] | None = None
+    error: str | None = None
+    ranges: tuple[PartitionRange, ...] = field(default_factory=tuple)
+
+    @property
+    def record_count(self) -> int:
+        """Offsets covered by all ranges."""
+        return sum(r.record_count for r in self.ranges)
+
+    @property
+    def end_offsets(self) -> dict[tuple[str, int], int]:
+        """Each range's end: what a commit publishes to the consumer group."""
+        return {r.tp: r.end for r in self.ranges}
+
+    def to_summary(self) -> dict[str, Any]:
+        """JSON-serializable summary (no secrets, no fencing token, no timestamps)."""
+        return {
+            "epoch_id": self.epoch_id,
+            "pipeline": self.pipeline,
+            "kind": self.kind.value,
+            "state": self.state.value,
+            "dag_id": self.dag_id,
+            "run_id": self.run_id,
+            "records": self.record_count,
+            "ranges": [r.to_summary() for r in self.ranges],
+            "metrics": self.metrics,
+            "error": self.error,
+        }
+
+    def to_detail(self) -> dict[str, Any]:
+        """:meth:`to_summary` plus the ISO-8601 timestamps (what the CLI prints)."""
+
+        def iso(moment: datetime | None) -> str | None:
+            return moment.isoformat() if moment is not None else None
+
+        return {
+            **self.to_summary(),
+            "created_at": iso(self.created_at),
+            "written_at": iso(self.written_at),
+            "committed_at": iso(self.committed_at),
+            "aborted_at": iso(self.aborted_at),
+        }
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record that could not be mapped, kept with its raw bytes.
+
+    The ledger stores one row per (pipeline, topic, partition, offset); recording the
+    same record again (a replay) overwrites it.
+    """
+
+    pipeline: str
+    topic: str
+    partition: int
+    offset: int
+    epoch_id: int | None
+    error: str
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: list[tuple[str, bytes | None]] | None = None
+
+    def headers_json(self) -> list[list[str | None]] | None:
+        """Headers as JSON (values base64-encoded)."""
+        if self.headers is None:
+            return None
+        return [[name, None if raw is None else base64.b64encode(raw).decode()] for name, raw in self.headers]

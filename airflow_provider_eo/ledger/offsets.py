@@ -1,0 +1,44 @@
+"""What the ledger needs from Kafka (implemented by ``EoKafkaHook``).
+
+A topic-partition is ``tp = (topic, partition)``. Implementations answer from the
+broker; tests use in-memory stand-ins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+TopicPartition = tuple[str, int]
+
+
+@runtime_checkable
+class OffsetSource(Protocol):
+    """Read-only offset queries."""
+
+    def list_partitions(self, topics: Sequence[str], pattern: str | None) -> list[TopicPartition]:
+        """Partitions of ``topics``, or of every topic whose name fully matches ``pattern``."""
+        ...
+
+    def watermarks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """``(low, high)`` watermarks of each partition; high is the next offset to be written."""
+        ...
+
+    def offsets_for_timestamp(self, tps: Iterable[TopicPartition], ts_ms: int) -> dict[TopicPartition, int]:
+        """Earliest offset whose timestamp is >= ``ts_ms``; -1 (or absent) if none."""
+        ...
+
+    def committed_offsets(
+        self, group_id: str, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offset per partition (None when it has none)."""
+        ...
+
+
+@runtime_checkable
+class OffsetPublisher(Protocol):
+    """Publishes committed progress to a consumer group."""
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit exactly ``offsets`` (next offset to read per partition) for ``group_id``."""
+        ...

@@ -1,0 +1,144 @@
+"""WriteEpochOperator: run the package's PySpark application for one reserved epoch.
+
+A thin subclass of the Spark provider's ``SparkSubmitOperator``. What it adds is
+how settings reach the Spark application without ever appearing on a command line:
+
+* the ledger, Kafka and HBase connections are resolved inside ``execute`` and
+  handed over as ``AIRFLOW_CONN_*`` environment variables (JSON form), and the
+  pipelines YAML text as ``EO_PIPELINES_YAML`` (the driver may run on a machine
+  that has no copy of the DAG folder);
+* client deploy mode: they are set on the ``spark-submit`` process environment
+  (the driver inherits it; executors get settings inside task closures);
+* cluster deploy mode on YARN or Kubernetes: they go into a temporary
+  ``--properties-file`` (mode 0600, deleted afterwards) as
+  ``spark.yarn.appMasterEnv.*`` / ``spark.kubernetes.driverEnv.*``, because the
+  Spark hook would otherwise turn ``env_vars`` into ``--conf`` arguments.
+
+The application arguments carry only names and ids (pipeline, epoch id).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseHook
+
+from airflow_provider_eo.config.loader import resolve_pipelines_file
+from airflow_provider_eo.config.specs import PipelineSpec
+
+PIPELINES_YAML_ENV = "EO_PIPELINES_YAML"
+CLUSTER_ENV_PREFIXES = ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
+
+
+def spark_application_path() -> str:
+    """Path of the PySpark application file shipped in this package (no import needed)."""
+    spec = importlib.util.find_spec("airflow_provider_eo.spark.app")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("airflow_provider_eo.spark.app is not installed with this package")
+    return spec.origin
+
+
+def connection_env(conn_ids: Sequence[str]) -> dict[str, str]:
+    """``AIRFLOW_CONN_<ID>`` -> connection JSON for each id, resolved through Airflow.
+
+    Raises whatever Airflow raises for an unknown connection id (it names the id).
+    """
+    return {f"AIRFLOW_CONN_{cid.upper()}": BaseHook.get_connection(cid).as_json() for cid in conn_ids}
+
+
+def write_properties_file(conf: Mapping[str, str], env: Mapping[str, str]) -> str:
+    """Write Spark conf plus cluster-mode driver environment to a private temp file.
+
+    Returns the path; the caller deletes it. Values are escaped as Java properties.
+    """
+    fd, path = tempfile.mkstemp(prefix="eo-spark-", suffix=".conf")
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        for key, value in conf.items():
+            handle.write(f"{key}={_escape_property(str(value))}\n")
+        for name, value in env.items():
+            for prefix in CLUSTER_ENV_PREFIXES:
+                handle.write(f"{prefix}{name}={_escape_property(value)}\n")
+    return path
+
+
+def _escape_property(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
+
+
+class WriteEpochOperator(SparkSubmitOperator):
+    """Submit the write step of one epoch: read its ranges, write HBase, vote WRITTEN.
+
+    :param pipeline: pipeline name (as declared in the pipelines YAML).
+    :param epoch_id: the epoch to write (templated; usually pulled from the reserve task's XCom).
+    :param spec: the pipeline spec; its ``spark`` section sets conf, deploy mode and resources.
+    :param pipelines_file: the YAML the spec came from (None: the default resolution).
+    :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
+    :param spark_conn_id: the Spark connection (master), default ``spark_default``.
+    """
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id")
+    ui_color = "#f0e4ff"
+
+    def __init__(
+        self,
+        *,
+        pipeline: str,
+        epoch_id: str | int,
+        spec: PipelineSpec,
+        pipelines_file: str | None = None,
+        ledger_conn_id: str = "eo_ledger",
+        kafka_conn_id: str = "eo_kafka",
+        hbase_conn_id: str = "eo_hbase",
+        spark_conn_id: str = "spark_default",
+        **kwargs: Any,
+    ) -> None:
+        resources = spec.spark.resources
+        super().__init__(
+            application=spark_application_path(),
+            application_args=["--pipeline", pipeline, "--epoch-id", str(epoch_id)],
+            conf=dict(spec.spark.conf),
+            conn_id=spark_conn_id,
+            deploy_mode=spec.spark.deploy_mode,
+            driver_memory=resources.driver_memory,
+            executor_memory=resources.executor_memory,
+            executor_cores=resources.executor_cores,
+            num_executors=resources.num_executors,
+            name=f"eo-write-{pipeline}",
+            **kwargs,
+        )
+        self.pipeline = pipeline
+        self.epoch_id = epoch_id
+        self.spec = spec
+        self.pipelines_file = pipelines_file
+        self.conn_ids = (ledger_conn_id, kafka_conn_id, hbase_conn_id)
+        self._properties_path: str | None = None
+
+    def execute(self, context: Any) -> None:
+        """Run spark-submit; raises if the application fails or its vote is fenced out."""
+        self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
+        env = connection_env(self.conn_ids)
+        env[PIPELINES_YAML_ENV] = resolve_pipelines_file(self.pipelines_file).read_text(encoding="utf-8")
+        self.log.info(
+            "Writing epoch: pipeline=%s epoch_id=%s deploy_mode=%s",
+            self.pipeline,
+            self.epoch_id,
+            self.spec.spark.deploy_mode,
+        )
+        if self.spec.spark.deploy_mode == "cluster":
+            self._properties_path = write_properties_file(self.conf or {}, env)
+            self.properties_file = self._properties_path
+            self.conf = {}
+        else:
+            self.env_vars = {**(self.env_vars or {}), **env}
+        try:
+            super().execute(context)
+        finally:
+            if self._properties_path:
+                os.unlink(self._properties_path)
+                self._properties_path = None

@@ -1,0 +1,89 @@
+"""The PySpark write application (the ``spark-submit`` application file).
+
+Usage (arguments are names and ids only; secrets come from the environment)::
+
+    spark-submit [spark options] airflow_provider_eo/spark/app.py \
+        --pipeline NAME --epoch-id N [--pipelines-file PATH] [--fencing-token UUID] \
+        [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase]
+    python -m airflow_provider_eo.spark.app --pipeline NAME --epoch-id N   # same, Spark from pyspark
+
+Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
+``AIRFLOW_CONN_EO_HBASE`` (or the ids given), optionally ``EO_PIPELINES_YAML``
+or ``EO_PIPELINES_FILE``. Exit codes: see :class:`~airflow_provider_eo.spark.driver.ExitCode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from airflow_provider_eo.config import PipelineConfigError
+from airflow_provider_eo.hooks.connections import ConnectionNotFound
+from airflow_provider_eo.ledger import EpochNotFound, Ledger
+from airflow_provider_eo.spark.driver import ExitCode, write_epoch
+from airflow_provider_eo.spark.logs import configure_logging
+from airflow_provider_eo.spark.settings import (
+    SettingsError,
+    ledger_dsn_from_env,
+    load_pipeline,
+    task_settings,
+)
+
+log = logging.getLogger("airflow_provider_eo.spark.app")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line arguments (no secrets accepted here)."""
+    parser = argparse.ArgumentParser(
+        prog="airflow_provider_eo.spark.app", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--pipeline", required=True, help="pipeline name as declared in the pipelines YAML")
+    parser.add_argument("--epoch-id", required=True, type=int, help="the RESERVED epoch to write")
+    parser.add_argument("--pipelines-file", default=None, help="pipelines YAML (default: see settings.py)")
+    parser.add_argument(
+        "--fencing-token",
+        default=None,
+        help="token issued at reservation (default: the epoch's current token)",
+    )
+    parser.add_argument("--ledger-conn-id", default="eo_ledger")
+    parser.add_argument("--kafka-conn-id", default="eo_kafka")
+    parser.add_argument("--hbase-conn-id", default="eo_hbase")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the write step for one epoch; returns the exit code."""
+    configure_logging()
+    args = parse_args(argv)
+    where = f"pipeline={args.pipeline} epoch_id={args.epoch_id}"
+    try:
+        spec = load_pipeline(args.pipeline, args.pipelines_file)
+        with Ledger(ledger_dsn_from_env(args.ledger_conn_id)) as ledger:
+            return int(
+                write_epoch(
+                    ledger,
+                    spec.name,
+                    args.epoch_id,
+                    lambda: task_settings(
+                        spec,
+                        args.epoch_id,
+                        ledger_conn_id=args.ledger_conn_id,
+                        kafka_conn_id=args.kafka_conn_id,
+                        hbase_conn_id=args.hbase_conn_id,
+                    ),
+                    spec.spark.split_size,
+                    fencing_token=args.fencing_token,
+                )
+            )
+    except (PipelineConfigError, SettingsError, ConnectionNotFound, EpochNotFound, ValueError) as exc:
+        log.error("%s: cannot write: %s", where, exc)
+        return int(ExitCode.INVALID)
+    except Exception as exc:
+        log.exception("%s: write failed, epoch not voted: %s: %s", where, type(exc).__name__, exc)
+        return int(ExitCode.FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

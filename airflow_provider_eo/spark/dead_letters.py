@@ -1,0 +1,100 @@
+"""Bad-record policy inside a write task.
+
+* ``fail``: the first bad record raises :class:`BadRecordError` naming topic,
+  partition, offset and reason; the task fails and the epoch is not voted.
+* ``dead_letter``: the record (raw key, value and headers, with topic,
+  partition, offset, epoch id and the reason) goes to the ledger's
+  ``eo.dead_letters`` table via ``Ledger.record_dead_letters`` (an idempotent
+  upsert keyed by pipeline/topic/partition/offset, so replays overwrite), and
+  is counted. Rows are buffered up to ``flush_every`` and flushed by :meth:`flush`
+  (the task flushes before it reports success).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+from airflow_provider_eo.ledger.models import DeadLetter
+from airflow_provider_eo.spark.records import KafkaRecord
+
+log = logging.getLogger(__name__)
+
+BadRecordPolicy = Literal["fail", "dead_letter"]
+DeadLetterSink = Callable[[list[DeadLetter]], None]
+
+
+class BadRecordError(RuntimeError):
+    """A bad record under the ``fail`` policy."""
+
+
+class BadRecordHandler:
+    """Applies one pipeline's bad-record policy; ``count`` is the number of bad records seen."""
+
+    def __init__(
+        self,
+        pipeline: str,
+        epoch_id: int,
+        policy: BadRecordPolicy,
+        sink: DeadLetterSink,
+        flush_every: int = 1000,
+    ) -> None:
+        if policy not in ("fail", "dead_letter"):
+            raise ValueError(f"unknown bad_records policy {policy!r}")
+        self.pipeline = pipeline
+        self.epoch_id = epoch_id
+        self.policy = policy
+        self.sink = sink
+        self.flush_every = max(1, flush_every)
+        self.pending: list[DeadLetter] = []
+        self.count = 0
+
+    def handle(self, record: KafkaRecord, reason: str) -> None:
+        """Fail (policy ``fail``) or buffer a dead letter (policy ``dead_letter``)."""
+        where = f"topic {record.topic} partition {record.partition} offset {record.offset}"
+        if self.policy == "fail":
+            raise BadRecordError(
+                f"bad record in pipeline {self.pipeline!r} epoch {self.epoch_id} at {where}: {reason}"
+            )
+        log.warning(
+            "dead-lettering bad record pipeline=%s epoch_id=%d topic=%s partition=%d offset=%d: %s",
+            self.pipeline,
+            self.epoch_id,
+            record.topic,
+            record.partition,
+            record.offset,
+            reason,
+        )
+        self.count += 1
+        self.pending.append(
+            DeadLetter(
+                pipeline=self.pipeline,
+                topic=record.topic,
+                partition=record.partition,
+                offset=record.offset,
+                epoch_id=self.epoch_id,
+                error=reason,
+                key=record.key,
+                value=record.value,
+                headers=list(record.headers),
+            )
+        )
+        if len(self.pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write buffered dead letters to the sink (idempotent upsert)."""
+        if self.pending:
+            self.sink(self.pending)
+            self.pending = []
+
+
+def ledger_sink(ledger_dsn: str) -> DeadLetterSink:
+    """A sink writing to ``eo.dead_letters`` through the ledger (connects on first use)."""
+    from airflow_provider_eo.ledger import Ledger
+
+    def write(rows: list[DeadLetter]) -> None:
+        Ledger(ledger_dsn).record_dead_letters(rows)
+
+    return write

@@ -1,0 +1,111 @@
+"""Send segments to HBase: one Thrift1 ``mutateRowsTs`` call per segment.
+
+Every mutation of a :class:`Segment` carries the segment's timestamp (the offset
+of its last record), so writing a segment again writes identical cells at the
+identical version: a failed call is retried as-is (reconnecting first), and after
+``attempts`` failures :class:`HBaseWriteError` names the table, the offsets and the
+last error. The table prefix of the connection is applied like happybase does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import happybase
+from Hbase_thrift import BatchMutation, Mutation  # registered by happybase's thriftpy2 loader
+
+from airflow_provider_eo.spark.segments import Segment
+
+log = logging.getLogger(__name__)
+
+
+class HBaseWriteError(RuntimeError):
+    """A segment could not be written after all attempts."""
+
+
+def segment_mutations(segment: Segment) -> list[Any]:
+    """Thrift ``BatchMutation`` objects: family deletes and puts, rows in first-seen order."""
+    batches = [
+        BatchMutation(row, [Mutation(isDelete=True, column=family) for family in families])
+        for row, families in segment.deletes.items()
+    ]
+    batches += [
+        BatchMutation(row, [Mutation(column=column, value=value) for column, value in cells.items()])
+        for row, cells in segment.puts.items()
+    ]
+    return batches
+
+
+class SegmentWriter:
+    """Writes segments to one table over one (re-opened on error) happybase connection.
+
+    ``connection_kwargs`` are ``happybase.Connection`` arguments (see
+    ``hooks.client_config.hbase_connection_kwargs``); they may hold secrets: not logged.
+    """
+
+    def __init__(
+        self,
+        connection_kwargs: Mapping[str, Any],
+        table: str,
+        attempts: int = 4,
+        backoff_s: float = 0.5,
+    ) -> None:
+        self.connection_kwargs = dict(connection_kwargs)
+        self.table = table
+        self.attempts = attempts
+        self.backoff_s = backoff_s
+        self._connection: happybase.Connection | None = None
+        self._table_name: bytes | None = None
+
+    def _connect(self) -> tuple[happybase.Connection, bytes]:
+        if self._connection is None or self._table_name is None:
+            connection = happybase.Connection(autoconnect=False, **self.connection_kwargs)
+            connection.open()
+            self._connection = connection
+            self._table_name = connection.table(self.table).name  # with the table prefix
+        return self._connection, self._table_name
+
+    def write(self, segment: Segment) -> None:
+        """Write one segment (no-op when empty); raises HBaseWriteError after ``attempts``."""
+        if segment.is_empty():
+            return
+        batches = segment_mutations(segment)
+        last_error: Exception | None = None
+        for attempt in range(1, self.attempts + 1):
+            try:
+                connection, table_name = self._connect()
+                connection.client.mutateRowsTs(table_name, batches, segment.timestamp, {})
+                return
+            except Exception as exc:  # transport errors, HBase IOError: the call is idempotent
+                last_error = exc
+                self.close()
+                log.warning(
+                    "HBase write failed table=%s offsets=[%d,%d] ts=%d attempt=%d/%d: %s",
+                    self.table,
+                    segment.first_offset,
+                    segment.last_offset,
+                    segment.timestamp,
+                    attempt,
+                    self.attempts,
+                    type(exc).__name__,
+                )
+                if attempt < self.attempts:
+                    time.sleep(self.backoff_s * 2 ** (attempt - 1))
+        raise HBaseWriteError(
+            f"cannot write to HBase table {self.table!r}: segment of offsets "
+            f"[{segment.first_offset}, {segment.last_offset}] (version {segment.timestamp}) failed "
+            f"{self.attempts} times; last error: {type(last_error).__name__}: {last_error}"
+        )
+
+    def close(self) -> None:
+        """Close the connection (a later write reconnects)."""
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except Exception:  # closing a broken transport
+                log.debug("closing a broken HBase connection failed", exc_info=True)
+        self._connection = None
+        self._table_name = None

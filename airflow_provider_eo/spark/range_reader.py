@@ -1,0 +1,129 @@
+"""Read exactly ``[start, end)`` of one Kafka partition with confluent-kafka.
+
+Contract of :func:`read_range`:
+
+* yields the partition's records with ``start <= offset < end`` in offset order,
+  each exactly once; never yields a record at or past ``end``;
+* offsets may have gaps (compaction, transaction markers): the read still ends
+  at ``end`` -- at the first record with offset ``>= end`` or at a partition EOF
+  whose position is ``>= end``;
+* anything that prevents reaching ``end`` (partition EOF below ``end``, a
+  non-retriable broker error, no progress for ``timeout_s``) raises
+  :class:`RangeReadError` naming topic, partition, the offset reached and ``end``;
+* streaming: records are fetched ``batch_size`` at a time; nothing else is kept;
+* no consumer-group side effects: the partition is assigned (no subscribe),
+  under a throwaway group id, with auto commit and offset store disabled.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from airflow_provider_eo.spark.records import KafkaRecord, TaskRange
+
+log = logging.getLogger(__name__)
+
+#: Settings forced on every range reader (they define the contract above).
+READER_OVERRIDES: dict[str, str] = {
+    "enable.auto.commit": "false",
+    "enable.auto.offset.store": "false",
+    "enable.partition.eof": "true",
+    "auto.offset.reset": "error",  # a start below the low watermark must fail, not jump
+}
+
+
+class RangeReadError(RuntimeError):
+    """The range could not be read up to its end; the message says where and why."""
+
+
+def _fail(rng: TaskRange, reached: int, why: str) -> RangeReadError:
+    return RangeReadError(
+        f"cannot read {rng.topic} partition {rng.partition} up to end offset {rng.end}: "
+        f"reached offset {reached} (range [{rng.start}, {rng.end})): {why}"
+    )
+
+
+def consumer_config(kafka_config: Mapping[str, str]) -> dict[str, str]:
+    """The connection's librdkafka settings plus the reader's forced settings."""
+    config = {**kafka_config, **READER_OVERRIDES}
+    config["group.id"] = f"eo-range-reader-{uuid.uuid4().hex}"  # never committed to
+    return config
+
+
+def read_range(
+    kafka_config: Mapping[str, str],
+    rng: TaskRange,
+    batch_size: int = 1000,
+    timeout_s: float = 30.0,
+) -> Iterator[KafkaRecord]:
+    """Yield the records of ``rng`` (see the module contract)."""
+    if rng.start >= rng.end:
+        return
+    consumer = Consumer(consumer_config(kafka_config))
+    try:
+        consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+        yield from _records(consumer, rng, batch_size, timeout_s)
+    finally:
+        consumer.close()
+
+
+def _records(consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: float) -> Iterator[KafkaRecord]:
+    next_offset = rng.start  # every offset below this one has been handled
+    last_progress = time.monotonic()
+    while True:
+        messages = consumer.consume(num_messages=batch_size, timeout=min(1.0, timeout_s))
+        if not messages and time.monotonic() - last_progress > timeout_s:
+            raise _fail(rng, next_offset, f"no progress for {timeout_s:g} s (broker unreachable?)")
+        for msg in messages:
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    eof_offset = msg.offset()
+                    position = eof_offset if eof_offset is not None else next_offset
+                    if position >= rng.end:
+                        return
+                    raise _fail(rng, position, f"partition EOF at offset {position}: records are missing")
+                if err.fatal() or not err.retriable():
+                    raise _fail(rng, next_offset, f"broker error {err.name()}: {err.str()}")
+                log.warning("retriable Kafka error topic=%s partition=%s: %s", rng.topic, rng.partition, err)
+                continue
+            last_progress = time.monotonic()
+            offset = msg.offset()
+            assert offset is not None
+            if offset >= rng.end:
+                return
+            if offset < next_offset:  # already handled (defensive: a refetch after an error)
+                continue
+            next_offset = offset + 1
+            yield _to_record(msg, offset)
+
+
+def _to_record(msg: Message, offset: int) -> KafkaRecord:
+    headers = tuple((str(name), _as_bytes(raw)) for name, raw in _header_pairs(msg))
+    _, ts = msg.timestamp()
+    key = msg.key()
+    value = msg.value()
+    return KafkaRecord(
+        topic=str(msg.topic()),
+        partition=int(msg.partition() or 0),
+        offset=offset,
+        key=_as_bytes(key),
+        value=_as_bytes(value),
+        headers=headers,
+        timestamp_ms=ts if ts >= 0 else None,
+    )
+
+
+def _header_pairs(msg: Message) -> list[tuple[str, Any]]:
+    raw: Any = msg.headers() or []
+    return list(raw.items()) if isinstance(raw, dict) else list(raw)
+
+
+def _as_bytes(value: str | bytes | None) -> bytes | None:
+    return value.encode("utf-8") if isinstance(value, str) else value

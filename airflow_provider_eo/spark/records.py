@@ -1,0 +1,63 @@
+"""Value types that flow through a write task: Kafka records in, row mutations out.
+
+A :class:`KafkaRecord` is one record as read from the broker (raw bytes, never
+decoded here). The mapping turns it into a :class:`RowPut` (cells to set) or a
+:class:`RowDelete` (the row's column family is deleted as of the record's
+version). Column names are full HBase column names ``b"family:qualifier"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KafkaRecord:
+    """One Kafka record exactly as stored on the broker."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        """Key plus value length in bytes (headers excluded)."""
+        return len(self.key or b"") + len(self.value or b"")
+
+
+@dataclass(frozen=True)
+class RowPut:
+    """Set ``cells`` (``b"family:qualifier" -> value``) on ``row``."""
+
+    row: bytes
+    cells: dict[bytes, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RowDelete:
+    """Delete ``families`` of ``row`` (every version up to the segment timestamp)."""
+
+    row: bytes
+    families: tuple[bytes, ...]
+
+
+RowMutation = RowPut | RowDelete
+
+
+@dataclass(frozen=True)
+class TaskRange:
+    """One Spark task's share of a partition range: offsets ``[start, end)``."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def label(self) -> str:
+        """``topic/partition[start,end)`` for logs and error messages."""
+        return f"{self.topic}/{self.partition}[{self.start},{self.end})"

@@ -1,0 +1,70 @@
+"""Driver-side resolution of everything the write application needs.
+
+Pipelines: ``--pipelines-file PATH``, else the YAML text in ``EO_PIPELINES_YAML``
+(set by ``WriteEpochOperator``, so a cluster-mode driver needs no DAG folder),
+else the config package's default resolution (``EO_PIPELINES_FILE``, ...).
+
+Connections: ``AIRFLOW_CONN_<ID>`` environment variables of the driver (URI or
+JSON form, resolved by ``hooks.connections``). Values are secrets: they are
+placed in :class:`TaskSettings` (repr hides them) and never logged.
+"""
+
+from __future__ import annotations
+
+import os
+
+from airflow_provider_eo.config import PipelineSpec, load_pipelines, parse_pipelines_text
+from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, kafka_client_config, postgres_dsn
+from airflow_provider_eo.hooks.connections import connection_from_env
+from airflow_provider_eo.spark.write_task import TaskSettings
+
+PIPELINES_YAML_ENV = "EO_PIPELINES_YAML"
+
+
+class SettingsError(ValueError):
+    """The pipeline or a connection could not be resolved (message names which, never a value)."""
+
+
+def load_pipeline(name: str, pipelines_file: str | None = None) -> PipelineSpec:
+    """The named pipeline's spec (resolution order in the module docstring)."""
+    inline = os.environ.get(PIPELINES_YAML_ENV)
+    if pipelines_file is None and inline:
+        pipelines = parse_pipelines_text(inline, f"${PIPELINES_YAML_ENV}")
+    else:
+        pipelines = load_pipelines(pipelines_file)
+    if name not in pipelines:
+        raise SettingsError(f"pipeline {name!r} is not declared (known: {', '.join(sorted(pipelines))})")
+    return pipelines[name]
+
+
+def ledger_dsn_from_env(ledger_conn_id: str) -> str:
+    """libpq DSN of the ledger connection (contains the password: never log it)."""
+    return postgres_dsn(connection_from_env(ledger_conn_id))
+
+
+def task_settings(
+    spec: PipelineSpec,
+    epoch_id: int,
+    *,
+    ledger_conn_id: str = "eo_ledger",
+    kafka_conn_id: str = "eo_kafka",
+    hbase_conn_id: str = "eo_hbase",
+) -> TaskSettings:
+    """Settings shipped to every task of the epoch, connections resolved from the environment."""
+    kafka = kafka_client_config(connection_from_env(kafka_conn_id))
+    mapping = spec.mapping
+    return TaskSettings(
+        pipeline=spec.name,
+        epoch_id=epoch_id,
+        hbase_table=spec.hbase_table,
+        column_family=spec.column_family,
+        row_key_template=None if mapping.row_key_source == "kafka_key" else mapping.row_key,
+        mapping_function=mapping.function,
+        max_record_bytes=mapping.max_record_bytes,
+        bad_records=spec.bad_records,
+        batch_size=spec.batch_size,
+        read_timeout_s=kafka.timeout_s,
+        kafka_config=kafka.config,
+        hbase_kwargs=hbase_connection_kwargs(connection_from_env(hbase_conn_id)),
+        ledger_dsn=ledger_dsn_from_env(ledger_conn_id),
+    )

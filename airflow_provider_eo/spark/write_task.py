@@ -1,0 +1,145 @@
+"""One Spark task: read a sub-range, map, segment, write to HBase, report metrics.
+
+Runs on an executor. Everything it needs travels in :class:`TaskSettings` inside
+the task closure (resolved on the driver from its environment); executors never
+read connection files or environment variables. The task either reaches the end
+of its range and returns :class:`TaskMetrics`, or raises (range unreadable, bad
+record under the ``fail`` policy, HBase unwritable): a partial range is never
+reported as written.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from airflow_provider_eo.spark.dead_letters import (
+    BadRecordHandler,
+    BadRecordPolicy,
+    DeadLetterSink,
+    ledger_sink,
+)
+from airflow_provider_eo.spark.hbase_writer import SegmentWriter
+from airflow_provider_eo.spark.mapping import BadRecord, build_mapper
+from airflow_provider_eo.spark.range_reader import read_range
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.segments import SegmentBuilder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """What every task of one epoch needs. Holds secrets: ``repr`` hides them."""
+
+    pipeline: str
+    epoch_id: int
+    hbase_table: str
+    column_family: str
+    row_key_template: str | None
+    mapping_function: str | None
+    max_record_bytes: int
+    bad_records: BadRecordPolicy
+    batch_size: int
+    read_timeout_s: float
+    kafka_config: dict[str, str] = field(repr=False)
+    hbase_kwargs: dict[str, Any] = field(repr=False)
+    ledger_dsn: str = field(repr=False)
+
+
+@dataclass
+class TaskMetrics:
+    """Counts of one task (the driver sums them per partition and per epoch)."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    records: int = 0
+    cells_written: int = 0
+    tombstones: int = 0
+    bad_records: int = 0
+    bytes: int = 0
+    segments: int = 0
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (what travels back to the driver)."""
+        return asdict(self)
+
+
+def run_task(
+    settings: TaskSettings, rng: TaskRange, dead_letter_sink: DeadLetterSink | None = None
+) -> TaskMetrics:
+    """Write ``rng`` completely or raise; returns the task's metrics."""
+    started = time.monotonic()
+    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
+    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
+    log.info("task start %s", fields)
+    mapper = build_mapper(
+        settings.column_family,
+        row_key_template=settings.row_key_template,
+        function=settings.mapping_function,
+        max_record_bytes=settings.max_record_bytes,
+    )
+    handler = BadRecordHandler(
+        settings.pipeline,
+        settings.epoch_id,
+        settings.bad_records,
+        dead_letter_sink or ledger_sink(settings.ledger_dsn),
+        flush_every=settings.batch_size,
+    )
+    writer = SegmentWriter(settings.hbase_kwargs, settings.hbase_table)
+    builder = SegmentBuilder(settings.batch_size)
+    try:
+        for record in read_range(settings.kafka_config, rng, settings.batch_size, settings.read_timeout_s):
+            metrics.records += 1
+            metrics.bytes += record.size_bytes
+            mutation: RowMutation | None
+            try:
+                mutation = mapper.map(record)
+            except BadRecord as bad:
+                handler.handle(record, bad.reason)
+                mutation = None
+            if isinstance(mutation, RowDelete):
+                metrics.tombstones += 1
+            for segment in builder.add(record.offset, mutation):
+                writer.write(segment)
+                metrics.segments += 0 if segment.is_empty() else 1
+                metrics.cells_written += segment.cell_count
+        last = builder.finish()
+        if last is not None:
+            writer.write(last)
+            metrics.segments += 0 if last.is_empty() else 1
+            metrics.cells_written += last.cell_count
+        handler.flush()
+    finally:
+        writer.close()
+    metrics.bad_records = handler.count
+    metrics.duration_s = round(time.monotonic() - started, 3)
+    log.info(
+        "task done %s records=%d cells=%d tombstones=%d bad=%d segments=%d",
+        fields,
+        metrics.records,
+        metrics.cells_written,
+        metrics.tombstones,
+        metrics.bad_records,
+        metrics.segments,
+    )
+    return metrics
+
+
+def task_partition_function(settings: TaskSettings) -> Any:
+    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange."""
+
+    def run_partition(ranges: Iterable[TaskRange]) -> Iterator[dict[str, Any]]:
+        from airflow_provider_eo.spark.logs import configure_logging
+
+        configure_logging()
+        for rng in ranges:
+            yield run_task(settings, rng).to_dict()
+
+    return run_partition

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One-command, idempotent setup of a development machine (Debian, Python 3.11):
+#   - OS packages when missing: Java 17 runtime (Spark), PostgreSQL server (ledger), python3-venv
+#   - .venv in the repository root, the package editable with dev extras, pinned by constraints.txt
+# Re-installs Python packages only when pyproject.toml or constraints.txt changed since the
+# last install (hash stamp in .venv), so a second run takes seconds and changes nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+STAMP=.venv/.eo-install-stamp
+
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "setup: need root or sudo to apt-get install ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  echo "setup: installing OS packages: ${missing[*]}"
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $PYTHON"
+  "$PYTHON" -m venv .venv
+fi
+
+wanted="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$wanted" ]; then
+  echo "setup: installing Python packages (pyproject.toml or constraints.txt changed)"
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+  # apache-airflow-providers-apache-spark pulls pyspark-client, which overwrites files of
+  # pyspark; reinstalling pyspark last restores them.
+  pyspark_pin="$(grep -E '^pyspark==' constraints.txt)"
+  .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$pyspark_pin"
+  echo "$wanted" > "$STAMP"
+fi
+
+expected="${pyspark_pin:-$(grep -E '^pyspark==' constraints.txt)}"
+actual="pyspark==$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')"
+if [ "$actual" != "$expected" ]; then
+  echo "setup: $actual importable but constraints.txt pins $expected; delete $STAMP and re-run" >&2
+  exit 1
+fi
+echo "setup: ready (.venv, $actual, java $(java -version 2>&1 | head -1 | cut -d'"' -f2))"

@@ -1,0 +1,91 @@
+"""Shared fixtures: the local stack (session-wide) and Kafka topics.
+
+``stack``: a running LocalStack in a fresh temp state dir, stopped at session end.
+Set ``EO_TEST_REUSE_STACK_DIR`` to the state dir of a stack started with
+``eo-stack up --state-dir DIR`` to reuse it (it is then left running).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from airflow_provider_eo.devstack.stack import LocalStack
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    """Connection facts of the running local stack used by integration tests."""
+
+    state_dir: Path
+    ledger_dsn: str
+    kafka_bootstrap: str
+    hbase_host: str
+    hbase_port: int
+    conn_env: dict[str, str]
+
+
+def _info(stack: LocalStack) -> StackInfo:
+    return StackInfo(
+        state_dir=stack.state_dir,
+        ledger_dsn=stack.ledger_dsn,
+        kafka_bootstrap=stack.kafka_bootstrap,
+        hbase_host=stack.hbase_host,
+        hbase_port=stack.hbase_port,
+        conn_env=stack.conn_env(),
+    )
+
+
+def new_stack_dir(prefix: str = "eo-stack-") -> Path:
+    """A fresh state dir under /tmp that PostgreSQL's OS user can enter."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackInfo]:
+    reuse = os.environ.get("EO_TEST_REUSE_STACK_DIR")
+    if reuse:
+        existing = LocalStack(reuse)
+        if not existing.is_up():
+            raise RuntimeError(f"EO_TEST_REUSE_STACK_DIR={reuse}: no healthy stack there (run eo-stack up)")
+        yield _info(existing)
+        return
+    state_dir = new_stack_dir()
+    local = LocalStack(state_dir)
+    try:
+        local.up()
+        yield _info(local)
+    finally:
+        local.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def kafka_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
+    """``make(partitions=1, prefix="t") -> topic name``: uuid-named topics, deleted after the test."""
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    created: list[str] = []
+
+    def make(partitions: int = 1, prefix: str = "t") -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        futures[name].result(timeout=15)
+        created.append(name)
+        return name
+
+    yield make
+    if created:
+        for future in admin.delete_topics(created).values():
+            with contextlib.suppress(Exception):  # a test may have deleted its topic itself
+                future.result(timeout=15)

@@ -1,0 +1,132 @@
+"""Two reservers racing (threads and separate processes) never both open a stream epoch."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from airflow_provider_eo.config import PipelineSpec
+from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger, OpenEpochConflict
+from tests.conftest import StackInfo
+from tests.integration.ledger_support import FakeOffsetSource, assert_contiguous, fresh_database, make_spec
+
+pytestmark = pytest.mark.integration
+ROUNDS = 50
+
+
+@pytest.fixture(scope="module")
+def ledger_dsn(stack: StackInfo) -> Iterator[str]:
+    with fresh_database(stack.ledger_dsn) as dsn:
+        yield dsn
+
+
+def source() -> FakeOffsetSource:
+    fake = FakeOffsetSource({"t": 2})
+    fake.produce("t", 0, 1000)
+    fake.produce("t", 1, 1000)
+    return fake
+
+
+def run_id_for(round_no: int, worker: int) -> str:
+    """Every fifth round both reservers belong to the same DAG run (a retry racing itself)."""
+    return f"same-{round_no}" if round_no % 5 == 0 else f"run-{round_no}-{worker}"
+
+
+def attempt(
+    ledger: Ledger, spec: PipelineSpec, fake: FakeOffsetSource, round_no: int, worker: int
+) -> tuple[Any, ...]:
+    run_id = run_id_for(round_no, worker)
+    try:
+        epoch = ledger.reserve_stream_epoch(spec, fake, dag_id="d", run_id=run_id)
+    except OpenEpochConflict as exc:
+        return (round_no, worker, "conflict", exc.epoch_id, exc.run_id)
+    assert epoch is not None
+    return (round_no, worker, "epoch", epoch.epoch_id, epoch.run_id)
+
+
+def check_rounds(results: list[tuple[Any, ...]], ledger: Ledger, pipeline: str) -> None:
+    by_round: dict[int, list[tuple[Any, ...]]] = {}
+    for result in results:
+        by_round.setdefault(result[0], []).append(result)
+    assert sorted(by_round) == list(range(ROUNDS))
+    epochs = ledger.list_epochs(pipeline=pipeline, kind=EpochKind.STREAM)
+    assert len(epochs) == ROUNDS  # exactly one epoch per round, never two
+    for round_no, pair in by_round.items():
+        kinds = sorted(outcome[2] for outcome in pair)
+        ids = {outcome[3] for outcome in pair}
+        assert len(ids) == 1, pair  # the loser names the winner's epoch
+        if round_no % 5 == 0:
+            assert kinds == ["epoch", "epoch"], pair
+        else:
+            assert kinds == ["conflict", "epoch"], pair
+            winner = next(outcome for outcome in pair if outcome[2] == "epoch")
+            loser = next(outcome for outcome in pair if outcome[2] == "conflict")
+            assert loser[4] == winner[4]
+
+
+def test_threads_racing_never_both_reserve(ledger_dsn: str) -> None:
+    spec = make_spec(topics=["t"], total=5)
+    fake = source()
+    local = threading.local()
+    barrier = threading.Barrier(2, timeout=60)
+
+    def contend(round_no: int, worker: int) -> tuple[Any, ...]:
+        if not hasattr(local, "ledger"):
+            local.ledger = Ledger(ledger_dsn)
+        barrier.wait()
+        return attempt(local.ledger, spec, fake, round_no, worker)
+
+    results: list[tuple[Any, ...]] = []
+    with Ledger(ledger_dsn) as ledger, ThreadPoolExecutor(max_workers=2) as pool:
+        for round_no in range(ROUNDS):
+            futures = [pool.submit(contend, round_no, worker) for worker in (0, 1)]
+            results.extend(future.result(timeout=60) for future in futures)
+            for epoch in ledger.open_epochs(spec.name, EpochKind.STREAM):
+                ledger.abort(epoch.epoch_id, "race round over")
+        check_rounds(results, ledger, spec.name)
+        assert {e.state for e in ledger.list_epochs(pipeline=spec.name)} == {EpochState.ABORTED}
+
+
+def process_worker(dsn: str, spec: PipelineSpec, worker: int, barrier: Any, results: Any) -> None:
+    """One reserver process: every round, reserve at the barrier; worker 0 then commits the winner."""
+    fake = source()
+    with Ledger(dsn) as ledger:
+        for round_no in range(ROUNDS):
+            barrier.wait()
+            results.put(attempt(ledger, spec, fake, round_no, worker))
+            barrier.wait()
+            if worker == 0:
+                for epoch in ledger.open_epochs(spec.name, EpochKind.STREAM):
+                    ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
+                    ledger.mark_committed(epoch.epoch_id)
+            barrier.wait()
+
+
+def test_processes_racing_never_both_reserve(ledger_dsn: str) -> None:
+    spec = make_spec(topics=["t"], total=5)
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(2, timeout=60)
+    queue = context.Queue()
+    workers = [
+        context.Process(target=process_worker, args=(ledger_dsn, spec, worker, barrier, queue))
+        for worker in (0, 1)
+    ]
+    for process in workers:
+        process.start()
+    results = [queue.get(timeout=120) for _ in range(2 * ROUNDS)]
+    for process in workers:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    with Ledger(ledger_dsn) as ledger:
+        check_rounds(results, ledger, spec.name)
+        committed = ledger.list_epochs(pipeline=spec.name, state=EpochState.COMMITTED)
+        assert len(committed) == ROUNDS
+        # 5 records per epoch, split 3/2 then 2/3 ... contiguous from 0 to the cursor
+        cursors = ledger.cursors(spec.name)
+        assert sum(cursors.values()) == 5 * ROUNDS
+        assert_contiguous(committed, cursors)

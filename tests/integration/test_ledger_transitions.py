@@ -1,0 +1,231 @@
+"""Every epoch transition and guard of the ledger, against real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg2
+import pytest
+
+from airflow_provider_eo.ledger import (
+    EpochKind,
+    EpochNotFound,
+    EpochState,
+    FencedOut,
+    IllegalTransition,
+    Ledger,
+    PartitionRange,
+)
+from airflow_provider_eo.ledger.models import Epoch
+from tests.conftest import StackInfo
+from tests.integration.ledger_support import FakeOffsetSource, fresh_database, make_spec
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def ledger_dsn(stack: StackInfo) -> Iterator[str]:
+    with fresh_database(stack.ledger_dsn) as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def ledger(ledger_dsn: str) -> Iterator[Ledger]:
+    with Ledger(ledger_dsn) as instance:
+        yield instance
+
+
+def reserved(ledger: Ledger) -> Epoch:
+    spec = make_spec(topics=["t"])
+    source = FakeOffsetSource({"t": 1})
+    source.produce("t", 0, 5)
+    epoch = ledger.reserve_stream_epoch(spec, source, dag_id="d", run_id="r")
+    assert epoch is not None
+    return epoch
+
+
+def written(ledger: Ledger) -> Epoch:
+    epoch = reserved(ledger)
+    return ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5})
+
+
+def test_reserve_vote_commit_happy_path(ledger: Ledger) -> None:
+    epoch = reserved(ledger)
+    assert (epoch.state, epoch.kind, epoch.dag_id, epoch.run_id) == (
+        EpochState.RESERVED,
+        EpochKind.STREAM,
+        "d",
+        "r",
+    )
+    assert epoch.ranges == (PartitionRange("t", 0, 0, 5),)
+    voted = ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5, "cells": 10})
+    assert voted.state is EpochState.WRITTEN
+    assert voted.metrics == {"records": 5, "cells": 10}
+    assert voted.written_at is not None
+    committed = ledger.mark_committed(epoch.epoch_id)
+    assert committed.state is EpochState.COMMITTED
+    assert committed.committed_at is not None
+    assert ledger.cursors(epoch.pipeline) == {("t", 0): 5}
+
+
+def test_commit_of_committed_epoch_is_a_noop_success(ledger: Ledger) -> None:
+    epoch = written(ledger)
+    first = ledger.mark_committed(epoch.epoch_id)
+    again = ledger.mark_committed(epoch.epoch_id)
+    assert again.state is EpochState.COMMITTED
+    assert again.committed_at == first.committed_at
+
+
+def test_commit_of_reserved_epoch_is_rejected(ledger: Ledger) -> None:
+    epoch = reserved(ledger)
+    with pytest.raises(IllegalTransition) as info:
+        ledger.mark_committed(epoch.epoch_id)
+    assert str(info.value) == (
+        f"epoch {epoch.epoch_id} is RESERVED: transition RESERVED -> COMMITTED is not allowed"
+        " (the epoch has not been written yet)"
+    )
+    assert (info.value.epoch_id, info.value.state, info.value.attempted) == (
+        epoch.epoch_id,
+        "RESERVED",
+        "COMMITTED",
+    )
+    assert ledger.get_epoch(epoch.epoch_id).state is EpochState.RESERVED
+
+
+def test_commit_of_aborted_epoch_is_rejected(ledger: Ledger) -> None:
+    epoch = reserved(ledger)
+    ledger.abort(epoch.epoch_id, "test")
+    with pytest.raises(
+        IllegalTransition, match=r"is ABORTED: transition ABORTED -> COMMITTED is not allowed"
+    ):
+        ledger.mark_committed(epoch.epoch_id)
+
+
+def test_abort_reserved_returns_its_ranges(ledger: Ledger) -> None:
+    epoch = reserved(ledger)
+    aborted = ledger.abort(epoch.epoch_id, "stale")
+    assert (aborted.state, aborted.error) == (EpochState.ABORTED, "stale")
+    assert aborted.aborted_at is not None
+    assert ledger.cursors(epoch.pipeline) == {("t", 0): 0}
+    assert ledger.abort(epoch.epoch_id, "again").error == "stale"  # idempotent no-op
+
+
+def test_abort_written_needs_explicit_operator_action(ledger: Ledger) -> None:
+    epoch = written(ledger)
+    with pytest.raises(IllegalTransition) as info:
+        ledger.abort(epoch.epoch_id, "recover")
+    assert str(info.value) == (
+        f"epoch {epoch.epoch_id} is WRITTEN: transition WRITTEN -> ABORTED is not allowed"
+        " (its data is in HBase: commit it, or abort explicitly with allow_written=True / --allow-written)"
+    )
+    assert ledger.get_epoch(epoch.epoch_id).state is EpochState.WRITTEN
+    assert ledger.abort(epoch.epoch_id, "operator", allow_written=True).state is EpochState.ABORTED
+
+
+def test_abort_committed_is_rejected_even_with_allow_written(ledger: Ledger) -> None:
+    epoch = written(ledger)
+    ledger.mark_committed(epoch.epoch_id)
+    with pytest.raises(
+        IllegalTransition, match=r"is COMMITTED: transition COMMITTED -> ABORTED is not allowed"
+    ):
+        ledger.abort(epoch.epoch_id, "oops", allow_written=True)
+    assert ledger.get_epoch(epoch.epoch_id).state is EpochState.COMMITTED
+
+
+def test_vote_with_wrong_token_is_fenced_out_and_changes_nothing(ledger: Ledger) -> None:
+    epoch = reserved(ledger)
+    with pytest.raises(FencedOut) as info:
+        ledger.vote_written(epoch.epoch_id, "00000000-0000-0000-0000-000000000000", {"records": 99})
+    assert str(info.value) == (
+        f"vote on epoch {epoch.epoch_id} fenced out (epoch is RESERVED): "
+        "the fencing token does not match (a newer writer owns it)"
+    )
+    assert ledger.get_epoch(epoch.epoch_id) == epoch
+
+
+def test_vote_after_token_rotation_is_fenced_out(ledger: Ledger) -> None:
+    epoch = reserved(ledger)
+    new_token = ledger.rotate_fencing_token(epoch.epoch_id)
+    with pytest.raises(FencedOut):
+        ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
+    assert ledger.vote_written(epoch.epoch_id, new_token, {}).state is EpochState.WRITTEN
+
+
+def test_vote_on_aborted_epoch_is_fenced_out(ledger: Ledger) -> None:
+    epoch = reserved(ledger)
+    aborted = ledger.abort(epoch.epoch_id, "recovered")
+    with pytest.raises(FencedOut, match="the epoch is no longer RESERVED"):
+        ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5})
+    assert ledger.get_epoch(epoch.epoch_id) == aborted
+
+
+def test_repeated_vote_with_same_token_is_a_noop(ledger: Ledger) -> None:
+    epoch = written(ledger)
+    again = ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 123})
+    assert again.metrics == {"records": 5}
+    assert again.written_at == epoch.written_at
+
+
+def test_unknown_epoch(ledger: Ledger) -> None:
+    with pytest.raises(EpochNotFound, match="epoch 987654 does not exist"):
+        ledger.mark_committed(987654)
+
+
+def test_database_trigger_rejects_illegal_transition(ledger: Ledger, ledger_dsn: str) -> None:
+    epoch = reserved(ledger)
+    conn = psycopg2.connect(ledger_dsn)
+    try:
+        with (
+            pytest.raises(
+                psycopg2.errors.CheckViolation, match="illegal epoch transition RESERVED -> COMMITTED"
+            ),
+            conn.cursor() as cur,
+        ):
+            cur.execute(
+                "UPDATE eo.epochs SET state = 'COMMITTED', committed_at = now() WHERE epoch_id = %s",
+                (epoch.epoch_id,),
+            )
+        conn.rollback()
+    finally:
+        conn.close()
+
+
+def test_one_open_stream_epoch_enforced_by_unique_index(ledger: Ledger, ledger_dsn: str) -> None:
+    epoch = reserved(ledger)
+    conn = psycopg2.connect(ledger_dsn)
+    try:
+        with pytest.raises(psycopg2.errors.UniqueViolation), conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO eo.epochs (pipeline, kind, fencing_token, dag_id, run_id)"
+                " VALUES (%s, 'stream', gen_random_uuid(), 'x', 'y')",
+                (epoch.pipeline,),
+            )
+        conn.rollback()
+    finally:
+        conn.close()
+
+
+def test_backfill_epoch_lifecycle_and_validation(ledger: Ledger) -> None:
+    spec = make_spec(topics=["t"])
+    ranges = [PartitionRange("t", 1, 10, 20), PartitionRange("t", 0, 0, 5)]
+    epoch = ledger.reserve_backfill_epoch(spec, ranges, dag_id="bf", run_id="r1")
+    assert epoch.kind is EpochKind.BACKFILL
+    assert epoch.ranges == (PartitionRange("t", 0, 0, 5), PartitionRange("t", 1, 10, 20))
+    assert ledger.reserve_backfill_epoch(spec, ranges, dag_id="bf", run_id="r1") == epoch
+    other = ledger.reserve_backfill_epoch(spec, ranges, dag_id="bf", run_id="r2")
+    assert other.epoch_id != epoch.epoch_id
+    assert ledger.cursors(spec.name) == {}
+    from airflow_provider_eo.ledger import InvalidRanges, OpenEpochConflict
+
+    with pytest.raises(OpenEpochConflict):
+        ledger.reserve_backfill_epoch(spec, [PartitionRange("t", 0, 0, 1)], dag_id="bf", run_id="r1")
+    with pytest.raises(InvalidRanges, match=r"range t\[0\] \[5, 5\) must have 0 <= start < end"):
+        ledger.reserve_backfill_epoch(spec, [PartitionRange("t", 0, 5, 5)], dag_id="bf", run_id="r3")
+    with pytest.raises(InvalidRanges, match=r"outside the available offsets \[0, 8\)"):
+        ledger.reserve_backfill_epoch(
+            spec, [PartitionRange("t", 0, 5, 9)], dag_id="bf", run_id="r3", watermarks={("t", 0): (0, 8)}
+        )
+    ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
+    assert ledger.mark_committed(epoch.epoch_id).state is EpochState.COMMITTED
+    assert ledger.cursors(spec.name) == {}
+    assert [e.epoch_id for e in ledger.open_epochs(spec.name, EpochKind.BACKFILL)] == [other.epoch_id]

@@ -1,0 +1,111 @@
+"""read_range against the real (Tansu) broker: exact records, exact end, clear errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Producer
+
+from airflow_provider_eo.devstack.ports import find_free_port
+from airflow_provider_eo.spark.range_reader import RangeReadError, read_range
+from airflow_provider_eo.spark.records import TaskRange
+from tests.conftest import StackInfo
+from tests.kafka_helpers import ONE_RECORD_PER_BATCH, produce
+
+pytestmark = pytest.mark.integration
+
+
+def _config(stack: StackInfo) -> dict[str, str]:
+    return {"bootstrap.servers": stack.kafka_bootstrap}
+
+
+@pytest.fixture
+def topic10(stack: StackInfo, kafka_topic_factory: Callable[..., str]) -> str:
+    """Two partitions: partition 1 holds k0..k9 / v0..v9 (offsets 0..9), partition 0 one record."""
+    topic = kafka_topic_factory(partitions=2, prefix="reader")
+    produce(
+        stack.kafka_bootstrap,
+        topic,
+        [(f"k{i}", f"v{i}") for i in range(10)],
+        partition=1,
+        headers=[("h", b"x")],
+    )
+    produce(stack.kafka_bootstrap, topic, [("other", "p0")], partition=0)
+    return topic
+
+
+def _triples(records: list) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [(r.offset, r.key, r.value) for r in records]
+
+
+def test_reads_exactly_the_range_and_stops_before_end(stack: StackInfo, topic10: str) -> None:
+    records = list(read_range(_config(stack), TaskRange(topic10, 1, 2, 7), batch_size=2))
+    assert _triples(records) == [(i, f"k{i}".encode(), f"v{i}".encode()) for i in range(2, 7)]
+    assert {(r.topic, r.partition, r.headers) for r in records} == {(topic10, 1, (("h", b"x"),))}
+    assert all(r.timestamp_ms is not None and r.timestamp_ms > 0 for r in records)
+
+
+def test_range_ending_at_the_high_watermark_ends_at_partition_eof(stack: StackInfo, topic10: str) -> None:
+    records = list(read_range(_config(stack), TaskRange(topic10, 1, 0, 10)))
+    assert [r.offset for r in records] == list(range(10))
+    assert _triples(list(read_range(_config(stack), TaskRange(topic10, 0, 0, 1)))) == [(0, b"other", b"p0")]
+
+
+def test_split_ranges_read_every_record_exactly_once(stack: StackInfo, topic10: str) -> None:
+    parts = [TaskRange(topic10, 1, a, b) for a, b in [(0, 3), (3, 4), (4, 4), (4, 9), (9, 10)]]
+    offsets = [r.offset for part in parts for r in read_range(_config(stack), part, batch_size=3)]
+    assert offsets == list(range(10))
+
+
+def test_end_beyond_the_data_is_a_clear_error(stack: StackInfo, topic10: str) -> None:
+    seen: list[int] = []
+    with pytest.raises(RangeReadError) as info:
+        seen.extend(r.offset for r in read_range(_config(stack), TaskRange(topic10, 1, 5, 15)))
+    assert seen == [5, 6, 7, 8, 9]
+    assert str(info.value) == (
+        f"cannot read {topic10} partition 1 up to end offset 15: reached offset 10 (range [5, 15)): "
+        "partition EOF at offset 10: records are missing"
+    )
+
+
+def test_unreachable_broker_is_a_clear_error_after_the_timeout() -> None:
+    config = {"bootstrap.servers": f"127.0.0.1:{find_free_port()}"}
+    with pytest.raises(RangeReadError) as info:
+        list(read_range(config, TaskRange("nowhere", 3, 4, 8), timeout_s=2))
+    assert str(info.value) == (
+        "cannot read nowhere partition 3 up to end offset 8: reached offset 4 (range [4, 8)): "
+        "no progress for 2 s (broker unreachable?)"
+    )
+
+
+def test_transaction_markers_leave_offset_gaps_and_the_read_still_ends_at_end(
+    stack: StackInfo, kafka_topic_factory: Callable[..., str]
+) -> None:
+    topic = kafka_topic_factory(partitions=1, prefix="reader-tx")
+    producer = Producer(
+        {
+            "bootstrap.servers": stack.kafka_bootstrap,
+            "transactional.id": f"tx-{topic}",
+            **ONE_RECORD_PER_BATCH,
+        }
+    )
+    producer.init_transactions(15)
+    for batch in (["a", "b"], ["c"]):
+        producer.begin_transaction()
+        for value in batch:
+            producer.produce(topic, key=value, value=value, partition=0)
+            producer.flush(15)
+        producer.commit_transaction(15)
+    # data at 0, 1, marker at 2, data at 3, marker at 4: the high watermark is 5
+    records = list(read_range(_config(stack), TaskRange(topic, 0, 0, 5)))
+    assert _triples(records) == [(0, b"a", b"a"), (1, b"b", b"b"), (3, b"c", b"c")]
+    assert _triples(list(read_range(_config(stack), TaskRange(topic, 0, 2, 3)))) == []
+    assert _triples(list(read_range(_config(stack), TaskRange(topic, 0, 1, 4)))) == [
+        (1, b"b", b"b"),
+        (3, b"c", b"c"),
+    ]
+
+
+def test_empty_range_yields_nothing_without_contacting_the_broker() -> None:
+    assert list(read_range({"bootstrap.servers": "127.0.0.1:1"}, TaskRange("t", 0, 5, 5))) == []

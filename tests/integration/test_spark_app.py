@@ -1,0 +1,238 @@
+"""The write application through spark-submit (local[2]) on the local stack.
+
+Module-scoped: one fresh ledger database, two topics, three HBase tables. Runs:
+a dead-letter pipeline over 3 partitions split into 9 tasks (exact HBase cells,
+exact vote metrics, exact dead letters, WRITTEN); a fail-policy pipeline (not
+voted, the error names topic/partition/offset); two fenced-out runs that stop
+before Spark starts (epoch aborted; fencing token rotated) and change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import happybase
+import psycopg2
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from psycopg2.extensions import parse_dsn
+
+import airflow_provider_eo.spark.app as app_module
+from airflow_provider_eo.ledger import EpochState, Ledger, PartitionRange
+from tests.conftest import StackInfo
+from tests.integration.ledger_support import fresh_database
+from tests.kafka_helpers import produce
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+Rec = tuple[str | None, bytes | None]
+
+
+def partition_records(p: int) -> list[Rec]:
+    """10 records of partition ``p``: updates, a tombstone, bad records (offsets 3 and 8)."""
+    k = [f"p{p}-k{i}" for i in range(3)]
+    return [
+        (k[0], b'{"v":0,"s":"a"}'),
+        (k[1], b'{"v":1}'),
+        (k[0], b'{"v":2,"o":{"x":[1]}}'),
+        (k[2], b"oops"),  # bad: not JSON
+        (k[1], None),  # tombstone
+        (k[0], b'{"s":"b"}'),
+        (k[1], b'{"v":6,"t":true}'),
+        (k[2], b'{"v":7}'),
+        (None, b'{"v":8}'),  # bad: no key
+        (k[2], b'{"v":9,"n":null}'),
+    ]
+
+
+EXPECTED_ROWS = {
+    **{f"p{p}-k0".encode(): {b"d:v": b"2", b"d:s": b"b", b"d:o": b'{"x":[1]}'} for p in range(3)},
+    **{f"p{p}-k1".encode(): {b"d:v": b"6", b"d:t": b"true"} for p in range(3)},
+    **{f"p{p}-k2".encode(): {b"d:v": b"9", b"d:n": b"null"} for p in range(3)},
+}
+
+
+@dataclass
+class World:
+    stack: StackInfo
+    ledger_dsn: str
+    env: dict[str, str]
+    pipelines_file: Path
+    topic: str
+    fail_topic: str
+    tables: dict[str, str]
+
+    def run(self, pipeline: str, epoch_id: int, *extra: str) -> subprocess.CompletedProcess[str]:
+        argv = [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master", "local[2]",
+            "--conf", "spark.ui.enabled=false",
+            app_module.__file__,
+            "--pipeline", pipeline,
+            "--epoch-id", str(epoch_id),
+            "--pipelines-file", str(self.pipelines_file),
+            *extra,
+        ]  # fmt: skip
+        secret = parse_dsn(self.ledger_dsn)["password"]
+        assert secret not in " ".join(argv)
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=600, check=False)
+
+    def scan(self, pipeline: str) -> dict[bytes, dict[bytes, bytes]]:
+        conn = happybase.Connection(self.stack.hbase_host, self.stack.hbase_port)
+        try:
+            return dict(conn.table(self.tables[pipeline]).scan())
+        finally:
+            conn.close()
+
+    def reserve(self, pipeline: str, topic: str, partitions: int, end: int) -> int:
+        with Ledger(self.ledger_dsn) as ledger:
+            ranges = [PartitionRange(topic, p, 0, end) for p in range(partitions)]
+            return ledger.reserve_backfill_epoch(
+                pipeline, ranges, dag_id="t", run_id=uuid.uuid4().hex
+            ).epoch_id
+
+    def dead_letters(self, pipeline: str) -> list[tuple[Any, ...]]:
+        with psycopg2.connect(self.ledger_dsn) as conn, conn.cursor() as cur:
+            cur.execute(
+                'SELECT topic, "partition", "offset", epoch_id, error, key, value FROM eo.dead_letters'
+                ' WHERE pipeline = %s ORDER BY topic, "partition", "offset"',
+                (pipeline,),
+            )
+            return [(*r[:5], None if r[5] is None else bytes(r[5]), bytes(r[6])) for r in cur.fetchall()]
+
+
+def _ledger_connection(dsn: str) -> str:
+    p = parse_dsn(dsn)
+    return json.dumps(
+        {"conn_type": "postgres", "host": p["host"], "port": int(p["port"]), "login": p["user"],
+         "password": p["password"], "schema": p["dbname"]}
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    suffix = uuid.uuid4().hex[:8]
+    topic, fail_topic = f"sa-{suffix}", f"sf-{suffix}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 3, 1), NewTopic(fail_topic, 1, 1)]).values():
+        future.result(timeout=15)
+    for p in range(3):
+        produce(stack.kafka_bootstrap, topic, partition_records(p), partition=p)
+    produce(
+        stack.kafka_bootstrap, fail_topic, [("a", b'{"v":1}'), ("b", b'{"v":2}'), ("c", b"{bad")], partition=0
+    )
+    tables = {name: f"{name}_{suffix}" for name in ("spark_dl", "spark_fail", "spark_fenced")}
+    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    for table in tables.values():
+        hbase.create_table(table, {"d": {"max_versions": 3}})
+    pipelines_file = tmp_path_factory.mktemp("spark-app") / "pipelines.yaml"
+    pipelines_file.write_text(
+        "pipelines:\n"
+        f"  - {{name: spark_dl, topics: [{topic}], hbase: {{table: {tables['spark_dl']}}},"
+        " bad_records: dead_letter, batch_size: 3, spark: {split_size: 4}}\n"
+        f"  - {{name: spark_fail, topics: [{fail_topic}], hbase: {{table: {tables['spark_fail']}}}}}\n"
+        f"  - {{name: spark_fenced, topics: [{topic}], hbase: {{table: {tables['spark_fenced']}}}}}\n"
+    )
+    with fresh_database(stack.ledger_dsn) as dsn:
+        env = {**os.environ, **stack.conn_env, "AIRFLOW_CONN_EO_LEDGER": _ledger_connection(dsn)}
+        env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+        yield World(stack, dsn, env, pipelines_file, topic, fail_topic, tables)
+    for table in tables.values():
+        hbase.delete_table(table, disable=True)
+    hbase.close()
+    for future in admin.delete_topics([topic, fail_topic]).values():
+        future.result(timeout=15)
+
+
+NOT_JSON = "value is not valid JSON: Expecting value: line 1 column 1 (char 0)"
+
+
+def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: World) -> None:
+    epoch_id = world.reserve("spark_dl", world.topic, 3, 10)
+    result = world.run("spark_dl", epoch_id)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert world.scan("spark_dl") == EXPECTED_ROWS
+    with Ledger(world.ledger_dsn) as ledger:
+        epoch = ledger.get_epoch(epoch_id)
+    assert epoch.state == EpochState.WRITTEN
+    metrics = dict(epoch.metrics or {})
+    assert isinstance(metrics.pop("duration_s"), float)
+    value_bytes = sum(len(k or "") + len(v or b"") for k, v in partition_records(0))
+    assert metrics == {
+        "records": 30,
+        "cells_written": 3 * 10,  # per partition, tasks [0,3) [3,6) [6,10): segments 4 + 1 + 3 + 2 cells
+        "tombstones": 3,
+        "bad_records": 6,
+        "bytes": 3 * value_bytes,
+        "segments": 3 * 4,
+        "tasks": 9,
+        "partitions": [
+            {"topic": world.topic, "partition": p, "start": 0, "end": 10, "records": 10, "bad_records": 2}
+            for p in range(3)
+        ],
+    }
+    assert world.dead_letters("spark_dl") == [
+        row
+        for p in range(3)
+        for row in (
+            (world.topic, p, 3, epoch_id, NOT_JSON, f"p{p}-k2".encode(), b"oops"),
+            (world.topic, p, 8, epoch_id, "record has no Kafka key, needed for the row key", None, b'{"v":8}'),
+        )
+    ]  # fmt: skip
+
+
+def test_fail_policy_fails_the_epoch_naming_topic_partition_offset(world: World) -> None:
+    epoch_id = world.reserve("spark_fail", world.fail_topic, 1, 3)
+    result = world.run("spark_fail", epoch_id)
+    assert result.returncode == 4, result.stderr[-4000:]
+    Path("/tmp/eo_fail_stderr.txt").write_text(result.stderr)
+    failed = [line.split(" ERROR ", 1)[1] for line in result.stderr.splitlines() if "task failed" in line]
+    assert failed == [
+        f"airflow_provider_eo.spark.driver pipeline=spark_fail epoch_id={epoch_id}: task failed, epoch not voted: "
+        f"BadRecordError: bad record in pipeline 'spark_fail' epoch {epoch_id} at topic {world.fail_topic} "
+        "partition 0 offset 2: value is not valid JSON: Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1)"
+    ]
+    with Ledger(world.ledger_dsn) as ledger:
+        epoch = ledger.get_epoch(epoch_id)
+    assert (epoch.state, epoch.metrics, epoch.written_at) == (EpochState.RESERVED, None, None)
+    assert world.dead_letters("spark_fail") == []
+    assert world.scan("spark_fail") == {}
+
+
+def test_aborted_epoch_is_fenced_out_and_nothing_changes(world: World) -> None:
+    epoch_id = world.reserve("spark_fenced", world.topic, 3, 10)
+    with Ledger(world.ledger_dsn) as ledger:
+        before = ledger.abort(epoch_id, "test: aborted before the run")
+    result = world.run("spark_fenced", epoch_id)
+    Path("/tmp/eo_fenced_stderr.txt").write_text(result.stderr + "\n=====\n" + result.stdout)
+    assert result.returncode == 3, result.stderr[-4000:]
+    assert f"epoch_id={epoch_id}: epoch is ABORTED, not RESERVED: nothing written, not voted" in result.stderr
+    with Ledger(world.ledger_dsn) as ledger:
+        assert ledger.get_epoch(epoch_id) == before
+    assert world.scan("spark_fenced") == {}
+    assert world.dead_letters("spark_fenced") == []
+
+
+def test_rotated_fencing_token_is_fenced_out_and_nothing_changes(world: World) -> None:
+    epoch_id = world.reserve("spark_fenced", world.topic, 3, 10)
+    with Ledger(world.ledger_dsn) as ledger:
+        issued = ledger.get_epoch(epoch_id).fencing_token
+        ledger.rotate_fencing_token(epoch_id)
+        before = ledger.get_epoch(epoch_id)
+    result = world.run("spark_fenced", epoch_id, "--fencing-token", issued)
+    assert result.returncode == 3, result.stderr[-4000:]
+    assert "fencing token does not match the epoch's: nothing written, not voted" in result.stderr
+    assert issued not in result.stderr + result.stdout
+    with Ledger(world.ledger_dsn) as ledger:
+        assert ledger.get_epoch(epoch_id) == before
+    assert before.state == EpochState.RESERVED
+    assert world.scan("spark_fenced") == {}

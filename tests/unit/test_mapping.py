@@ -1,0 +1,139 @@
+"""Default JSON mapping, row key templates, user functions and bad records."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from airflow_provider_eo.spark.mapping import BadRecord, build_mapper, encode_value, load_function
+from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowPut
+
+
+def rec(value: bytes | None, key: bytes | None = b"k1", offset: int = 7) -> KafkaRecord:
+    return KafkaRecord("events", 2, offset, key, value, (("h", b"1"),), 1_700_000_000_000)
+
+
+def user_mapper(record: KafkaRecord) -> dict[str, Any] | None:
+    """A user mapping function used by the tests (importable as tests.unit.test_mapping:user_mapper)."""
+    if record.value == b"delete":
+        return None
+    if record.value == b"boom":
+        raise RuntimeError("cannot handle boom")
+    if record.value == b"list":
+        return ["not", "a", "dict"]  # type: ignore[return-value]
+    return {"raw": record.value, "offset": record.offset, "other:col": "x", "user": "u7"}
+
+
+NOT_CALLABLE = 42
+
+
+def test_json_object_becomes_one_column_per_field_with_documented_encoding() -> None:
+    value = {"s": "héllo", "i": 42, "f": 1.5, "t": True, "n": None, "o": {"a": [1, "x"]}, "l": []}
+    mutation = build_mapper("cf").map(rec(json.dumps(value).encode()))
+    assert mutation == RowPut(
+        b"k1",
+        {
+            b"cf:s": "héllo".encode(),
+            b"cf:i": b"42",
+            b"cf:f": b"1.5",
+            b"cf:t": b"true",
+            b"cf:n": b"null",
+            b"cf:o": b'{"a":[1,"x"]}',
+            b"cf:l": b"[]",
+        },
+    )
+
+
+def test_encode_value() -> None:
+    assert encode_value("ü") == "ü".encode()
+    assert encode_value(b"\xff") == b"\xff"
+    assert encode_value({"k": "ü"}) == '{"k":"ü"}'.encode()
+    assert encode_value(False) == b"false"
+
+
+def test_kafka_key_bytes_are_the_row_key_as_is() -> None:
+    assert build_mapper("cf").map(rec(b'{"a":1}', key=b"\x00\xffk")) == RowPut(b"\x00\xffk", {b"cf:a": b"1"})
+
+
+def test_row_key_template_over_fields() -> None:
+    mapper = build_mapper("d", row_key_template="{user_id}:{region}")
+    mutation = mapper.map(rec(b'{"user_id": 17, "region": "eu", "x": "y"}', key=None))
+    assert mutation == RowPut(b"17:eu", {b"d:user_id": b"17", b"d:region": b"eu", b"d:x": b"y"})
+
+
+def test_tombstone_deletes_the_row_family() -> None:
+    assert build_mapper("cf").map(rec(None, key=b"k9")) == RowDelete(b"k9", (b"cf",))
+
+
+def test_empty_object_is_a_put_without_cells() -> None:
+    assert build_mapper("cf").map(rec(b"{}")) == RowPut(b"k1", {})
+
+
+@pytest.mark.parametrize(
+    ("value", "key", "template", "reason"),
+    [
+        (b"\xff\xfe{}", b"k", None, "value is not valid UTF-8"),
+        (b'{"a": ', b"k", None, "value is not valid JSON"),
+        (b"NaN", b"k", None, "value is not valid JSON: non-standard JSON constant NaN"),
+        (b"[1, 2]", b"k", None, "JSON value is not an object (got list)"),
+        (b'"text"', b"k", None, "JSON value is not an object (got str)"),
+        (b'{"a": 1}', None, None, "record has no Kafka key, needed for the row key"),
+        (b'{"a": 1}', b"", None, "record has no Kafka key, needed for the row key"),
+        (None, None, None, "record has no Kafka key, needed for a tombstone"),
+        (b'{"region": "eu"}', b"k", "{user_id}:{region}", "row key field 'user_id' is missing or null"),
+        (b'{"user_id": null}', b"k", "{user_id}", "row key field 'user_id' is missing or null"),
+        (None, b"k", "{user_id}", "a delete (tombstone) cannot derive its row key"),
+    ],
+)
+def test_bad_records_raise_with_reason(
+    value: bytes | None, key: bytes | None, template: str | None, reason: str
+) -> None:
+    with pytest.raises(BadRecord) as info:
+        build_mapper("cf", row_key_template=template).map(rec(value, key=key))
+    assert info.value.reason.startswith(reason)
+
+
+def test_record_larger_than_max_record_bytes_is_bad() -> None:
+    mapper = build_mapper("cf", max_record_bytes=10)
+    assert mapper.map(rec(b'{"a":"1"}', key=b"k")) == RowPut(b"k", {b"cf:a": b"1"})  # 1 + 9 = 10 bytes
+    with pytest.raises(BadRecord, match=r"record is 11 bytes, larger than max_record_bytes=10"):
+        mapper.map(rec(b'{"a":"12"}', key=b"k"))
+
+
+def test_user_function_cells_delete_and_errors() -> None:
+    mapper = build_mapper("cf", function="tests.unit.test_mapping:user_mapper")
+    assert mapper.map(rec(b"payload", offset=3)) == RowPut(
+        b"k1", {b"cf:raw": b"payload", b"cf:offset": b"3", b"other:col": b"x", b"cf:user": b"u7"}
+    )
+    assert mapper.map(rec(b"delete")) == RowDelete(b"k1", (b"cf",))
+    with pytest.raises(BadRecord, match=r"user_mapper raised RuntimeError: cannot handle boom"):
+        mapper.map(rec(b"boom"))
+    with pytest.raises(BadRecord, match=r"user_mapper returned list"):
+        mapper.map(rec(b"list"))
+
+
+def test_user_function_with_row_key_template_over_returned_cells() -> None:
+    mapper = build_mapper("cf", row_key_template="u-{user}", function="tests.unit.test_mapping:user_mapper")
+    assert mapper.map(rec(b"p", key=None)).row == b"u-u7"
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("no_colon", "must look like 'pkg.module:function'"),
+        ("tests.unit.nonexistent_module:f", "cannot import mapping function"),
+        ("tests.unit.test_mapping:missing", "cannot import mapping function"),
+        ("tests.unit.test_mapping:NOT_CALLABLE", "is not callable"),
+    ],
+)
+def test_load_function_errors_name_the_path(path: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_function(path)
+
+
+@pytest.mark.parametrize("template", ["{a.b}", "{a[0]}", "{a!r}", "{a:>5}", "{}", "no fields"])
+def test_invalid_row_key_templates_are_rejected(template: str) -> None:
+    with pytest.raises(ValueError, match="row key template"):
+        build_mapper("cf", row_key_template=template)
