@@ -105,6 +105,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_provider_eo.operators.write",
                     "airflow_provider_eo.operators.reserve",
+                    "airflow_provider_eo.operators.backfill",
                     "airflow_provider_eo.operators.commit",
                     "airflow_provider_eo.operators.recover",
                 ],

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Setup, then the main job on the local stack. For now: start the stack and check that
-# every service answers a real request (python -m airflow_provider_eo.devstack.selfcheck).
+# Setup (idempotent), then the main job: the demo on the local stack
+# (python -m airflow_provider_eo.demo: produce sample events, run the DAGs through
+# Airflow until drained, replay a range as a backfill, verify, print a JSON report).
+# Extra arguments go to the demo (e.g. --events 20000). The stack keeps running
+# afterwards: `eo-stack status`, `eo-ledger epochs`, `eo-stack down`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 # shellcheck disable=SC1091
 source .venv/bin/activate
-exec python -m airflow_provider_eo.devstack.selfcheck "$@"
+exec python -m airflow_provider_eo.demo "$@"

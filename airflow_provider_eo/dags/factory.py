@@ -13,7 +13,7 @@ Only the YAML is read at parse time; nothing connects anywhere.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from airflow.sdk import DAG
@@ -27,10 +27,11 @@ from airflow_provider_eo.operators.release import ReleaseEpochOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from airflow_provider_eo.operators.write import WriteEpochOperator
 
-START_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 RECOVERY_DAG_ID = "eo_recovery"
 DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=30)}
 EPOCH_ID_FROM = "{{{{ ti.xcom_pull(task_ids='{task}')['epoch_id'] }}}}"
+TOKEN_FROM = "{{{{ ti.xcom_pull(task_ids='{task}')['fencing_token'] }}}}"
 
 
 def stream_dag_id(pipeline: str) -> str:
@@ -43,7 +44,9 @@ def backfill_dag_id(pipeline: str) -> str:
     return f"eo_backfill__{pipeline}"
 
 
-def build_dags(pipelines_file: str | Path | None = None, *, default_dir: str | Path | None = None) -> dict[str, DAG]:
+def build_dags(
+    pipelines_file: str | Path | None = None, *, default_dir: str | Path | None = None
+) -> dict[str, DAG]:
     """All DAGs for the pipelines file, keyed by DAG id.
 
     Raises ``PipelineConfigError`` (naming file, pipeline and field) for an invalid file.
@@ -69,12 +72,22 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
         max_active_runs=1,
         default_args=DEFAULT_ARGS,
         tags=["eo", "eo:stream", f"eo:{spec.name}"],
-        doc_md=_doc(spec, "Stream: one epoch per run, from the ledger cursor, capped by the pipeline's limits."),
+        doc_md=_doc(
+            spec, "Stream: one epoch per run, from the ledger cursor, capped by the pipeline's limits."
+        ),
     ) as dag:
         recover = RecoverEpochsOperator(task_id="recover", kind="stream", **common)
         reserve = ReserveEpochOperator(task_id="reserve", **common)
-        write = WriteEpochOperator(task_id="write", epoch_id=EPOCH_ID_FROM.format(task="reserve"), spec=spec, **common)
-        commit = CommitEpochOperator(task_id="commit", epoch_id=EPOCH_ID_FROM.format(task="reserve"), **common)
+        write = WriteEpochOperator(
+            task_id="write",
+            epoch_id=EPOCH_ID_FROM.format(task="reserve"),
+            fencing_token=TOKEN_FROM.format(task="reserve"),
+            spec=spec,
+            **common,
+        )
+        commit = CommitEpochOperator(
+            task_id="commit", epoch_id=EPOCH_ID_FROM.format(task="reserve"), **common
+        )
         recover >> reserve >> write >> commit
     return dag
 
@@ -91,13 +104,21 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
         max_active_runs=4,
         params=backfill_params(spec),
         tags=["eo", "eo:backfill", f"eo:{spec.name}"],
-        doc_md=_doc(spec, "Backfill: rewrite a historical range; the stream cursor and group offsets stay put."),
+        doc_md=_doc(
+            spec, "Backfill: rewrite a historical range; the stream cursor and group offsets stay put."
+        ),
     ) as dag:
-        reserve = ReserveBackfillEpochOperator(task_id="reserve", **common)
-        write = WriteEpochOperator(task_id="write", epoch_id=epoch_id, spec=spec, **common)
+        reserve = ReserveBackfillEpochOperator(task_id="reserve", ranges=None, **common)
+        write = WriteEpochOperator(
+            task_id="write",
+            epoch_id=epoch_id,
+            fencing_token=TOKEN_FROM.format(task="reserve"),
+            spec=spec,
+            **common,
+        )
         commit = CommitEpochOperator(task_id="commit", epoch_id=epoch_id, **common)
-        release = ReleaseEpochOperator(task_id="release", epoch_id=epoch_id, **common).as_teardown(setups=reserve)
-        reserve >> write >> commit >> release
+        release = ReleaseEpochOperator(task_id="release", **common)
+        reserve >> write >> commit >> release.as_teardown(setups=reserve)
     return dag
 
 

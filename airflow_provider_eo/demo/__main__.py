@@ -50,7 +50,8 @@ def demo_pipeline(tag: str, max_records_total: int) -> dict[str, object]:
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     """Create ``topic``; raises RuntimeError naming it on failure."""
-    futures = AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, partitions, 1)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, partitions, 1)])
     try:
         futures[topic].result(30)
     except Exception as exc:

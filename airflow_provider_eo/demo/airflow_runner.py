@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
-FINISHED_RE = re.compile(r"DagRun Finished: dag_id=(?P<dag>[^,]+),.*?run_id=(?P<run>[^,]+),.*?state=(?P<state>\w+)")
+FINISHED_RE = re.compile(
+    r"DagRun Finished: dag_id=(?P<dag>[^,]+),.*?run_id=(?P<run>[^,]+),.*?state=(?P<state>\w+)"
+)
 
 
 @dataclass(frozen=True)
@@ -64,17 +66,24 @@ class AirflowRunner:
             args += ["-c", json.dumps(conf)]
         result = self._airflow(args, check=False)
         log = result.stdout
-        match = None
-        for match in FINISHED_RE.finditer(log):
-            pass
-        if match is None:
-            raise RuntimeError(f"airflow dags test {dag_id} did not finish a run (exit {result.returncode}):\n{log[-3000:]}")
-        return DagRunOutcome(match["dag"], match["run"], match["state"], log)
+        matches = list(FINISHED_RE.finditer(log))
+        if not matches:
+            raise RuntimeError(
+                f"airflow dags test {dag_id} did not finish a run (exit {result.returncode}):\n{log[-3000:]}"
+            )
+        last = matches[-1]
+        return DagRunOutcome(last["dag"], last["run"], last["state"], log)
 
     def _airflow(self, args: list[str], *, check: bool) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [sys.executable, "-m", "airflow", *args], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            [sys.executable, "-m", "airflow", *args],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         if check and result.returncode != 0:
-            raise RuntimeError(f"airflow {' '.join(args)} failed (exit {result.returncode}):\n{result.stdout[-3000:]}")
+            raise RuntimeError(
+                f"airflow {' '.join(args)} failed (exit {result.returncode}):\n{result.stdout[-3000:]}"
+            )
         return result

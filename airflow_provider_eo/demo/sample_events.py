@@ -14,7 +14,9 @@ from airflow_provider_eo.demo.expected_state import ProducedRecord
 BAD_VALUES = (b"{not json", b"\xff\xfe\x00 not utf-8", b"[1, 2, 3]")
 
 
-def sample_events(count: int, *, users: int = 50, seed: int = 7) -> Iterator[tuple[bytes | None, bytes | None]]:
+def sample_events(
+    count: int, *, users: int = 50, seed: int = 7
+) -> Iterator[tuple[bytes | None, bytes | None]]:
     """Yield ``count`` (key, value) pairs: ~3% tombstones, ~1% bad records, the rest JSON updates."""
     rng = random.Random(seed)
     for i in range(count):
@@ -54,7 +56,9 @@ def produce_records(
             errors.append(str(err))
             return
         produced.append(
-            ProducedRecord(msg.topic() or topic, msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value())
+            ProducedRecord(
+                msg.topic() or topic, msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value()
+            )
         )
 
     for key, value in events:
@@ -63,5 +67,7 @@ def produce_records(
         producer.poll(0)
     remaining = producer.flush(60)
     if errors or remaining:
-        raise RuntimeError(f"producing to {topic}: {len(errors)} failed, {remaining} undelivered: {errors[:3]}")
+        raise RuntimeError(
+            f"producing to {topic}: {len(errors)} failed, {remaining} undelivered: {errors[:3]}"
+        )
     return produced

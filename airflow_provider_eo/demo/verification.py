@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import happybase
@@ -98,11 +99,15 @@ def _check_ledger(result: Verification, spec: PipelineSpec, ledger: Ledger) -> N
     gap_starts = {(g["topic"], g["partition"], g["start"]) for g in ledger.gaps(spec.name)}
     for tp, ranges in by_partition.items():
         ranges.sort()
-        for (_, prev_end), (start, _) in zip(ranges, ranges[1:], strict=False):
+        for (_, prev_end), (start, _) in pairwise(ranges):
             if start != prev_end and (tp[0], tp[1], prev_end) not in gap_starts:
-                result.problems.append(f"{tp[0]}[{tp[1]}]: committed ranges not contiguous at {prev_end}->{start}")
+                result.problems.append(
+                    f"{tp[0]}[{tp[1]}]: committed ranges not contiguous at {prev_end}->{start}"
+                )
         if ranges and cursors.get(tp) != ranges[-1][1]:
-            result.problems.append(f"{tp[0]}[{tp[1]}]: cursor {cursors.get(tp)} != last committed end {ranges[-1][1]}")
+            result.problems.append(
+                f"{tp[0]}[{tp[1]}]: cursor {cursors.get(tp)} != last committed end {ranges[-1][1]}"
+            )
     result.dead_letters = ledger.dead_letter_count(spec.name)
     if spec.bad_records == "dead_letter" and result.dead_letters != result.bad_records_produced:
         result.problems.append(
@@ -111,7 +116,11 @@ def _check_ledger(result: Verification, spec: PipelineSpec, ledger: Ledger) -> N
 
 
 def _check_progress(
-    result: Verification, spec: PipelineSpec, records: list[ProducedRecord], ledger: Ledger, offsets: OffsetSource
+    result: Verification,
+    spec: PipelineSpec,
+    records: list[ProducedRecord],
+    ledger: Ledger,
+    offsets: OffsetSource,
 ) -> None:
     ends: dict[TP, int] = {}
     for r in records:
@@ -124,4 +133,6 @@ def _check_progress(
         if cursor != end:
             result.problems.append(f"{tp[0]}[{tp[1]}]: ledger cursor {cursor} != produced end {end}")
         if group.get(tp) != cursor:
-            result.problems.append(f"{tp[0]}[{tp[1]}]: group {spec.group_id} offset {group.get(tp)} != cursor {cursor}")
+            result.problems.append(
+                f"{tp[0]}[{tp[1]}]: group {spec.group_id} offset {group.get(tp)} != cursor {cursor}"
+            )

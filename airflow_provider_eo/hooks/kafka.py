@@ -9,6 +9,7 @@ so TLS/SASL settings reach every client this hook creates.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -62,9 +63,9 @@ class EoKafkaHook(BaseHook):
         return AdminClient(dict(self.settings.config))
 
     @contextmanager
-    def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
+    def _consumer(self, group_id: str = _PROBE_GROUP, **callbacks: Any) -> Iterator[Consumer]:
         conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
-        consumer = Consumer(conf)
+        consumer = Consumer({**conf, **callbacks})
         try:
             yield consumer
         finally:
@@ -154,20 +155,33 @@ class EoKafkaHook(BaseHook):
         return result
 
     def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
-        """Commit exactly ``offsets`` to ``group_id`` (synchronous, auto-commit off), then
-        read them back; raises :class:`EoKafkaError` naming group and partition on any
-        per-partition error or mismatch. Empty ``offsets``: nothing is sent."""
+        """Commit exactly ``offsets`` to ``group_id`` (auto-commit off; waits at most the
+        connection's timeout for the broker's answer), then read them back; raises
+        :class:`EoKafkaError` naming group and partition on a timeout, any per-partition
+        error or a mismatch. Empty ``offsets``: nothing is sent."""
         if not offsets:
             return
         request = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
-        with self._consumer(group_id) as consumer:
+        answers: list[tuple[Any, list[TopicPartition]]] = []
+        where = f"commit to group {group_id!r} of {_fmt(offsets)}"
+        with self._consumer(group_id, on_commit=lambda err, tps: answers.append((err, tps))) as consumer:
             try:
-                answer = consumer.commit(offsets=request, asynchronous=False) or []
+                consumer.commit(offsets=request, asynchronous=True)
+                deadline = time.monotonic() + self.settings.timeout_s
+                while not answers and time.monotonic() < deadline:
+                    consumer.poll(0.05)  # serves the on_commit callback
             except KafkaException as exc:
-                raise EoKafkaError(f"commit to group {group_id!r} of {dict(offsets)}: {exc}") from exc
-            for tp in answer:
-                if tp.error is not None:
-                    raise EoKafkaError(f"commit to group {group_id!r} {tp.topic}[{tp.partition}]: {tp.error}")
+                raise EoKafkaError(f"{where}: {exc}") from exc
+        if not answers:
+            raise EoKafkaError(
+                f"{where}: no answer within {self.settings.timeout_s:g}s (broker unreachable?)"
+            )
+        error, answer = answers[0]
+        if error is not None:
+            raise EoKafkaError(f"{where}: {error}")
+        for tp in answer:
+            if tp.error is not None:
+                raise EoKafkaError(f"commit to group {group_id!r} {tp.topic}[{tp.partition}]: {tp.error}")
         readback = self.committed_offsets(group_id, list(offsets))
         wrong = {tp: (o, readback.get(tp)) for tp, o in offsets.items() if readback.get(tp) != o}
         if wrong:

@@ -11,6 +11,7 @@ Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for fail
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -107,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        result = run(args)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON answer
+            result = run(args)
     except Refused as exc:
         print(json.dumps({"error": str(exc), "type": "Refused"}), file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from airflow_provider_eo.faults import fault_point
 from airflow_provider_eo.ledger.errors import IllegalTransition
 from airflow_provider_eo.ledger.ledger import Ledger
 from airflow_provider_eo.ledger.models import Epoch
@@ -47,6 +48,7 @@ def commit_epoch(ledger: Ledger, epoch_id: int, publisher: OffsetPublisher, grou
     published = epoch.end_offsets if epoch.kind is EpochKind.STREAM else {}
     if published:
         publisher.commit_offsets(group_id, published)
+        fault_point("commit.after_publish")
         log.info(
             "epoch %s pipeline=%s published %s to group %s", epoch_id, epoch.pipeline, published, group_id
         )

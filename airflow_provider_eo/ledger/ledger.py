@@ -196,6 +196,16 @@ class Ledger:
         with self._transaction() as cur:
             return stream_cursors(cur, pipeline)
 
+    def partition_pins(self, pipeline: str) -> dict[TopicPartition, tuple[int, str]]:
+        """Pinned ``(initial_offset, initial_source)`` per partition of ``pipeline``."""
+        with self._transaction() as cur:
+            cur.execute(
+                'SELECT topic, "partition", initial_offset, initial_source FROM eo.partitions'
+                ' WHERE pipeline = %s ORDER BY topic, "partition"',
+                (pipeline,),
+            )
+            return {(topic, part): (int(offset), source) for topic, part, offset, source in cur.fetchall()}
+
     def gaps(self, pipeline: str) -> list[dict[str, Any]]:
         """Recorded data-loss gaps of ``pipeline`` (JSON-serializable)."""
         with self._transaction() as cur:

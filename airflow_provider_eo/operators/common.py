@@ -1,7 +1,8 @@
 """Helpers shared by the coordinator operators (reserve, commit, recover).
 
-``publish_and_commit`` is the one commit path: both ``CommitEpochOperator`` and
-``RecoverEpochsOperator`` use it, so a recovery re-commit is exactly a commit.
+``publish_and_commit`` wraps the ledger's single commit path (``commit_epoch``, also
+used by ``eo-ledger commit``): ``CommitEpochOperator`` and ``RecoverEpochsOperator``
+both use it, so a recovery re-commit is exactly a commit.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from typing import Any, Protocol
 
 from airflow_provider_eo.config import PipelineConfigError, PipelineSpec, load_pipelines
 from airflow_provider_eo.config.loader import resolve_pipelines_file
-from airflow_provider_eo.ledger.errors import IllegalTransition
+from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.commit import commit_epoch
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import OffsetPublisher
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
 
 
 class InfoLog(Protocol):
@@ -72,52 +73,33 @@ def log_epoch(log: InfoLog, what: str, epoch: Epoch) -> None:
     )  # fmt: skip
 
 
-def offsets_to_publish(epoch: Epoch) -> dict[tuple[str, int], int]:
-    """What a commit publishes: for a stream epoch the end of every range that moved
-    (``end > start``); for a backfill epoch nothing (backfills never move the group)."""
-    if epoch.kind != EpochKind.STREAM:
-        return {}
-    return {r.tp: r.end for r in epoch.ranges if r.end > r.start}
-
-
 def publish_and_commit(
-    ledger: Any, publisher: OffsetPublisher, spec: PipelineSpec, epoch_id: int, log: InfoLog
+    ledger: Ledger, publisher: OffsetPublisher, spec: PipelineSpec, epoch_id: int, log: InfoLog
 ) -> dict[str, Any]:
-    """Commit one epoch: WRITTEN -> publish offsets to ``spec.group_id`` -> COMMITTED.
-
-    COMMITTED already: no-op (``action == "noop"``). Any other state raises
-    ``IllegalTransition`` naming the epoch and its state; nothing is published.
-    An epoch of another pipeline is a ``ValueError``. Publishing happens before the
-    ledger marks COMMITTED, so a crash in between leaves a WRITTEN epoch whose
-    re-commit publishes the same offsets again (idempotent).
+    """Commit one epoch through the ledger's single commit path
+    (:func:`airflow_provider_eo.ledger.commit.commit_epoch`): WRITTEN -> publish each
+    range's end to ``spec.group_id`` (stream epochs only) -> COMMITTED; COMMITTED ->
+    no-op (``action == "noop"``); RESERVED/ABORTED -> ``IllegalTransition``, nothing
+    published. An epoch of another pipeline is a ``ValueError``.
     """
     epoch = ledger.get_epoch(epoch_id)
     if epoch.pipeline != spec.name:
         raise ValueError(f"epoch {epoch_id} belongs to pipeline {epoch.pipeline!r}, not {spec.name!r}")
     tag = f"pipeline={spec.name} epoch_id={epoch_id} kind={epoch.kind.value}"
-    if epoch.state == EpochState.COMMITTED:
+    outcome = commit_epoch(ledger, epoch_id, publisher, spec.group_id)
+    offsets = outcome.published
+    if outcome.already_committed:
         log.info("epoch already COMMITTED, nothing to do %s ranges=%s", tag, fmt_ranges(epoch))
-        return _commit_result(epoch, "noop", {})
-    if epoch.state != EpochState.WRITTEN:
-        hint = "the write step has not voted WRITTEN yet" if epoch.state == EpochState.RESERVED else ""
-        raise IllegalTransition(epoch_id, epoch.state.value, EpochState.COMMITTED.value, hint)
-    offsets = offsets_to_publish(epoch)
-    if offsets:
-        publisher.commit_offsets(spec.group_id, offsets)
-    published = ",".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items())) or "-"
-    log.info("published offsets %s group=%s offsets=%s", tag, spec.group_id, published)
-    ledger.mark_committed(epoch_id)
-    log.info("epoch COMMITTED %s ranges=%s records=%s", tag, fmt_ranges(epoch), epoch.record_count)
-    return _commit_result(epoch, "committed", offsets)
-
-
-def _commit_result(epoch: Epoch, action: str, offsets: Mapping[tuple[str, int], int]) -> dict[str, Any]:
+    else:
+        published = ",".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items())) or "-"
+        log.info("published offsets %s group=%s offsets=%s", tag, spec.group_id, published)
+        log.info("epoch COMMITTED %s ranges=%s records=%s", tag, fmt_ranges(epoch), epoch.record_count)
     return {
         "epoch_id": epoch.epoch_id,
         "pipeline": epoch.pipeline,
         "kind": epoch.kind.value,
-        "state": EpochState.COMMITTED.value,
-        "action": action,
+        "state": outcome.epoch.state.value,
+        "action": "noop" if outcome.already_committed else "committed",
         "published": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())],
         "records_total": epoch.record_count,
     }

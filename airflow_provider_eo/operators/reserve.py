@@ -14,6 +14,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_provider_eo.faults import fault_point
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.operators.common import epoch_summary, load_spec, log_epoch, run_identity
@@ -63,4 +64,5 @@ class ReserveEpochOperator(BaseOperator):
             )
             raise AirflowSkipException(f"pipeline {spec.name!r}: no new data, no epoch opened")
         log_epoch(self.log, "reserved epoch", epoch)
+        fault_point("reserve.after_insert")
         return epoch_summary(epoch)

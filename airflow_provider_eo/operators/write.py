@@ -76,13 +76,16 @@ class WriteEpochOperator(SparkSubmitOperator):
 
     :param pipeline: pipeline name (as declared in the pipelines YAML).
     :param epoch_id: the epoch to write (templated; usually pulled from the reserve task's XCom).
+    :param fencing_token: the token the reserve task returned (templated); the application
+        refuses to write an epoch whose token differs, and treats an epoch already voted
+        under this token as done (a retry of this task).
     :param spec: the pipeline spec; its ``spark`` section sets conf, deploy mode and resources.
     :param pipelines_file: the YAML the spec came from (None: the default resolution).
     :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
     :param spark_conn_id: the Spark connection (master), default ``spark_default``.
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id")
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id", "fencing_token")
     ui_color = "#f0e4ff"
 
     def __init__(
@@ -90,6 +93,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         *,
         pipeline: str,
         epoch_id: str | int,
+        fencing_token: str | None = None,
         spec: PipelineSpec,
         pipelines_file: str | None = None,
         ledger_conn_id: str = "eo_ledger",
@@ -114,6 +118,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         )
         self.pipeline = pipeline
         self.epoch_id = epoch_id
+        self.fencing_token = fencing_token
         self.spec = spec
         self.pipelines_file = pipelines_file
         self.conn_ids = (ledger_conn_id, kafka_conn_id, hbase_conn_id)
@@ -122,6 +127,8 @@ class WriteEpochOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         """Run spark-submit; raises if the application fails or its vote is fenced out."""
         self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
+        if self.fencing_token:
+            self.application_args += ["--fencing-token", str(self.fencing_token)]
         env = connection_env(self.conn_ids)
         env[PIPELINES_YAML_ENV] = resolve_pipelines_file(self.pipelines_file).read_text(encoding="utf-8")
         self.log.info(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from airflow_provider_eo.ledger.models import DeadLetter
 from airflow_provider_eo.spark.records import KafkaRecord
@@ -90,11 +90,25 @@ class BadRecordHandler:
             self.pending = []
 
 
-def ledger_sink(ledger_dsn: str) -> DeadLetterSink:
-    """A sink writing to ``eo.dead_letters`` through the ledger (connects on first use)."""
-    from airflow_provider_eo.ledger import Ledger
+class LedgerDeadLetterSink:
+    """Writes dead letters to ``eo.dead_letters`` through one ledger connection (opened on first use).
 
-    def write(rows: list[DeadLetter]) -> None:
-        Ledger(ledger_dsn).record_dead_letters(rows)
+    Executors never migrate the schema (the driver's ledger access already did).
+    """
 
-    return write
+    def __init__(self, ledger_dsn: str) -> None:
+        self._dsn = ledger_dsn
+        self._ledger: Any = None
+
+    def __call__(self, rows: list[DeadLetter]) -> None:
+        if self._ledger is None:
+            from airflow_provider_eo.ledger import Ledger
+
+            self._ledger = Ledger(self._dsn, auto_migrate=False)
+        self._ledger.record_dead_letters(rows)
+
+    def close(self) -> None:
+        """Close the ledger connection if one was opened."""
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None

@@ -3,7 +3,8 @@
 Contract of :func:`write_epoch` (returns the process exit code):
 
 * ``0``: every range was read to its end and written; the epoch was voted WRITTEN
-  with the aggregated metrics (the vote is the last act);
+  with the aggregated metrics (the vote is the last act); or the epoch was already
+  WRITTEN/COMMITTED under the given ``--fencing-token`` (a retry: nothing done);
 * ``2``: invalid input (unknown pipeline or epoch, epoch of another pipeline,
   missing connection): nothing read, nothing written;
 * ``3``: fenced out: the epoch is not RESERVED, or its fencing token differs from
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from enum import IntEnum
 from typing import Any
 
+from airflow_provider_eo.faults import fault_point
 from airflow_provider_eo.ledger import EpochState, FencedOut, Ledger
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import aggregate_metrics, plan_tasks
@@ -89,6 +91,10 @@ def write_epoch(
     if epoch.pipeline != pipeline:
         log.error("%s: epoch belongs to pipeline %r: nothing written", where, epoch.pipeline)
         return ExitCode.INVALID
+    already_voted = epoch.state in (EpochState.WRITTEN, EpochState.COMMITTED)
+    if already_voted and fencing_token is not None and fencing_token == epoch.fencing_token:
+        log.info("%s: epoch already %s under this token (a retry): nothing to do", where, epoch.state.value)
+        return ExitCode.OK
     if epoch.state != EpochState.RESERVED:
         log.error("%s: epoch is %s, not RESERVED: nothing written, not voted", where, epoch.state.value)
         return ExitCode.FENCED_OUT
@@ -107,11 +113,13 @@ def write_epoch(
         log.error("%s: task failed, epoch not voted: %s", where, exc)
         return ExitCode.TASK_FAILED
     metrics = aggregate_metrics(epoch.ranges, results, time.monotonic() - started)
+    fault_point("spark.after_last_batch")
     try:
         ledger.vote_written(epoch_id, token, metrics)
     except FencedOut as exc:
         log.error("%s: %s; nothing changed in the ledger", where, exc)
         return ExitCode.FENCED_OUT
+    fault_point("spark.after_vote")
     log.info(
         "%s: voted WRITTEN records=%d cells=%d tombstones=%d bad=%d tasks=%d duration_s=%.3f",
         where, metrics["records"], metrics["cells_written"], metrics["tombstones"],

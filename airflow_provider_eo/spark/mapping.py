@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import string
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -41,17 +42,34 @@ class BadRecord(Exception):
         self.reason = reason
 
 
+_SCALARS: dict[Any, bytes] = {True: b"true", False: b"false", None: b"null"}
+
+
 def encode_value(value: Any) -> bytes:
     """Encode one JSON value as cell bytes (strings raw UTF-8, others compact JSON)."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return value.encode("utf-8")
+    if kind is int:
+        return str(value).encode()
+    if kind is float:
+        return repr(value).encode()  # what json.dumps writes for a finite float
+    if kind is bool or value is None:
+        return _SCALARS[value]
+    if kind is bytes:
+        return value
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"number {text} is out of range")
+    return number
 
 
 class RowKeyTemplate:
@@ -87,6 +105,7 @@ class RecordMapper:
         self.family = family.encode("utf-8")
         self.template = RowKeyTemplate(row_key_template) if row_key_template else None
         self.max_record_bytes = max_record_bytes
+        self._columns: dict[str | bytes, bytes] = {}
 
     def map(self, record: KafkaRecord) -> RowMutation:
         """Map one record; raises BadRecord."""
@@ -100,7 +119,14 @@ class RecordMapper:
                 raise BadRecord("a delete (tombstone) cannot derive its row key from the row key template")
             return RowDelete(self.kafka_key_row(record), (self.family,))
         row = self.template.render(fields) if self.template else self.kafka_key_row(record)
-        return RowPut(row, {self.column(name): encode_value(v) for name, v in fields.items()})
+        columns = self._columns
+        cells = {}
+        for name, value in fields.items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = self.column(name)
+            cells[column] = encode_value(value)
+        return RowPut(row, cells)
 
     def column(self, name: str | bytes) -> bytes:
         """``qualifier`` -> ``family:qualifier``; ``family:qualifier`` kept (user functions only)."""
@@ -129,7 +155,7 @@ class JsonMapping(RecordMapper):
         except UnicodeDecodeError as exc:
             raise BadRecord(f"value is not valid UTF-8: {exc}") from None
         try:
-            value = json.loads(text, parse_constant=_reject_constant)
+            value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
         except ValueError as exc:
             raise BadRecord(f"value is not valid JSON: {exc}") from None
         if not isinstance(value, dict):

@@ -77,7 +77,7 @@ def _records(consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: flo
     next_offset = rng.start  # every offset below this one has been handled
     last_progress = time.monotonic()
     while True:
-        messages = consumer.consume(num_messages=batch_size, timeout=min(1.0, timeout_s))
+        messages = _next_messages(consumer, batch_size, min(1.0, timeout_s))
         if not messages and time.monotonic() - last_progress > timeout_s:
             raise _fail(rng, next_offset, f"no progress for {timeout_s:g} s (broker unreachable?)")
         for msg in messages:
@@ -102,6 +102,19 @@ def _records(consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: flo
                 continue
             next_offset = offset + 1
             yield _to_record(msg, offset)
+
+
+def _next_messages(consumer: Consumer, batch_size: int, wait_s: float) -> list[Message]:
+    """What is already fetched (up to batch_size), else wait up to ``wait_s`` for one message.
+
+    ``consume(n, timeout)`` would block until ``n`` messages or the timeout, which
+    stalls every range end; ``poll`` returns as soon as anything (a record, EOF) arrives.
+    """
+    messages = consumer.consume(num_messages=batch_size, timeout=0)
+    if messages:
+        return messages
+    msg = consumer.poll(wait_s)
+    return [] if msg is None else [msg]
 
 
 def _to_record(msg: Message, offset: int) -> KafkaRecord:

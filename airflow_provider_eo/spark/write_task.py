@@ -16,17 +16,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from airflow_provider_eo.faults import fault_point
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
     DeadLetterSink,
-    ledger_sink,
+    LedgerDeadLetterSink,
 )
 from airflow_provider_eo.spark.hbase_writer import SegmentWriter
 from airflow_provider_eo.spark.mapping import BadRecord, build_mapper
 from airflow_provider_eo.spark.range_reader import read_range
 from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
-from airflow_provider_eo.spark.segments import SegmentBuilder
+from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 
 log = logging.getLogger(__name__)
 
@@ -85,15 +86,23 @@ def run_task(
         function=settings.mapping_function,
         max_record_bytes=settings.max_record_bytes,
     )
+    ledger_sink = LedgerDeadLetterSink(settings.ledger_dsn)
     handler = BadRecordHandler(
         settings.pipeline,
         settings.epoch_id,
         settings.bad_records,
-        dead_letter_sink or ledger_sink(settings.ledger_dsn),
+        dead_letter_sink or ledger_sink,
         flush_every=settings.batch_size,
     )
     writer = SegmentWriter(settings.hbase_kwargs, settings.hbase_table)
     builder = SegmentBuilder(settings.batch_size)
+
+    def write(segment: Segment) -> None:
+        writer.write(segment)
+        metrics.segments += 0 if segment.is_empty() else 1
+        metrics.cells_written += segment.cell_count
+        fault_point("spark.task.after_segment")
+
     try:
         for record in read_range(settings.kafka_config, rng, settings.batch_size, settings.read_timeout_s):
             metrics.records += 1
@@ -107,17 +116,14 @@ def run_task(
             if isinstance(mutation, RowDelete):
                 metrics.tombstones += 1
             for segment in builder.add(record.offset, mutation):
-                writer.write(segment)
-                metrics.segments += 0 if segment.is_empty() else 1
-                metrics.cells_written += segment.cell_count
+                write(segment)
         last = builder.finish()
         if last is not None:
-            writer.write(last)
-            metrics.segments += 0 if last.is_empty() else 1
-            metrics.cells_written += last.cell_count
+            write(last)
         handler.flush()
     finally:
         writer.close()
+        ledger_sink.close()
     metrics.bad_records = handler.count
     metrics.duration_s = round(time.monotonic() - started, 3)
     log.info(

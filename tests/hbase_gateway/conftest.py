@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -118,6 +119,7 @@ def gateway_factory() -> Iterator[Callable[[str, str], Gateway]]:
     yield start
     for gw in started:
         gw.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", params=COMBOS, ids=["-".join(c) for c in COMBOS])

@@ -82,7 +82,7 @@ def test_invalid_family_options_are_rejected(
     name = _name()
     with pytest.raises(error) as err:
         conn.create_table(name, families)
-    assert fragment in err.value.message
+    assert fragment in err.value.message  # type: ignore[attr-defined]
     assert name.encode() not in conn.tables()
 
 
@@ -90,6 +90,14 @@ def test_invalid_table_name_is_illegal_argument(conn: happybase.Connection) -> N
     with pytest.raises(IllegalArgument) as err:
         conn.create_table("bad name", {"cf": {}})
     assert b"Illegal table name" in err.value.message
+    with pytest.raises(IOError) as io_err:
+        conn.create_table("ns:t", {"cf": {}})
+    assert io_err.value.message.startswith(b"org.apache.hadoop.hbase.NamespaceNotFoundException: ns")
+    with pytest.raises(IOError) as io_err:
+        conn.client.createTable(b"no_families", [])
+    assert io_err.value.message == (
+        b"org.apache.hadoop.hbase.DoNotRetryIOException: Table should have at least one column family."
+    )
 
 
 def test_tables_lists_in_byte_order_and_honours_prefix(gateway: Gateway) -> None:

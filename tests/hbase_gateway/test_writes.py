@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import happybase
 import pytest
-from Hbase_thrift import BatchMutation, IllegalArgument, Mutation
+from Hbase_thrift import BatchMutation, IllegalArgument, IOError, Mutation
 
 Factory = Callable[..., happybase.Table]
 
@@ -111,7 +111,7 @@ def test_failed_call_writes_nothing(make_table: Factory, conn: happybase.Connect
     table = make_table()
     good = BatchMutation(row=b"a", mutations=[Mutation(column=b"cf:q", value=b"v")])
     bad = BatchMutation(row=b"b", mutations=[Mutation(column=b"nope:q", value=b"v")])
-    with pytest.raises(Exception) as err:
+    with pytest.raises(IOError) as err:
         conn.client.mutateRows(table.name, [good, bad], {})
     assert b"NoSuchColumnFamilyException" in err.value.message
     assert list(table.scan()) == []

@@ -2,7 +2,8 @@
 
 Operators are driven through ``execute(context)`` with the part of the Airflow context
 they read: ``context["ti"]`` with ``dag_id``/``run_id`` (and ``get_dr_count`` for the
-recovery liveness check), ``context["params"]`` for backfills.
+recovery liveness check), ``context["params"]`` for backfills. Test modules import the
+``*_fixture`` functions; pytest registers them under their ``name``.
 """
 
 from __future__ import annotations
@@ -24,25 +25,25 @@ from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from tests.kafka_helpers import produce
 
 
-@pytest.fixture(autouse=True)
-def conn_env(stack, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, name="conn_env")
+def conn_env_fixture(stack, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in stack.conn_env.items():
         monkeypatch.setenv(name, value)
 
 
-@pytest.fixture
-def ledger(stack) -> Iterator[Ledger]:
+@pytest.fixture(name="ledger")
+def ledger_fixture(stack) -> Iterator[Ledger]:
     with Ledger(stack.ledger_dsn) as led:
         yield led
 
 
-@pytest.fixture
-def kafka(ledger: Ledger) -> EoKafkaHook:
+@pytest.fixture(name="kafka")
+def kafka_fixture(ledger: Ledger) -> EoKafkaHook:
     return EoKafkaHook()
 
 
-@pytest.fixture
-def pipeline(tmp_path: Path) -> Callable[..., tuple[str, str, str]]:
+@pytest.fixture(name="pipeline")
+def pipeline_fixture(tmp_path: Path) -> Callable[..., tuple[str, str, str]]:
     """``make(topics=[...] | topic_pattern=..., **options) -> (name, group, pipelines_file)``."""
 
     def make(**options: Any) -> tuple[str, str, str]:

@@ -30,6 +30,7 @@ def ledger_dsn(stack: StackInfo, monkeypatch: pytest.MonkeyPatch) -> Iterator[st
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
     """Run ``eo-ledger argv``; return (exit code, parsed JSON of stdout or stderr)."""
+    capsys.readouterr()
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, json.loads(out if code == 0 else err)
@@ -115,8 +116,8 @@ def test_commit_and_abort_guards(ledger_dsn: str, capsys: pytest.CaptureFixture[
         assert cli(capsys, "commit", str(epoch.epoch_id), "--yes") == (
             1,
             {
-                "error": f"epoch {epoch.epoch_id} is RESERVED: transition RESERVED -> COMMITTED is not allowed"
-                " (the epoch has not been written yet)",
+                "error": f"epoch {epoch.epoch_id} is RESERVED: transition RESERVED -> COMMITTED is not "
+                "allowed (the epoch has not been written yet)",
                 "type": "IllegalTransition",
             },
         )
@@ -213,7 +214,8 @@ def test_dead_letters(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> No
         "dead_letters": [
             {
                 "pipeline": "orders", "topic": "t", "partition": 0, "offset": offset, "epoch_id": None,
-                "error": "missing field user_id", "key_b64": key, "value_b64": "e30=", "headers": [["h", "dg=="]],
+                "error": "missing field user_id", "key_b64": key, "value_b64": "e30=",
+                "headers": [["h", "dg=="]],
             }
             for offset, key in ((7, "aw=="), (8, None))
         ],

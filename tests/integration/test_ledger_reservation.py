@@ -46,13 +46,9 @@ def ledger(ledger_dsn: str) -> Iterator[Ledger]:
 
 
 def pins(ledger: Ledger, pipeline: str) -> list[tuple[str, int, int, str]]:
-    with ledger._transaction() as cur:
-        cur.execute(
-            'SELECT topic, "partition", initial_offset, initial_source FROM eo.partitions'
-            ' WHERE pipeline = %s ORDER BY topic, "partition"',
-            (pipeline,),
-        )
-        return [tuple(row) for row in cur.fetchall()]
+    return [
+        (tp[0], tp[1], offset, source) for tp, (offset, source) in ledger.partition_pins(pipeline).items()
+    ]
 
 
 def test_first_epoch_starts_at_existing_group_offsets(ledger: Ledger) -> None:

@@ -229,3 +229,21 @@ def test_backfill_epoch_lifecycle_and_validation(ledger: Ledger) -> None:
     assert ledger.mark_committed(epoch.epoch_id).state is EpochState.COMMITTED
     assert ledger.cursors(spec.name) == {}
     assert [e.epoch_id for e in ledger.open_epochs(spec.name, EpochKind.BACKFILL)] == [other.epoch_id]
+
+
+def test_broken_connection_is_replaced_on_the_next_call(ledger: Ledger, ledger_dsn: str) -> None:
+    spec = make_spec(topics=["t"])
+    ledger.reserve_backfill_epoch(spec, [PartitionRange("t", 0, 0, 1)], dag_id="d", run_id="r")
+    with ledger._transaction() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+    killer = psycopg2.connect(ledger_dsn)
+    try:
+        with killer.cursor() as cur:
+            cur.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        killer.commit()
+    finally:
+        killer.close()
+    with pytest.raises(psycopg2.OperationalError):
+        ledger.list_pipelines()
+    assert spec.name in ledger.list_pipelines()

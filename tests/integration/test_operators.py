@@ -21,12 +21,12 @@ from airflow_provider_eo.ledger.errors import (
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     commit,
-    conn_env,
+    conn_env_fixture,
     ctx,
     fill,
-    kafka,
-    ledger,
-    pipeline,
+    kafka_fixture,
+    ledger_fixture,
+    pipeline_fixture,
     ranges,
     recover,
     reserve,
@@ -95,25 +95,31 @@ def test_new_topic_matching_pattern_joins(stack, ledger, pipeline, kafka_topic_f
 
 def test_commit_publishes_exactly_range_ends(stack, ledger, kafka, pipeline, kafka_topic_factory) -> None:
     topic = kafka_topic_factory(partitions=3, prefix="pub")
+    other = kafka_topic_factory(partitions=1, prefix="notpub")
     fill(stack, topic, [4, 0, 2])
-    name, group, file = pipeline(topics=[topic])
+    fill(stack, other, [2])
+    name, group, file = pipeline(topics=[topic], caps={"max_records_per_partition": 3})
+    kafka.commit_offsets(group, {(other, 0): 1})  # the group also tracks a topic outside the pipeline
     summary = reserve(name, file)
-    assert ranges(summary) == [(topic, 0, 0, 4), (topic, 1, 0, 0), (topic, 2, 0, 2)]
+    assert ranges(summary) == [(topic, 0, 0, 3), (topic, 1, 0, 0), (topic, 2, 0, 2)]
     vote(ledger, summary)
     result = commit(name, file, str(summary["epoch_id"]))  # a rendered template is text
     assert result["action"] == "committed"
+    # each range's end (not the high watermark 4 of partition 0; the empty range's end
+    # is where the pipeline stands), nothing for partitions outside the epoch
     assert result["published"] == [
-        {"topic": topic, "partition": 0, "offset": 4},
+        {"topic": topic, "partition": 0, "offset": 3},
+        {"topic": topic, "partition": 1, "offset": 0},
         {"topic": topic, "partition": 2, "offset": 2},
     ]
-    tps = [(topic, 0), (topic, 1), (topic, 2)]
-    assert kafka.committed_offsets(group, tps) == {(topic, 0): 4, (topic, 1): None, (topic, 2): 2}
+    tps = [(topic, 0), (topic, 1), (topic, 2), (other, 0)]
+    assert kafka.committed_offsets(group, tps) == {(topic, 0): 3, (topic, 1): 0, (topic, 2): 2, (other, 0): 1}
     assert ledger.get_epoch(summary["epoch_id"]).state == "COMMITTED"
     # committing again is a no-op success: nothing is published
     kafka.commit_offsets(group, {(topic, 0): 1})
     again = commit(name, file, summary["epoch_id"])
     assert (again["action"], again["published"]) == ("noop", [])
-    assert kafka.committed_offsets(group, tps) == {(topic, 0): 1, (topic, 1): None, (topic, 2): 2}
+    assert kafka.committed_offsets(group, tps) == {(topic, 0): 1, (topic, 1): 0, (topic, 2): 2, (other, 0): 1}
 
 
 def test_commit_of_reserved_is_a_clear_error(stack, ledger, kafka, pipeline, kafka_topic_factory) -> None:
@@ -123,7 +129,7 @@ def test_commit_of_reserved_is_a_clear_error(stack, ledger, kafka, pipeline, kaf
     summary = reserve(name, file)
     epoch_id = summary["epoch_id"]
     with pytest.raises(
-        IllegalTransition, match=f"epoch {epoch_id} is RESERVED: .*RESERVED -> COMMITTED.*voted"
+        IllegalTransition, match=f"epoch {epoch_id} is RESERVED: .*RESERVED -> COMMITTED.*not been written"
     ):
         commit(name, file, epoch_id)
     assert kafka.committed_offsets(group, [(topic, 0)]) == {(topic, 0): None}

@@ -61,6 +61,12 @@ EXPECTED_ROWS = {
 
 
 @dataclass
+class Run:
+    returncode: int
+    output: str
+
+
+@dataclass
 class World:
     stack: StackInfo
     ledger_dsn: str
@@ -70,7 +76,8 @@ class World:
     fail_topic: str
     tables: dict[str, str]
 
-    def run(self, pipeline: str, epoch_id: int, *extra: str) -> subprocess.CompletedProcess[str]:
+    def run(self, pipeline: str, epoch_id: int, *extra: str) -> Run:
+        """spark-submit the application (Spark merges the Python driver's stderr into stdout)."""
         argv = [
             str(Path(sys.executable).parent / "spark-submit"),
             "--master", "local[2]",
@@ -83,7 +90,8 @@ class World:
         ]  # fmt: skip
         secret = parse_dsn(self.ledger_dsn)["password"]
         assert secret not in " ".join(argv)
-        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=600, check=False)
+        return Run(done.returncode, done.stdout + done.stderr)
 
     def scan(self, pipeline: str) -> dict[bytes, dict[bytes, bytes]]:
         conn = happybase.Connection(self.stack.hbase_host, self.stack.hbase_port)
@@ -153,12 +161,17 @@ def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 NOT_JSON = "value is not valid JSON: Expecting value: line 1 column 1 (char 0)"
+NO_KEY = "record has no Kafka key, needed for the row key"
 
 
 def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: World) -> None:
     epoch_id = world.reserve("spark_dl", world.topic, 3, 10)
     result = world.run("spark_dl", epoch_id)
-    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.returncode == 0, result.output[-4000:]
+    assert parse_dsn(world.ledger_dsn)["password"] not in result.output
+    assert (
+        f"epoch_id={epoch_id}: voted WRITTEN records=30 cells=30 tombstones=3 bad=6 tasks=9" in result.output
+    )
     assert world.scan("spark_dl") == EXPECTED_ROWS
     with Ledger(world.ledger_dsn) as ledger:
         epoch = ledger.get_epoch(epoch_id)
@@ -184,7 +197,7 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
         for p in range(3)
         for row in (
             (world.topic, p, 3, epoch_id, NOT_JSON, f"p{p}-k2".encode(), b"oops"),
-            (world.topic, p, 8, epoch_id, "record has no Kafka key, needed for the row key", None, b'{"v":8}'),
+            (world.topic, p, 8, epoch_id, NO_KEY, None, b'{"v":8}'),
         )
     ]  # fmt: skip
 
@@ -192,11 +205,11 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
 def test_fail_policy_fails_the_epoch_naming_topic_partition_offset(world: World) -> None:
     epoch_id = world.reserve("spark_fail", world.fail_topic, 1, 3)
     result = world.run("spark_fail", epoch_id)
-    assert result.returncode == 4, result.stderr[-4000:]
-    Path("/tmp/eo_fail_stderr.txt").write_text(result.stderr)
-    failed = [line.split(" ERROR ", 1)[1] for line in result.stderr.splitlines() if "task failed" in line]
+    assert result.returncode == 4, result.output[-4000:]
+    failed = [line.split(" ERROR ", 1)[1] for line in result.output.splitlines() if "task failed" in line]
     assert failed == [
-        f"airflow_provider_eo.spark.driver pipeline=spark_fail epoch_id={epoch_id}: task failed, epoch not voted: "
+        f"airflow_provider_eo.spark.driver pipeline=spark_fail epoch_id={epoch_id}: "
+        "task failed, epoch not voted: "
         f"BadRecordError: bad record in pipeline 'spark_fail' epoch {epoch_id} at topic {world.fail_topic} "
         "partition 0 offset 2: value is not valid JSON: Expecting property name enclosed in double quotes: "
         "line 1 column 2 (char 1)"
@@ -213,9 +226,8 @@ def test_aborted_epoch_is_fenced_out_and_nothing_changes(world: World) -> None:
     with Ledger(world.ledger_dsn) as ledger:
         before = ledger.abort(epoch_id, "test: aborted before the run")
     result = world.run("spark_fenced", epoch_id)
-    Path("/tmp/eo_fenced_stderr.txt").write_text(result.stderr + "\n=====\n" + result.stdout)
-    assert result.returncode == 3, result.stderr[-4000:]
-    assert f"epoch_id={epoch_id}: epoch is ABORTED, not RESERVED: nothing written, not voted" in result.stderr
+    assert result.returncode == 3, result.output[-4000:]
+    assert f"epoch_id={epoch_id}: epoch is ABORTED, not RESERVED: nothing written, not voted" in result.output
     with Ledger(world.ledger_dsn) as ledger:
         assert ledger.get_epoch(epoch_id) == before
     assert world.scan("spark_fenced") == {}
@@ -229,9 +241,9 @@ def test_rotated_fencing_token_is_fenced_out_and_nothing_changes(world: World) -
         ledger.rotate_fencing_token(epoch_id)
         before = ledger.get_epoch(epoch_id)
     result = world.run("spark_fenced", epoch_id, "--fencing-token", issued)
-    assert result.returncode == 3, result.stderr[-4000:]
-    assert "fencing token does not match the epoch's: nothing written, not voted" in result.stderr
-    assert issued not in result.stderr + result.stdout
+    assert result.returncode == 3, result.output[-4000:]
+    assert "fencing token does not match the epoch's: nothing written, not voted" in result.output
+    assert issued not in result.output
     with Ledger(world.ledger_dsn) as ledger:
         assert ledger.get_epoch(epoch_id) == before
     assert before.state == EpochState.RESERVED

@@ -51,6 +51,8 @@ def test_encode_value() -> None:
     assert encode_value(b"\xff") == b"\xff"
     assert encode_value({"k": "ü"}) == '{"k":"ü"}'.encode()
     assert encode_value(False) == b"false"
+    for value in (0, -17, 2**70, 1.5, -0.0, 1e-7, 1e300, 0.1 + 0.2, True, None, "x", [1.0, {"a": None}]):
+        assert encode_value(value) == json.dumps(value, separators=(",", ":")).strip('"').encode()
 
 
 def test_kafka_key_bytes_are_the_row_key_as_is() -> None:
@@ -77,6 +79,7 @@ def test_empty_object_is_a_put_without_cells() -> None:
         (b"\xff\xfe{}", b"k", None, "value is not valid UTF-8"),
         (b'{"a": ', b"k", None, "value is not valid JSON"),
         (b"NaN", b"k", None, "value is not valid JSON: non-standard JSON constant NaN"),
+        (b'{"x": 1e400}', b"k", None, "value is not valid JSON: number 1e400 is out of range"),
         (b"[1, 2]", b"k", None, "JSON value is not an object (got list)"),
         (b'"text"', b"k", None, "JSON value is not an object (got str)"),
         (b'{"a": 1}', None, None, "record has no Kafka key, needed for the row key"),

@@ -17,7 +17,7 @@ from airflow_provider_eo.devstack.hbase import errors
 from airflow_provider_eo.devstack.hbase.model import ColumnSelection, FamilySpec
 from airflow_provider_eo.devstack.hbase.storage import Storage
 
-_TABLE_NAME = re.compile(rb"^(?:[A-Za-z0-9_]+:)?[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_TABLE_NAME = re.compile(rb"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _FAMILY_COLUMNS = [f.name for f in fields(FamilySpec)]
 
 
@@ -89,6 +89,12 @@ class Catalog:
 
     def create(self, name: bytes, families: list[FamilySpec]) -> None:
         """Create an enabled table (AlreadyExists, IllegalArgument or IOError on bad input)."""
+        namespace, colon, _ = name.partition(b":")
+        if colon:
+            raise errors.io_error(
+                "org.apache.hadoop.hbase.NamespaceNotFoundException: "
+                f"{namespace.decode('utf-8', 'replace')} (the local gateway has no namespaces)"
+            )
         if not _TABLE_NAME.match(name):
             raise errors.illegal_argument(
                 f"java.lang.IllegalArgumentException: Illegal table name {name.decode('utf-8', 'replace')!r}"

@@ -17,7 +17,7 @@ from typing import Any
 from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
 from thriftpy2.server import TThreadedServer
 from thriftpy2.thrift import TProcessor
-from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory, TServerSocket
+from thriftpy2.transport import TBufferedTransport, TFramedTransportFactory, TServerSocket
 
 from airflow_provider_eo.devstack.hbase.handler import HBaseHandler
 from airflow_provider_eo.devstack.hbase.idl import hbase_thrift
@@ -25,7 +25,15 @@ from airflow_provider_eo.devstack.hbase.storage import Storage
 
 log = logging.getLogger(__name__)
 
-TRANSPORTS: dict[str, Any] = {"buffered": TBufferedTransportFactory, "framed": TFramedTransportFactory}
+
+class LargeBufferedTransportFactory:
+    """Buffered transport with a 1 MiB buffer: a scan page leaves in a few large writes."""
+
+    def get_transport(self, trans: Any) -> Any:
+        return TBufferedTransport(trans, buf_size=1 << 20)
+
+
+TRANSPORTS: dict[str, Any] = {"buffered": LargeBufferedTransportFactory, "framed": TFramedTransportFactory}
 PROTOCOLS: dict[str, Any] = {"binary": TBinaryProtocolFactory, "compact": TCompactProtocolFactory}
 
 
@@ -72,6 +80,8 @@ class GatewayServer:
                 if self._stopped.is_set():
                     return
                 raise
+            if client.sock is not None:
+                client.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=server.handle, args=(client,), daemon=True).start()
 
     def stop(self) -> None:

@@ -1,0 +1,134 @@
+"""The driver's protocol (check, run tasks, vote) against the real ledger, Spark replaced by a runner.
+
+Covers what a spark-submit run cannot reach deterministically: the token rotated
+*while* tasks run (the vote is fenced out and changes nothing), task failure
+(not voted), tasks that do not cover the ranges (never voted), empty epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from airflow_provider_eo.ledger import Epoch, EpochState, Ledger
+from airflow_provider_eo.spark.driver import ExitCode, TaskFailed, write_epoch
+from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task_plan import CoverageError
+from airflow_provider_eo.spark.write_task import TaskMetrics, TaskSettings
+from tests.conftest import StackInfo
+from tests.integration.ledger_support import FakeOffsetSource, fresh_database, make_spec
+
+pytestmark = pytest.mark.integration
+
+SETTINGS: Any = object()  # the runners below never look at the settings
+
+
+@pytest.fixture
+def ledger(stack: StackInfo) -> Iterator[Ledger]:
+    with fresh_database(stack.ledger_dsn) as dsn, Ledger(dsn) as ledger:
+        yield ledger
+
+
+def reserve(ledger: Ledger) -> Epoch:
+    """A stream epoch of pipeline ``p``: t/0 [0, 5) and the empty range t/1 [0, 0)."""
+    source = FakeOffsetSource({"t": 2})
+    source.produce("t", 0, 5)
+    epoch = ledger.reserve_stream_epoch(make_spec("p", topics=["t"]), source, dag_id="d", run_id="r")
+    assert epoch is not None
+    return epoch
+
+
+def fake_runner(tasks_seen: list[TaskRange]) -> Any:
+    def run(_settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+        tasks_seen.extend(tasks)
+        return [
+            TaskMetrics(t.topic, t.partition, t.start, t.end, records=t.end - t.start).to_dict()
+            for t in tasks
+        ]
+
+    return run
+
+
+def test_success_votes_written_with_aggregated_metrics(ledger: Ledger) -> None:
+    epoch = reserve(ledger)
+    seen: list[TaskRange] = []
+    code = write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 2, runner=fake_runner(seen))
+    assert code == ExitCode.OK
+    assert seen == [TaskRange("t", 0, 0, 1), TaskRange("t", 0, 1, 3), TaskRange("t", 0, 3, 5)]
+    voted = ledger.get_epoch(epoch.epoch_id)
+    metrics = dict(voted.metrics or {})
+    metrics.pop("duration_s")
+    assert (voted.state, metrics) == (
+        EpochState.WRITTEN,
+        {
+            "records": 5, "cells_written": 0, "tombstones": 0, "bad_records": 0, "bytes": 0, "segments": 0,
+            "tasks": 3,
+            "partitions": [
+                {"topic": "t", "partition": 0, "start": 0, "end": 5, "records": 5, "bad_records": 0},
+                {"topic": "t", "partition": 1, "start": 0, "end": 0, "records": 0, "bad_records": 0},
+            ],
+        },
+    )  # fmt: skip
+
+
+def test_token_rotated_while_tasks_run_fences_out_the_vote(ledger: Ledger) -> None:
+    epoch = reserve(ledger)
+    inner = fake_runner([])
+
+    def rotating_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+        ledger.rotate_fencing_token(epoch.epoch_id)  # e.g. a newer attempt took the epoch over
+        return inner(settings, tasks)  # type: ignore[no-any-return]
+
+    code = write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, runner=rotating_runner)
+    after = ledger.get_epoch(epoch.epoch_id)
+    assert code == ExitCode.FENCED_OUT
+    assert (after.state, after.metrics, after.written_at) == (EpochState.RESERVED, None, None)
+    assert after.fencing_token != epoch.fencing_token
+
+
+def test_task_failure_is_not_voted(ledger: Ledger) -> None:
+    epoch = reserve(ledger)
+
+    def failing(_settings: TaskSettings, _tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+        raise TaskFailed("RangeReadError: cannot read t partition 0 up to end offset 5: ...")
+
+    assert (
+        write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, runner=failing) == ExitCode.TASK_FAILED
+    )
+    assert ledger.get_epoch(epoch.epoch_id) == epoch
+
+
+def test_partial_task_results_are_never_voted(ledger: Ledger) -> None:
+    epoch = reserve(ledger)
+
+    def partial(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+        return fake_runner([])(settings, tasks[:-1])  # type: ignore[no-any-return]
+
+    with pytest.raises(CoverageError, match=r"tasks cover \[\(0, 2\)\] of t/0, expected \[0, 5\)"):
+        write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 3, runner=partial)
+    assert ledger.get_epoch(epoch.epoch_id) == epoch
+
+
+def test_epoch_of_another_pipeline_is_invalid_and_unchanged(ledger: Ledger) -> None:
+    epoch = reserve(ledger)
+    assert write_epoch(ledger, "other", epoch.epoch_id, lambda: SETTINGS, 10) == ExitCode.INVALID
+    assert ledger.get_epoch(epoch.epoch_id) == epoch
+
+
+def test_retry_under_the_same_token_after_the_vote_is_a_no_op(ledger: Ledger) -> None:
+    epoch = reserve(ledger)
+    token = epoch.fencing_token
+    assert write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, fencing_token=token,
+                       runner=fake_runner([])) == ExitCode.OK  # fmt: skip
+    voted = ledger.get_epoch(epoch.epoch_id)
+    seen: list[TaskRange] = []
+    code = write_epoch(
+        ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, fencing_token=token, runner=fake_runner(seen)
+    )
+    assert (code, seen, ledger.get_epoch(epoch.epoch_id)) == (ExitCode.OK, [], voted)
+    other = write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, fencing_token="0" * 32,
+                        runner=fake_runner(seen))  # fmt: skip
+    no_token = write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, runner=fake_runner(seen))
+    assert (other, no_token, seen) == (ExitCode.FENCED_OUT, ExitCode.FENCED_OUT, [])

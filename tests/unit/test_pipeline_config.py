@@ -1,0 +1,255 @@
+"""Pipelines YAML: defaults, a full example, file resolution, and every invalid case's message."""
+
+# ruff: noqa: E501  (the tables below hold exact one-line error messages)
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_provider_eo.config import (
+    CapsSpec,
+    MappingSpec,
+    PipelineConfigError,
+    PipelineSpec,
+    SparkResources,
+    SparkSpec,
+    StartingSpec,
+    load_pipelines,
+    parse_pipelines_text,
+)
+
+BASE: dict[str, Any] = {"name": "orders", "topics": ["orders"], "hbase": {"table": "orders"}}
+DROP = object()
+
+
+def document(**changes: Any) -> str:
+    """YAML of one pipeline: BASE with dotted-path ``changes`` (value DROP deletes the key)."""
+    pipeline = copy.deepcopy(BASE)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = pipeline
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        if value is DROP:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return yaml.safe_dump({"pipelines": [pipeline]})
+
+
+def test_minimal_pipeline_gets_every_default() -> None:
+    specs = parse_pipelines_text(document(), "p.yaml")
+    assert specs == {
+        "orders": PipelineSpec(
+            name="orders",
+            topics=("orders",),
+            topic_pattern=None,
+            group_id="eo-orders",
+            hbase_table="orders",
+            column_family="d",
+            mapping=MappingSpec("kafka_key", "json", None, 1_048_576),
+            starting=StartingSpec("earliest", None, "earliest"),
+            caps=CapsSpec(None, None),
+            bad_records="fail",
+            on_data_loss="fail",
+            spark=SparkSpec({}, "client", None, SparkResources(), 100_000),
+            schedule=None,
+            batch_size=1000,
+            source_file="p.yaml",
+        )
+    }
+
+
+FULL = """
+pipelines:
+  - name: clicks
+    topic_pattern: "clicks-.*"
+    group_id: clicks-loader
+    hbase: {table: clicks, column_family: c}
+    mapping:
+      row_key: "{user_id}:{region}"
+      value_format: json
+      function: "my_pkg.mappers:to_cells"
+      max_record_bytes: 65536
+    starting: {policy: timestamp, timestamp: "2024-01-01T00:00:00Z", new_partitions: latest}
+    caps: {max_records_per_partition: 1000, max_records_total: 5000}
+    bad_records: dead_letter
+    on_data_loss: record_gap
+    spark:
+      conf: {spark.sql.shuffle.partitions: 4, spark.speculation: false}
+      deploy_mode: cluster
+      master: "spark://master:7077"
+      resources: {driver_memory: 2g, driver_cores: 1, executor_memory: 4g, executor_cores: 2, num_executors: 3}
+      split_size: 50000
+    schedule: "*/5 * * * *"
+    batch_size: 500
+  - name: orders
+    topics: [orders, refunds]
+    hbase: {table: orders}
+    starting: {policy: timestamp, timestamp: 1700000000000}
+"""
+
+
+def test_full_example() -> None:
+    specs = parse_pipelines_text(FULL, "p.yaml")
+    assert list(specs) == ["clicks", "orders"]
+    clicks = specs["clicks"]
+    assert clicks == PipelineSpec(
+        name="clicks",
+        topics=(),
+        topic_pattern="clicks-.*",
+        group_id="clicks-loader",
+        hbase_table="clicks",
+        column_family="c",
+        mapping=MappingSpec("{user_id}:{region}", "json", "my_pkg.mappers:to_cells", 65536),
+        starting=StartingSpec("timestamp", 1_704_067_200_000, "latest"),
+        caps=CapsSpec(1000, 5000),
+        bad_records="dead_letter",
+        on_data_loss="record_gap",
+        spark=SparkSpec(
+            {"spark.sql.shuffle.partitions": "4", "spark.speculation": "false"},
+            "cluster",
+            "spark://master:7077",
+            SparkResources("2g", 1, "4g", 2, 3),
+            50000,
+        ),
+        schedule="*/5 * * * *",
+        batch_size=500,
+        source_file="p.yaml",
+    )
+    assert clicks.mapping.row_key_source == "template"
+    assert clicks.mapping.template_fields == ("user_id", "region")
+    assert specs["orders"].topics == ("orders", "refunds")
+    assert specs["orders"].starting.timestamp_ms == 1_700_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "expected_ms"),
+    [("2024-01-01T00:00:00+01:00", 1_704_063_600_000), ("2024-01-01", 1_704_067_200_000), (0, 0)],
+)
+def test_timestamp_forms(timestamp: Any, expected_ms: int) -> None:
+    text = document(starting={"policy": "timestamp", "timestamp": timestamp})
+    assert parse_pipelines_text(text, "p.yaml")["orders"].starting.timestamp_ms == expected_ms
+    unquoted = f"pipelines: [{{name: o, topics: [t], hbase: {{table: t}}, starting: {{policy: timestamp, timestamp: {timestamp}}}}}]"
+    assert parse_pipelines_text(unquoted, "p.yaml")["o"].starting.timestamp_ms == expected_ms
+
+
+PIPELINE_KEYS = (
+    "bad_records, batch_size, caps, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
+    "starting, topic_pattern, topics"
+)
+P = "p.yaml: pipeline 'orders': "
+
+INVALID_PIPELINES = [
+    (document(topic="x"), P + f"field 'topic': unknown key (allowed here: {PIPELINE_KEYS})"),
+    (document(topic_pattern="o.*"), P + "field 'topics': exactly one of 'topics' and 'topic_pattern' must be given"),
+    (document(topics=DROP), P + "field 'topics': exactly one of 'topics' and 'topic_pattern' must be given"),
+    (document(topics=[]), P + "field 'topics': must be a non-empty list of topic names, got []"),
+    (document(topics="orders"), P + "field 'topics': must be a non-empty list of topic names, got 'orders'"),
+    (document(topics=[""]), P + "field 'topics[0]': must be a non-empty string, got ''"),
+    (document(topics=["a", "a"]), P + "field 'topics': lists a topic more than once"),
+    (
+        document(topics=DROP, topic_pattern="("),
+        P + "field 'topic_pattern': is not a valid regular expression: missing ), unterminated subpattern at position 0",
+    ),
+    (document(group_id=""), P + "field 'group_id': must be a non-empty string, got ''"),
+    (document(hbase=DROP), P + "field 'hbase.table': is required"),
+    (document(hbase__ttl=5), P + "field 'hbase.ttl': unknown key (allowed here: column_family, table)"),
+    (document(hbase="orders"), P + "field 'hbase': must be a mapping, got str"),
+    (
+        document(mapping__row_key="user"),
+        P + "field 'mapping.row_key': must be 'kafka_key' or a template like '{user_id}:{region}', got 'user'",
+    ),
+    (document(mapping__row_key="{a.b}"), P + "field 'mapping.row_key': template fields must be plain JSON field names, got {a.b}"),
+    (document(mapping__row_key="{}:x"), P + "field 'mapping.row_key': template fields must be plain JSON field names, got {}"),
+    (document(mapping__row_key="{a"), P + "field 'mapping.row_key': is not a valid template: expected '}' before end of string"),
+    (document(mapping__function="pkg.mod.func"), P + "field 'mapping.function': must be an importable 'package.module:function' path, got 'pkg.mod.func'"),
+    (document(mapping__value_format="avro"), P + "field 'mapping.value_format': must be one of json, got 'avro'"),
+    (document(mapping__max_record_bytes=0), P + "field 'mapping.max_record_bytes': must be an integer >= 1, got 0"),
+    (document(mapping__key="x"), P + "field 'mapping.key': unknown key (allowed here: function, max_record_bytes, row_key, value_format)"),
+    (document(starting__policy="now"), P + "field 'starting.policy': must be one of earliest, latest, timestamp, got 'now'"),
+    (document(starting__policy="timestamp"), P + "field 'starting.timestamp': is required when policy is 'timestamp'"),
+    (document(starting__timestamp=5), P + "field 'starting.timestamp': is only allowed when policy is 'timestamp' (policy is 'earliest')"),
+    (
+        document(starting={"policy": "timestamp", "timestamp": "yesterday"}),
+        P + "field 'starting.timestamp': must be ISO-8601 or epoch milliseconds, got 'yesterday'",
+    ),
+    (document(starting={"policy": "timestamp", "timestamp": -1}), P + "field 'starting.timestamp': must be >= 0 epoch milliseconds, got -1"),
+    (document(starting__new_partitions="timestamp"), P + "field 'starting.new_partitions': must be one of earliest, latest, got 'timestamp'"),
+    (document(caps__max_records_total=0), P + "field 'caps.max_records_total': must be an integer >= 1, got 0"),
+    (document(caps__max_records_per_partition=True), P + "field 'caps.max_records_per_partition': must be an integer >= 1, got True"),
+    (document(caps__max_records=5), P + "field 'caps.max_records': unknown key (allowed here: max_records_per_partition, max_records_total)"),
+    (document(bad_records="skip"), P + "field 'bad_records': must be one of fail, dead_letter, got 'skip'"),
+    (document(on_data_loss="ignore"), P + "field 'on_data_loss': must be one of fail, record_gap, got 'ignore'"),
+    (document(spark__deploy_mode="yarn"), P + "field 'spark.deploy_mode': must be one of client, cluster, got 'yarn'"),
+    (document(spark__conf="x"), P + "field 'spark.conf': must be a mapping of Spark properties, got str"),
+    (document(spark__conf={"a": [1]}), P + "field 'spark.conf.a': must map a property name to a scalar, got [1]"),
+    (document(spark__master=""), P + "field 'spark.master': must be a non-empty string, got ''"),
+    (
+        document(spark__resources__driver_memory="lots"),
+        P + "field 'spark.resources.driver_memory': must be a JVM memory size such as '2g' or '512m', got 'lots'",
+    ),
+    (document(spark__resources__num_executors=-1), P + "field 'spark.resources.num_executors': must be an integer >= 1, got -1"),
+    (document(spark__resources__gpus=1), P + "field 'spark.resources.gpus': unknown key (allowed here: driver_cores, driver_memory, executor_cores, executor_memory, num_executors)"),
+    (document(spark__split_size=0), P + "field 'spark.split_size': must be an integer >= 1, got 0"),
+    (document(spark__jars=["a.jar"]), P + "field 'spark.jars': unknown key (allowed here: conf, deploy_mode, master, resources, split_size)"),
+    (document(schedule="@sometimes"), P + "field 'schedule': unknown preset '@sometimes' (known: @once, @continuous, @hourly, @daily, @weekly, @monthly, @quarterly, @yearly, @annually)"),
+    (document(schedule="every day"), P + "field 'schedule': must be a cron expression with 5 fields or a preset, got 'every day'"),
+    (document(schedule=5), P + "field 'schedule': must be a cron expression, a preset or null, got 5"),
+    (document(batch_size="10"), P + "field 'batch_size': must be an integer >= 1, got '10'"),
+]  # fmt: skip
+
+INVALID_FILES = [
+    ("", "p.yaml: is empty (expected a mapping with key 'pipelines')"),
+    ("[1, 2]", "p.yaml: must be a mapping, got list"),
+    ("pipelines: []\nextra: 1\n", "p.yaml: field 'extra': unknown key (allowed here: pipelines)"),
+    ("other: 1\n", "p.yaml: field 'pipelines': is required"),
+    ("pipelines: {}\n", "p.yaml: field 'pipelines': must be a list of pipelines, got dict"),
+    ("pipelines: [x]\n", "p.yaml: field 'pipelines[0]': must be a mapping, got str"),
+    ("pipelines: [{topics: [t]}]\n", "p.yaml: field 'pipelines[0].name': is required"),
+    (
+        "pipelines: [{name: 'bad name'}]\n",
+        "p.yaml: field 'pipelines[0].name': must match ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ (letters, digits, '_', '.', '-'), got 'bad name'",
+    ),
+    (
+        yaml.safe_dump({"pipelines": [BASE, BASE]}),
+        "p.yaml: pipeline 'orders': field 'name': is declared more than once",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), INVALID_PIPELINES + INVALID_FILES)
+def test_invalid_declarations_name_file_pipeline_and_field(text: str, message: str) -> None:
+    with pytest.raises(PipelineConfigError) as info:
+        parse_pipelines_text(text, "p.yaml")
+    assert str(info.value) == message
+
+
+def test_invalid_yaml() -> None:
+    with pytest.raises(PipelineConfigError, match=r"(?s)^p\.yaml: invalid YAML: .*line 1, column 13"):
+        parse_pipelines_text("pipelines: [", "p.yaml")
+
+
+def test_file_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    explicit, from_env, in_dir = tmp_path / "a.yaml", tmp_path / "b.yaml", tmp_path / "dags"
+    in_dir.mkdir()
+    for path, name in ((explicit, "a"), (from_env, "b"), (in_dir / "pipelines.yaml", "c")):
+        path.write_text(yaml.safe_dump({"pipelines": [{**BASE, "name": name}]}))
+    monkeypatch.delenv("EO_PIPELINES_FILE", raising=False)
+    assert list(load_pipelines(default_dir=in_dir)) == ["c"]
+    monkeypatch.setenv("EO_PIPELINES_FILE", str(from_env))
+    assert list(load_pipelines(default_dir=in_dir)) == ["b"]
+    assert list(load_pipelines(explicit, default_dir=in_dir)) == ["a"]
+    assert load_pipelines(str(explicit))["a"].source_file == str(explicit)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "none.yaml"
+    with pytest.raises(PipelineConfigError) as info:
+        load_pipelines(missing)
+    assert str(info.value) == f"{missing}: cannot read pipelines file: No such file or directory"

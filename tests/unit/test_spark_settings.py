@@ -1,0 +1,96 @@
+"""Driver settings (pipelines from a file or EO_PIPELINES_YAML, connections from env) and the py-files zip."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_eo.spark.app import parse_args
+from airflow_provider_eo.spark.package_zip import build_zip
+from airflow_provider_eo.spark.settings import PIPELINES_YAML_ENV, SettingsError, load_pipeline, task_settings
+
+YAML = """
+pipelines:
+  - name: users
+    topics: [users]
+    hbase: {table: users_t, column_family: u}
+    mapping: {row_key: "{id}:{region}", max_record_bytes: 512}
+    bad_records: dead_letter
+    batch_size: 7
+    spark: {split_size: 50}
+"""
+
+ENV = {
+    "AIRFLOW_CONN_EO_LEDGER": "postgresql://eo:s3cr%40t@db.example:5433/ledger",
+    "AIRFLOW_CONN_EO_KAFKA": json.dumps(
+        {
+            "conn_type": "kafka",
+            "extra": {"bootstrap.servers": "k:9092", "sasl.password": "kpw", "eo.timeout.ms": 4000},
+        }
+    ),
+    "AIRFLOW_CONN_EO_HBASE": json.dumps(
+        {"conn_type": "hbase", "host": "hb", "port": 9091, "extra": {"table_prefix": "pre"}}
+    ),
+}
+
+
+def test_pipeline_from_inline_yaml_env_and_from_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PIPELINES_YAML_ENV, YAML)
+    assert load_pipeline("users").hbase_table == "users_t"
+    path = tmp_path / "p.yaml"
+    path.write_text(YAML.replace("users_t", "from_file"))
+    assert load_pipeline("users", str(path)).hbase_table == "from_file"  # an explicit file wins
+    with pytest.raises(SettingsError, match=r"pipeline 'nope' is not declared \(known: users\)"):
+        load_pipeline("nope")
+
+
+def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PIPELINES_YAML_ENV, YAML)
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    settings = task_settings(load_pipeline("users"), 12)
+    assert (settings.pipeline, settings.epoch_id, settings.hbase_table, settings.column_family) == (
+        "users", 12, "users_t", "u"
+    )  # fmt: skip
+    assert (settings.row_key_template, settings.max_record_bytes) == ("{id}:{region}", 512)
+    assert (settings.bad_records, settings.batch_size) == ("dead_letter", 7)
+    assert settings.kafka_config == {"bootstrap.servers": "k:9092", "sasl.password": "kpw"}
+    assert settings.read_timeout_s == 4.0
+    assert (settings.hbase_kwargs["host"], settings.hbase_kwargs["port"]) == ("hb", 9091)
+    assert settings.hbase_kwargs["table_prefix"] == "pre"
+    assert "s3cr@t" in settings.ledger_dsn
+    assert "s3cr@t" not in repr(settings) and "kpw" not in repr(settings)
+
+
+def test_arguments_are_names_and_ids_only() -> None:
+    args = parse_args(["--pipeline", "users", "--epoch-id", "3"])
+    assert vars(args) == {
+        "pipeline": "users",
+        "epoch_id": 3,
+        "pipelines_file": None,
+        "fencing_token": None,
+        "ledger_conn_id": "eo_ledger",
+        "kafka_conn_id": "eo_kafka",
+        "hbase_conn_id": "eo_hbase",
+    }
+
+
+def test_py_files_zip_is_importable_and_reproducible(tmp_path: Path) -> None:
+    first = build_zip(tmp_path / "a" / "eo.zip")
+    second = build_zip(tmp_path / "b.zip")
+    assert first.read_bytes() == second.read_bytes()
+    names = zipfile.ZipFile(first).namelist()
+    assert "airflow_provider_eo/spark/app.py" in names
+    assert "airflow_provider_eo/ledger/migrations/0001_initial.sql" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    probe = "import airflow_provider_eo.spark.segments as s; print(s.__file__)"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(first)!r}); {probe}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == f"{first}/airflow_provider_eo/spark/segments.py"

@@ -1,0 +1,97 @@
+"""Driver-side planning (split sizes), metric aggregation and task error extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_eo.spark.driver import task_error_message
+from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task_plan import CoverageError, aggregate_metrics, plan_tasks, split_range
+from airflow_provider_eo.spark.write_task import TaskMetrics
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "size", "bounds"),
+    [
+        (0, 10, 4, [(0, 3), (3, 6), (6, 10)]),
+        (5, 9, 4, [(5, 9)]),
+        (5, 9, 100, [(5, 9)]),
+        (0, 10, 1, [(i, i + 1) for i in range(10)]),
+        (100, 107, 2, [(100, 101), (101, 103), (103, 105), (105, 107)]),
+        (3, 3, 4, []),
+    ],
+)
+def test_split_range_is_contiguous_and_bounded(start: int, end: int, size: int, bounds: list) -> None:
+    parts = split_range(TaskRange("t", 1, start, end), size)
+    assert [(p.start, p.end) for p in parts] == bounds
+    assert all(p.end - p.start <= size and (p.topic, p.partition) == ("t", 1) for p in parts)
+
+
+def test_split_size_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="split_size must be >= 1, got 0"):
+        split_range(TaskRange("t", 0, 0, 1), 0)
+
+
+def test_plan_tasks_keeps_ledger_order_and_skips_empty_ranges() -> None:
+    ranges = [TaskRange("a", 0, 0, 3), TaskRange("a", 1, 7, 7), TaskRange("b", 0, 2, 4)]
+    assert plan_tasks(ranges, 2) == [
+        TaskRange("a", 0, 0, 1),
+        TaskRange("a", 0, 1, 3),
+        TaskRange("b", 0, 2, 4),
+    ]
+
+
+def _m(topic: str, p: int, start: int, end: int, **counts: int) -> dict:
+    return TaskMetrics(topic, p, start, end, **counts).to_dict()  # type: ignore[arg-type]
+
+
+def test_aggregate_sums_and_lists_partitions() -> None:
+    ranges = [TaskRange("a", 0, 0, 4), TaskRange("a", 1, 3, 3)]
+    tasks = [
+        _m("a", 0, 2, 4, records=1, cells_written=5, bad_records=1, bytes=10, segments=1),
+        _m("a", 0, 0, 2, records=2, cells_written=1, tombstones=2, bytes=3, segments=2),
+    ]
+    assert aggregate_metrics(ranges, tasks, 1.23456) == {
+        "records": 3,
+        "cells_written": 6,
+        "tombstones": 2,
+        "bad_records": 1,
+        "bytes": 13,
+        "segments": 3,
+        "tasks": 2,
+        "duration_s": 1.235,
+        "partitions": [
+            {"topic": "a", "partition": 0, "start": 0, "end": 4, "records": 3, "bad_records": 1},
+            {"topic": "a", "partition": 1, "start": 3, "end": 3, "records": 0, "bad_records": 0},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("tasks", "message"),
+    [
+        ([_m("a", 0, 0, 2)], r"tasks cover \[\(0, 2\)\] of a/0, expected \[0, 4\)"),
+        ([_m("a", 0, 0, 2), _m("a", 0, 1, 4)], r"tasks cover \[\(0, 2\), \(1, 4\)\]"),
+        ([_m("a", 0, 0, 4), _m("a", 0, 0, 4)], r"tasks cover \[\(0, 4\), \(0, 4\)\]"),
+        ([_m("a", 0, 0, 4), _m("z", 0, 0, 1)], r"partitions outside the epoch: \[\('z', 0\)\]"),
+    ],
+)
+def test_aggregate_refuses_tasks_that_do_not_cover_the_ranges_exactly(tasks: list, message: str) -> None:
+    with pytest.raises(CoverageError, match=message):
+        aggregate_metrics([TaskRange("a", 0, 0, 4)], tasks, 0.0)
+
+
+def test_task_error_message_extracts_the_python_workers_error() -> None:
+    wrapped = (
+        "An error occurred while calling o42.collect.\n: org.apache.spark.SparkException: Job aborted\n"
+        "Traceback (most recent call last):\n  File ...\n"
+        "airflow_provider_eo.spark.mapping.BadRecord: value is not valid JSON\n\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "airflow_provider_eo.spark.range_reader.RangeReadError: cannot read t partition 0 to 9\n"
+        " SQLSTATE: 38000\n\tat org.apache.spark..."
+    )
+    assert task_error_message(RuntimeError(wrapped)) == ("RangeReadError: cannot read t partition 0 to 9")
+    assert (
+        task_error_message(RuntimeError("\nJob aborted: executor lost\nmore")) == "Job aborted: executor lost"
+    )
+    assert task_error_message(RuntimeError("")) == "RuntimeError"
