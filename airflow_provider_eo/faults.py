@@ -5,8 +5,10 @@ names it (comma-separated entries ``name`` or ``name:action``). Actions:
 
 * ``kill`` (default): SIGKILL the calling process at once (no cleanup, no ``finally``),
   as a machine or OOM-killer would;
-* ``hang``: sleep (up to ``EO_FAULT_HANG_S`` seconds, default 600) so a test can kill
-  or stall the process from outside at a known point.
+* ``hang``: the first time the point is reached in a process, sleep up to
+  ``EO_FAULT_HANG_S`` seconds (default 600), or until the file named by
+  ``EO_FAULT_RELEASE_FILE`` exists, so a test can act from outside (kill the driver,
+  restart a service, abort the epoch) while the process stands at a known point.
 
 Fault points in the product (each sits between two durable effects of the protocol):
 
@@ -26,9 +28,11 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 FAULT_POINTS_ENV = "EO_FAULT_POINTS"
 FAULT_HANG_ENV = "EO_FAULT_HANG_S"
+FAULT_RELEASE_ENV = "EO_FAULT_RELEASE_FILE"
 FAULT_POINT_NAMES = (
     "reserve.after_insert",
     "spark.task.after_segment",
@@ -36,6 +40,7 @@ FAULT_POINT_NAMES = (
     "spark.after_vote",
     "commit.after_publish",
 )
+_hung: set[str] = set()
 
 
 def armed_faults(value: str | None = None) -> dict[str, str]:
@@ -59,6 +64,16 @@ def fault_point(name: str) -> None:
     if action is None:
         return
     if action == "hang":
-        time.sleep(float(os.environ.get(FAULT_HANG_ENV, "600")))
+        if name not in _hung:
+            _hung.add(name)
+            _hang(float(os.environ.get(FAULT_HANG_ENV, "600")), os.environ.get(FAULT_RELEASE_ENV))
         return
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _hang(seconds: float, release_file: str | None) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if release_file and Path(release_file).exists():
+            return
+        time.sleep(0.2)

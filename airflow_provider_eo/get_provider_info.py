@@ -108,8 +108,11 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_eo.operators.backfill",
                     "airflow_provider_eo.operators.commit",
                     "airflow_provider_eo.operators.recover",
+                    "airflow_provider_eo.operators.release",
                 ],
             }
         ],
-        "plugins": [],
+        "plugins": [
+            {"name": "eo", "plugin-class": "airflow_provider_eo.plugins.epochs.EpochLedgerPlugin"},
+        ],
     }

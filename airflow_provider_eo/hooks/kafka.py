@@ -9,13 +9,13 @@ so TLS/SASL settings reach every client this hook creates.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any
 
 from airflow.sdk import BaseHook
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
@@ -63,9 +63,9 @@ class EoKafkaHook(BaseHook):
         return AdminClient(dict(self.settings.config))
 
     @contextmanager
-    def _consumer(self, group_id: str = _PROBE_GROUP, **callbacks: Any) -> Iterator[Consumer]:
+    def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
         conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
-        consumer = Consumer({**conf, **callbacks})
+        consumer = Consumer(conf)
         try:
             yield consumer
         finally:
@@ -155,29 +155,36 @@ class EoKafkaHook(BaseHook):
         return result
 
     def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
-        """Commit exactly ``offsets`` to ``group_id`` (auto-commit off; waits at most the
-        connection's timeout for the broker's answer), then read them back; raises
-        :class:`EoKafkaError` naming group and partition on a timeout, any per-partition
-        error or a mismatch. Empty ``offsets``: nothing is sent."""
+        """Commit exactly ``offsets`` to ``group_id`` (an OffsetCommit outside any group
+        generation, like a consumer with auto-commit off committing explicit offsets),
+        waiting at most the connection's timeout, then read them back through a consumer of
+        that group. Raises :class:`EoKafkaError` naming group and partition on a timeout,
+        any per-partition error or a read-back mismatch. Empty ``offsets``: nothing is sent.
+
+        Uses the admin API (``AlterConsumerGroupOffsets``): a consumer's ``close()`` after
+        a commit blocks until an unreachable broker answers, the admin request does not.
+        """
         if not offsets:
             return
         request = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
-        answers: list[tuple[Any, list[TopicPartition]]] = []
         where = f"commit to group {group_id!r} of {_fmt(offsets)}"
-        with self._consumer(group_id, on_commit=lambda err, tps: answers.append((err, tps))) as consumer:
-            try:
-                consumer.commit(offsets=request, asynchronous=True)
-                deadline = time.monotonic() + self.settings.timeout_s
-                while not answers and time.monotonic() < deadline:
-                    consumer.poll(0.05)  # serves the on_commit callback
-            except KafkaException as exc:
-                raise EoKafkaError(f"{where}: {exc}") from exc
-        if not answers:
-            raise EoKafkaError(
-                f"{where}: no answer within {self.settings.timeout_s:g}s (broker unreachable?)"
+        timeout = self.settings.timeout_s
+        admin = self._admin()  # referenced until answered: a destroyed client abandons requests
+        answer: list[TopicPartition] = []
+        error = ""
+        futures: Any = None
+        try:
+            futures = admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group_id, request)], request_timeout=timeout
             )
-        error, answer = answers[0]
-        if error is not None:
+            answer = futures[group_id].result(timeout=timeout + 1).topic_partitions or []
+        except (KafkaException, FutureTimeout) as exc:
+            error = str(exc) or f"no answer within {timeout:g}s"
+        # Destroy the client now, not when a traceback cycle is collected: librdkafka 2.16
+        # aborts the process if a timed-out request's late answer reaches a live handle.
+        futures = None
+        del admin
+        if error:
             raise EoKafkaError(f"{where}: {error}")
         for tp in answer:
             if tp.error is not None:

@@ -17,9 +17,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.models import PartitionRange
-from airflow_provider_eo.operators.common import epoch_summary, load_spec, log_epoch, run_identity
+from airflow_provider_eo.operators.common import epoch_summary, log_epoch, run_identity
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 
 TP = tuple[str, int]
@@ -128,9 +127,9 @@ class ReserveBackfillEpochOperator(ReserveEpochOperator):
         self.ranges = ranges
 
     def execute(self, context: Context) -> dict[str, Any]:
-        spec = load_spec(self.pipelines_file, self.pipeline)
+        spec = self.pipeline_spec()
         dag_id, run_id = run_identity(context)
-        kafka = EoKafkaHook(self.kafka_conn_id)
+        kafka = self.kafka_hook()
         if self.ranges not in (None, "", "None", []):
             ranges = parse_ranges(self.ranges)
         else:
@@ -145,7 +144,7 @@ class ReserveBackfillEpochOperator(ReserveEpochOperator):
             )
         existing = kafka.list_partitions(sorted({r.topic for r in ranges}), None)
         watermarks = kafka.watermarks(sorted(set(existing) & {r.tp for r in ranges}))
-        with EoLedgerHook(self.ledger_conn_id).get_ledger() as ledger:
+        with self.open_ledger() as ledger:
             epoch = ledger.reserve_backfill_epoch(
                 spec, ranges, dag_id=dag_id, run_id=run_id, watermarks=watermarks
             )

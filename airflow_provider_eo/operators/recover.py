@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context
+from airflow.sdk import Context
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
-from airflow_provider_eo.operators.common import fmt_ranges, load_spec, publish_and_commit, run_identity
+from airflow_provider_eo.operators.common import fmt_ranges, publish_and_commit, run_identity
+from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 
 LIVE_RUN_STATES = ("queued", "running")
 
 
-class RecoverEpochsOperator(BaseOperator):
+class RecoverEpochsOperator(PipelineOperator):
     """Step 4 of DESIGN.md section 2: first task of every run, and its own DAG.
 
     For each open epoch of ``pipeline`` (of ``kind``; all kinds when None), oldest first:
@@ -31,39 +30,22 @@ class RecoverEpochsOperator(BaseOperator):
     Returns (XCom) ``{pipeline, kind, recommitted: [epoch_id], aborted: [epoch_id],
     kept: [epoch_id]}`` (``kind`` is "stream", "backfill" or "all").
 
-    :param pipeline: pipeline name (templated).
     :param kind: ``"stream"`` (default), ``"backfill"``, or None for both.
-    :param pipelines_file: pipelines YAML path (templated); None: default resolution.
-    :param ledger_conn_id: PostgreSQL connection of the ledger.
-    :param kafka_conn_id: Kafka connection used for re-commits.
+    Other parameters: :class:`PipelineOperator` (re-commits go through ``kafka_conn_id``).
     """
 
-    template_fields: Sequence[str] = ("pipeline", "pipelines_file")
     ui_color = "#fef7e0"
 
-    def __init__(
-        self,
-        *,
-        pipeline: str,
-        kind: str | None = "stream",
-        pipelines_file: str | None = None,
-        ledger_conn_id: str = "eo_ledger",
-        kafka_conn_id: str = "eo_kafka",
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, kind: str | None = "stream", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if kind not in (EpochKind.STREAM.value, EpochKind.BACKFILL.value, None):
             raise ValueError(f"kind must be 'stream', 'backfill' or None, got {kind!r}")
-        self.pipeline = pipeline
         self.kind = kind
-        self.pipelines_file = pipelines_file
-        self.ledger_conn_id = ledger_conn_id
-        self.kafka_conn_id = kafka_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
-        spec = load_spec(self.pipelines_file, self.pipeline)
-        with EoLedgerHook(self.ledger_conn_id).get_ledger() as ledger:
-            result = self._recover(ledger, EoKafkaHook(self.kafka_conn_id), spec, context)
+        spec = self.pipeline_spec()
+        with self.open_ledger() as ledger:
+            result = self._recover(ledger, self.kafka_hook(), spec, context)
         self.log.info("recovery done pipeline=%s kind=%s summary=%s", spec.name, result["kind"], result)
         return result
 

@@ -8,19 +8,17 @@ turn "no new data" into a skip.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context
+from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.faults import fault_point
-from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.operators.common import epoch_summary, load_spec, log_epoch, run_identity
+from airflow_provider_eo.operators.common import epoch_summary, log_epoch, run_identity
+from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 
 
-class ReserveEpochOperator(BaseOperator):
+class ReserveEpochOperator(PipelineOperator):
     """Reserve the pipeline's next stream epoch (state RESERVED) for this DAG run.
 
     Returns (XCom) ``{epoch_id, pipeline, kind, state, fencing_token, dag_id, run_id,
@@ -28,36 +26,16 @@ class ReserveEpochOperator(BaseOperator):
     raises ``AirflowSkipException`` (downstream tasks skip) and opens no epoch. A retry
     or clear of this task in the same run returns that run's open epoch.
 
-    :param pipeline: pipeline name in the pipelines file (templated).
-    :param pipelines_file: pipelines YAML path; None: ``EO_PIPELINES_FILE`` or the default (templated).
-    :param ledger_conn_id: PostgreSQL connection of the ledger.
-    :param kafka_conn_id: Kafka connection (librdkafka settings in extra).
+    Parameters: :class:`PipelineOperator`.
     """
 
-    template_fields: Sequence[str] = ("pipeline", "pipelines_file")
     ui_color = "#e8f0fe"
 
-    def __init__(
-        self,
-        *,
-        pipeline: str,
-        pipelines_file: str | None = None,
-        ledger_conn_id: str = "eo_ledger",
-        kafka_conn_id: str = "eo_kafka",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.pipeline = pipeline
-        self.pipelines_file = pipelines_file
-        self.ledger_conn_id = ledger_conn_id
-        self.kafka_conn_id = kafka_conn_id
-
     def execute(self, context: Context) -> dict[str, Any]:
-        spec = load_spec(self.pipelines_file, self.pipeline)
+        spec = self.pipeline_spec()
         dag_id, run_id = run_identity(context)
-        with EoLedgerHook(self.ledger_conn_id).get_ledger() as ledger:
-            kafka = EoKafkaHook(self.kafka_conn_id)
-            epoch = ledger.reserve_stream_epoch(spec, kafka, dag_id=dag_id, run_id=run_id)
+        with self.open_ledger() as ledger:
+            epoch = ledger.reserve_stream_epoch(spec, self.kafka_hook(), dag_id=dag_id, run_id=run_id)
         if epoch is None:
             self.log.info(
                 "no new data, no epoch opened pipeline=%s dag_id=%s run_id=%s", spec.name, dag_id, run_id

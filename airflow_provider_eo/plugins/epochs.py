@@ -1,0 +1,88 @@
+"""``EpochLedgerPlugin`` ("eo"): the epoch ledger in the Airflow 3 UI.
+
+Airflow's API server mounts the plugin's FastAPI app (:mod:`.app`) at ``/eo`` and the
+UI shows it in an iframe through two external views: a top-level "Epochs" nav entry
+(``eo/``) and an "Epochs" tab on every DAG (``eo/?dag_id={DAG_ID}``: the UI fills in
+the DAG id, which preselects the pipeline of ``eo_stream__<p>`` / ``eo_backfill__<p>``).
+Hrefs are relative: the UI resolves them against its ``<base href>``.
+
+Settings (``airflow.cfg`` section ``[eo]`` or ``AIRFLOW__EO__...``):
+
+* ``ui_enabled`` (default True): False registers an empty plugin (no app, no views);
+* ``ui_ledger_conn_id`` (default ``eo_ledger``): the ledger connection, read through
+  ``EoLedgerHook`` by the API server.
+
+Every route requires an authenticated Airflow user (the UI's JWT cookie or an
+``Authorization: Bearer`` token), like the rest of the API server. Importing this
+module is cheap: the API-server security code is imported on the first request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.configuration import conf
+from airflow.plugins_manager import AirflowPlugin
+from fastapi import Depends, Request
+
+from airflow_provider_eo.ledger.ledger import Ledger
+from airflow_provider_eo.plugins.app import create_app
+
+PLUGIN_NAME = "eo"
+URL_PREFIX = "/eo"
+CONF_SECTION = "eo"
+
+
+def ledger_conn_id() -> str:
+    """The ledger connection id the UI reads (``[eo] ui_ledger_conn_id``)."""
+    return conf.get(CONF_SECTION, "ui_ledger_conn_id", fallback="eo_ledger") or "eo_ledger"
+
+
+def ui_enabled() -> bool:
+    """``[eo] ui_enabled`` (default True)."""
+    return conf.getboolean(CONF_SECTION, "ui_enabled", fallback=True)
+
+
+def open_ledger() -> Ledger:
+    """A Ledger on the configured connection (resolved at every request)."""
+    from airflow_provider_eo.hooks.ledger import EoLedgerHook
+
+    return EoLedgerHook(ledger_conn_id=ledger_conn_id()).get_ledger()
+
+
+async def require_airflow_user(request: Request) -> None:
+    """FastAPI dependency: the caller is an authenticated Airflow user, else 401/403.
+
+    Same rule as the API server's own routes (``security.get_user``): a bearer token
+    wins, else the UI's JWT cookie.
+    """
+    from airflow.api_fastapi.core_api.security import bearer_scheme, get_user
+
+    credentials = await bearer_scheme(request)
+    await get_user(request, None, credentials)
+
+
+app = create_app(open_ledger, dependencies=[Depends(require_airflow_user)])
+
+FASTAPI_APP: dict[str, Any] = {"app": app, "url_prefix": URL_PREFIX, "name": "Epoch ledger"}
+NAV_VIEW: dict[str, Any] = {
+    "name": "Epochs",
+    "href": "eo/",
+    "destination": "nav",
+    "url_route": "eo-epochs",
+    "nav_top_level": True,
+}
+DAG_VIEW: dict[str, Any] = {
+    "name": "Epochs",
+    "href": "eo/?dag_id={DAG_ID}",
+    "destination": "dag",
+    "url_route": "eo-dag-epochs",
+}
+
+
+class EpochLedgerPlugin(AirflowPlugin):
+    """Registers the ledger app at ``/eo`` and the "Epochs" nav entry and DAG tab."""
+
+    name = PLUGIN_NAME
+    fastapi_apps = [FASTAPI_APP] if ui_enabled() else []
+    external_views = [NAV_VIEW, DAG_VIEW] if ui_enabled() else []

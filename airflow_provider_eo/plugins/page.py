@@ -1,0 +1,129 @@
+"""The self-contained HTML page of the UI plugin (no scripts, no external assets).
+
+:func:`render_page` turns the JSON views of :mod:`.views` into one HTML document.
+Every value taken from the ledger (pipeline and topic names, run ids, errors, metrics)
+goes through :func:`html.escape`; links carry URL-encoded query strings. Filtering is
+a plain GET form, so the page works inside the Airflow UI's sandboxed iframe.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+STATES = ("RESERVED", "WRITTEN", "COMMITTED", "ABORTED")
+KINDS = ("stream", "backfill")
+
+_CSS = """
+body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#1a202c;background:#fff}
+h1{font-size:18px;margin:0 0 8px}h2{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #e2e8f0;padding:4px 6px;
+text-align:left;vertical-align:top}th{background:#f7fafc;font-weight:600}
+code{font:12px ui-monospace,monospace}.muted{color:#718096}.err{color:#c53030}
+.banner{border:1px solid #c53030;background:#fff5f5;padding:8px;margin:8px 0}
+form{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:6px 0}
+.s{padding:1px 6px;border-radius:8px;font-size:11px;font-weight:600;color:#fff}
+.s-RESERVED{background:#d69e2e}.s-WRITTEN{background:#3182ce}
+.s-COMMITTED{background:#38a169}.s-ABORTED{background:#a0aec0}
+@media (prefers-color-scheme:dark){body{background:#1a202c;color:#e2e8f0}
+th{background:#2d3748}th,td{border-color:#4a5568}.banner{background:#3b1f1f}}
+"""
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _options(values: tuple[str, ...] | list[str], selected: str | None, any_label: str) -> str:
+    items = [f'<option value=""{"" if selected else " selected"}>{_e(any_label)}</option>']
+    for value in values:
+        mark = " selected" if value == selected else ""
+        items.append(f'<option value="{_e(value)}"{mark}>{_e(value)}</option>')
+    return "".join(items)
+
+
+def _state(state: str) -> str:
+    return f'<span class="s s-{_e(state)}">{_e(state)}</span>'
+
+
+def _ranges(ranges: list[dict[str, Any]]) -> str:
+    lines = [
+        f"<code>{_e(r['topic'])}[{_e(r['partition'])}] [{_e(r['start'])}, {_e(r['end'])})</code>"
+        f' <span class="muted">{_e(r["records"])}</span>'
+        for r in ranges
+    ]
+    return "<br>".join(lines) or '<span class="muted">none</span>'
+
+
+def _pipeline_row(p: dict[str, Any]) -> str:
+    counts = " ".join(f"{_state(s)}&nbsp;{_e(n)}" for s, n in p["epochs"].items())
+    open_epochs = "<br>".join(
+        f"#{_e(o['epoch_id'])} {_e(o['kind'])} {_state(o['state'])} <code>{_e(o['run_id'])}</code>"
+        for o in p["open_epochs"]
+    )
+    cursors = "<br>".join(
+        f"<code>{_e(c['topic'])}[{_e(c['partition'])}] = {_e(c['cursor'])}</code>" for c in p["cursors"]
+    )
+    link = "?" + urlencode({"pipeline": p["name"]})
+    return (
+        f'<tr class="pipeline"><td><a href="{_e(link)}">{_e(p["name"])}</a></td><td>{counts}</td>'
+        f"<td>{open_epochs or '<span class=muted>none</span>'}</td><td>{cursors}</td>"
+        f"<td>{_e(p['dead_letters'])}</td><td>{_e(len(p['gaps']))}</td></tr>"
+    )
+
+
+def _epoch_row(e: dict[str, Any]) -> str:
+    metrics = "" if e["metrics"] is None else json.dumps(e["metrics"], sort_keys=True)
+    when = e["committed_at"] or e["aborted_at"] or e["written_at"] or e["created_at"]
+    return (
+        f'<tr class="epoch" id="epoch-{_e(e["epoch_id"])}"><td>{_e(e["epoch_id"])}</td>'
+        f"<td>{_e(e['pipeline'])}</td><td>{_e(e['kind'])}</td><td>{_state(e['state'])}</td>"
+        f"<td><code>{_e(e['dag_id'])}</code><br><code>{_e(e['run_id'])}</code></td>"
+        f"<td>{_ranges(e['ranges'])}</td><td>{_e(e['records'])}</td><td><code>{_e(metrics)}</code></td>"
+        f'<td class="muted">{_e(when)}</td><td class="err">{_e(e["error"])}</td></tr>'
+    )
+
+
+def render_page(
+    *,
+    pipeline_names: list[str],
+    pipelines: list[dict[str, Any]],
+    epochs: list[dict[str, Any]],
+    selected: dict[str, Any],
+    error: str | None = None,
+) -> str:
+    """The whole HTML document.
+
+    ``pipelines`` / ``epochs`` are :mod:`.views` answers (epochs oldest first: shown newest
+    first); ``selected`` holds the current filter (``pipeline``, ``state``, ``kind``,
+    ``limit``); ``error`` (e.g. the ledger is unreachable) is shown as a banner.
+    """
+    form = (
+        '<form method="get" action="">'
+        f'<label>Pipeline <select name="pipeline">'
+        f"{_options(pipeline_names, selected.get('pipeline'), 'all')}</select></label>"
+        f'<label>State <select name="state">{_options(STATES, selected.get("state"), "any")}</select></label>'
+        f'<label>Kind <select name="kind">{_options(KINDS, selected.get("kind"), "any")}</select></label>'
+        f'<label>Last <input name="limit" type="number" min="1" max="1000" size="5" '
+        f'value="{_e(selected.get("limit"))}"></label><button type="submit">Show</button></form>'
+    )
+    banner = f'<div class="banner err">{_e(error)}</div>' if error else ""
+    pipeline_rows = "".join(_pipeline_row(p) for p in pipelines)
+    epoch_rows = "".join(_epoch_row(e) for e in reversed(epochs))
+    empty = '<tr><td colspan="10" class="muted">no epochs</td></tr>'
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Epochs</title><style>{_CSS}</style></head><body>"
+        f'<h1>Epoch ledger</h1>{form}{banner}<h2>Pipelines</h2><table id="pipelines">'
+        "<tr><th>Pipeline</th><th>Epochs</th><th>Open epochs</th><th>Cursors (next offset)</th>"
+        f"<th>Dead letters</th><th>Gaps</th></tr>{pipeline_rows}</table>"
+        f'<h2>Recent epochs <span class="muted">(newest first)</span></h2><table id="epochs">'
+        "<tr><th>Epoch</th><th>Pipeline</th><th>Kind</th><th>State</th><th>DAG / run</th>"
+        "<th>Ranges [start, end) records</th><th>Records</th><th>Metrics</th><th>Last change</th>"
+        f"<th>Error</th></tr>{epoch_rows or empty}</table>"
+        '<p class="muted">JSON: <a href="api/pipelines">api/pipelines</a>, '
+        '<a href="api/epochs">api/epochs</a></p></body></html>'
+    )

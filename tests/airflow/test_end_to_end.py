@@ -1,0 +1,466 @@
+"""The main job end to end through real Airflow (``airflow dags test``), Spark, the
+ledger, Kafka and the HBase gateway: every component real.
+
+One module-scoped scenario drains a pipeline in two capped epochs through the stream
+DAG (while a scanner watches every process command line for secrets) and snapshots
+HBase, the ledger and the consumer group; several tests assert on that snapshot. The
+backfill tests then run further DAG runs on the same pipeline; the failure-policy and
+fencing tests use pipelines of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import happybase
+import pytest
+
+from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
+from airflow_provider_eo.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
+from airflow_provider_eo.demo.sample_events import produce_records
+from airflow_provider_eo.demo.verification import verify_pipeline
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
+from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.spark import app as spark_app
+from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
+from tests.conftest import StackInfo
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
+
+PARTITIONS = 2
+SPLIT_SIZE = 25
+Event = tuple[bytes | None, bytes | None]
+TimedRows = dict[bytes, dict[bytes, tuple[bytes, int]]]
+TP = tuple[str, int]
+
+
+# -- data ------------------------------------------------------------------------------
+def _put(fields: dict[str, Any]) -> bytes:
+    return json.dumps(fields).encode()
+
+
+def first_batch() -> list[Event]:
+    """Updates to the same keys, typed values, tombstones and four kinds of bad record."""
+    events: list[Event] = []
+    for i in range(200):
+        key = f"user-{i % 16:02d}".encode()
+        fields: dict[str, Any] = {"seq": i, "name": f"n{i}", "score": i * 1.5}
+        if i % 3 == 0:
+            fields["tags"] = ["a", i, {"x": None}]
+        if i % 5 == 0:
+            fields["active"] = i % 2 == 0
+        events.append((key, _put(fields)))
+    events += [
+        (b"reborn", _put({"v": 1, "old": "gone-soon"})),
+        (b"reborn", None),  # deleted ...
+        (b"reborn", _put({"v": 3})),  # ... then put again: only v=3 is visible
+        (b"doomed", _put({"v": 1})),
+        (b"doomed", _put({"v": 2, "w": "x"})),
+        (b"doomed", None),  # deleted last: the row is gone
+        (b"user-03", None),  # an updated key deleted mid-stream ...
+        (b"user-03", _put({"after": "tombstone"})),  # ... and re-put with other fields
+        (b"bad-json", b"{not json"),
+        (b"bad-utf8", b"\xff\xfe\x00 not utf-8"),
+        (b"bad-array", b"[1, 2, 3]"),
+        (None, _put({"no": "key"})),
+    ]
+    events += [(f"user-{i % 16:02d}".encode(), _put({"seq": 1000 + i, "late": True})) for i in range(40)]
+    return events
+
+
+def second_batch() -> list[Event]:
+    """Newer values for keys of the first batch (and one more tombstone)."""
+    events: list[Event] = [(f"user-{i:02d}".encode(), _put({"seq": 5000 + i, "name": f"new{i}"})) for i in range(16)]
+    events += [(b"reborn", _put({"v": 4, "extra": [1, 2]})), (b"user-07", None), (b"doomed", _put({"v": 5}))]
+    return events
+
+
+def ends_of(records: list[ProducedRecord]) -> dict[TP, int]:
+    ends: dict[TP, int] = {}
+    for r in records:
+        ends[(r.topic, r.partition)] = max(ends.get((r.topic, r.partition), 0), r.offset + 1)
+    return ends
+
+
+# -- observation -----------------------------------------------------------------------
+def timed_scan(connection: happybase.Connection, table: str) -> TimedRows:
+    """Every visible cell with its version (timestamp)."""
+    return {row: dict(cells) for row, cells in connection.table(table).scan(include_timestamp=True)}
+
+
+def values_only(rows: TimedRows) -> dict[bytes, dict[bytes, bytes]]:
+    return {row: {col: value for col, (value, _) in cells.items()} for row, cells in rows.items()}
+
+
+def ranges_of(epoch: Epoch) -> list[tuple[str, int, int, int]]:
+    return [(r.topic, r.partition, r.start, r.end) for r in epoch.ranges]
+
+
+def dead_letter_rows(ledger: Ledger, pipeline: str) -> list[tuple[Any, ...]]:
+    return [
+        (d["topic"], d["partition"], d["offset"], d["key_b64"], d["value_b64"], bool(d["error"]))
+        for d in ledger.list_dead_letters(pipeline)
+    ]
+
+
+def b64(data: bytes | None) -> str | None:
+    import base64
+
+    return None if data is None else base64.b64encode(data).decode()
+
+
+class CommandLineScanner:
+    """Polls every process's /proc/<pid>/cmdline for secret strings while active."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self.secrets = [s.encode() for s in secrets if s]
+        self.leaks: list[str] = []
+        self.spark_submits_seen: set[int] = set()
+        self.scans = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> CommandLineScanner:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        own = os.getpid()
+        while not self._stop.is_set():
+            self.scans += 1
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit() or int(entry.name) == own:
+                    continue
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"SparkSubmit" in cmdline or b"spark-submit" in cmdline:
+                    self.spark_submits_seen.add(int(entry.name))
+                for secret in self.secrets:
+                    if secret in cmdline:
+                        shown = cmdline.replace(b"\0", b" ").decode(errors="replace").replace(secret.decode(), "<SECRET>")
+                        self.leaks.append(f"pid {entry.name}: {shown[:300]}")
+            self._stop.wait(0.02)
+
+
+def secrets_of(stack: StackInfo) -> list[str]:
+    """The ledger password and every full connection value handed to the write task."""
+    password = urlsplit(stack.ledger_dsn).password
+    assert password, "the local stack's ledger DSN has a password"
+    return [password, stack.ledger_dsn, *stack.conn_env.values()]
+
+
+def run_ok(pipe: PipelineUnderTest, dag_id: str, conf: dict[str, Any] | None = None) -> str:
+    outcome = pipe.runner.run(dag_id, conf=conf)
+    assert outcome.state == "success", outcome.log[-6000:]
+    return outcome.run_id
+
+
+# -- the drained scenario ---------------------------------------------------------------
+@dataclass
+class Drained:
+    pipe: PipelineUnderTest
+    produced: list[ProducedRecord]
+    cap: int
+    run_ids: list[str]
+    problems: list[str]
+    scan: TimedRows
+    epochs: list[Epoch]
+    cursors: dict[TP, int]
+    group: dict[TP, int | None]
+    watermarks: dict[TP, tuple[int, int]]
+    dead_letters: list[tuple[Any, ...]]
+    scanner: CommandLineScanner
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def kafka(stack: StackInfo) -> Iterator[EoKafkaHook]:
+    saved = {name: os.environ.get(name) for name in stack.conn_env}
+    os.environ.update(stack.conn_env)
+    yield EoKafkaHook()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def drained(
+    stack: StackInfo,
+    pipeline_factory: PipelineFactory,
+    ledger: Ledger,
+    hbase: happybase.Connection,
+    kafka: EoKafkaHook,
+) -> Drained:
+    events = first_batch()
+    pipe = pipeline_factory(
+        partitions=PARTITIONS,
+        bad_records="dead_letter",
+        batch_size=7,
+        spark={"split_size": SPLIT_SIZE, "conf": {"spark.ui.enabled": False}},
+    )
+    produced = produce_records(stack.kafka_bootstrap, pipe.topic, PARTITIONS, iter(events))
+    ends = ends_of(produced)
+    assert len(ends) == PARTITIONS and min(ends.values()) > SPLIT_SIZE
+    cap = (max(ends.values()) + 1) // 2  # exactly two epochs drain the largest partition
+    pipe = pipe.redeclare(caps={"max_records_per_partition": cap})
+
+    with CommandLineScanner(secrets_of(stack)) as scanner:
+        run_ids = [run_ok(pipe, stream_dag_id(pipe.spec.name)) for _ in range(2)]
+    spec = pipe.spec
+    report = verify_pipeline(spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
+    tps = sorted(ends)
+    return Drained(
+        pipe=pipe,
+        produced=produced,
+        cap=cap,
+        run_ids=run_ids,
+        problems=report.problems,
+        scan=timed_scan(hbase, spec.hbase_table),
+        epochs=ledger.list_epochs(pipeline=spec.name),
+        cursors=ledger.cursors(spec.name),
+        group=kafka.committed_offsets(spec.group_id, tps),
+        watermarks=kafka.watermarks(tps),
+        dead_letters=dead_letter_rows(ledger, spec.name),
+        scanner=scanner,
+    )
+
+
+def test_multi_epoch_drain_through_the_stream_dag_is_exact(drained: Drained) -> None:
+    spec = drained.pipe.spec
+    ends = ends_of(drained.produced)
+    assert drained.problems == []
+    assert values_only(drained.scan) == expected_rows(drained.produced, "d")
+
+    # exactly two stream epochs, each [k*cap, (k+1)*cap) clipped to the partition's end
+    assert [(e.kind, e.state, e.run_id) for e in drained.epochs] == [
+        (EpochKind.STREAM, EpochState.COMMITTED, run_id) for run_id in drained.run_ids
+    ]
+    for k, epoch in enumerate(drained.epochs):
+        assert epoch.dag_id == stream_dag_id(spec.name)
+        expected = [
+            (t, p, min(end, k * drained.cap), min(end, (k + 1) * drained.cap)) for (t, p), end in sorted(ends.items())
+        ]
+        assert ranges_of(epoch) == expected
+        metrics = epoch.metrics or {}
+        # a range split across several Spark tasks is read exactly once
+        assert metrics["records"] == epoch.record_count
+        assert metrics["tasks"] == sum(math.ceil(r.record_count / SPLIT_SIZE) for r in epoch.ranges)
+        assert metrics["tasks"] > len(epoch.ranges)
+        assert [(m["topic"], m["partition"], m["start"], m["end"], m["records"]) for m in metrics["partitions"]] == [
+            (r.topic, r.partition, r.start, r.end, r.record_count) for r in epoch.ranges
+        ]
+        assert metrics["bad_records"] == sum(1 for r in drained.produced if is_bad_record(r) and _in(r, epoch))
+        assert metrics["tombstones"] == sum(
+            1 for r in drained.produced if r.value is None and r.key is not None and _in(r, epoch)
+        )
+
+    # the group's offsets == the ledger cursors == the high watermarks
+    assert drained.cursors == ends
+    assert drained.group == ends
+    assert {tp: high for tp, (_, high) in drained.watermarks.items()} == ends
+
+
+def _in(record: ProducedRecord, epoch: Epoch) -> bool:
+    return any(r.tp == (record.topic, record.partition) and r.start <= record.offset < r.end for r in epoch.ranges)
+
+
+def test_tombstones_leave_exact_rows(drained: Drained) -> None:
+    rows = values_only(drained.scan)
+    assert rows[b"reborn"] == {b"d:v": b"3"}
+    assert b"doomed" not in rows
+    assert rows[b"user-03"] == {b"d:after": b"tombstone", b"d:seq": b"1035", b"d:late": b"true"}
+    # cell versions are Kafka offsets: the re-put row's cells carry offsets after its tombstone
+    reborn = next(r for r in drained.produced if r.key == b"reborn" and r.value == _put({"v": 3}))
+    assert drained.scan[b"reborn"][b"d:v"][1] >= reborn.offset
+
+
+def test_dead_letters_are_exact_and_counted(drained: Drained) -> None:
+    bad = sorted((r for r in drained.produced if is_bad_record(r)), key=lambda r: (r.partition, r.offset))
+    assert len(bad) == 4
+    assert drained.dead_letters == [(r.topic, r.partition, r.offset, b64(r.key), b64(r.value), True) for r in bad]
+    assert sum((e.metrics or {})["bad_records"] for e in drained.epochs) == 4
+
+
+def test_client_mode_keeps_secrets_off_every_command_line(drained: Drained) -> None:
+    assert drained.pipe.spec.spark.deploy_mode == "client"
+    assert drained.scanner.spark_submits_seen, "the scanner never saw spark-submit: it did not overlap the write"
+    assert drained.scanner.leaks == []
+
+
+def test_committed_ranges_rerun_as_backfills_leave_hbase_identical(
+    drained: Drained, ledger: Ledger, hbase: happybase.Connection, kafka: EoKafkaHook
+) -> None:
+    """Re-running a committed epoch's exact range is byte-identical, versions included; re-running
+    the whole committed history (other range boundaries, so other write segments) leaves every
+    visible value identical and moves no version backwards."""
+    spec = drained.pipe.spec
+    ends = ends_of(drained.produced)
+    before = timed_scan(hbase, spec.hbase_table)
+    dead_before = dead_letter_rows(ledger, spec.name)
+    cursors_before = ledger.cursors(spec.name)
+    group_before = kafka.committed_offsets(spec.group_id, sorted(ends))
+    topic, widest = max(ends, key=lambda tp: ends[tp])
+    second = drained.epochs[1]
+    (epoch_range,) = [r for r in second.ranges if r.partition == widest]
+
+    exact = {"partitions": [widest], "start_offset": epoch_range.start, "end_offset": epoch_range.end}
+    run_ids = [run_ok(drained.pipe, backfill_dag_id(spec.name), conf=exact)]
+    assert timed_scan(hbase, spec.hbase_table) == before  # values and versions
+
+    run_ids.append(run_ok(drained.pipe, backfill_dag_id(spec.name), conf={"start_offset": 0}))
+    after = timed_scan(hbase, spec.hbase_table)
+    assert values_only(after) == values_only(before)
+    assert {(row, col) for row, cells in after.items() for col in cells} == {
+        (row, col) for row, cells in before.items() for col in cells
+    }
+    assert all(after[row][col][1] >= version for row, cells in before.items() for col, (_, version) in cells.items())
+
+    backfills = ledger.list_epochs(pipeline=spec.name, kind=EpochKind.BACKFILL, min_id=second.epoch_id)
+    assert [(e.state, e.run_id, e.dag_id) for e in backfills] == [
+        (EpochState.COMMITTED, run_id, backfill_dag_id(spec.name)) for run_id in run_ids
+    ]
+    assert ranges_of(backfills[0]) == [(topic, widest, epoch_range.start, epoch_range.end)]
+    assert ranges_of(backfills[1]) == [(t, p, 0, end) for (t, p), end in sorted(ends.items())]
+    assert [(e.metrics or {})["records"] for e in backfills] == [epoch_range.record_count, sum(ends.values())]
+    assert (backfills[1].metrics or {})["bad_records"] == 4
+    assert dead_letter_rows(ledger, spec.name) == dead_before  # upserted, not duplicated
+    assert ledger.cursors(spec.name) == cursors_before
+    assert kafka.committed_offsets(spec.group_id, sorted(ends)) == group_before
+    assert ledger.open_epochs(spec.name) == []
+
+
+def test_backfill_of_an_old_range_after_newer_updates_keeps_the_newer_values(
+    drained: Drained, stack: StackInfo, ledger: Ledger, hbase: happybase.Connection, kafka: EoKafkaHook
+) -> None:
+    spec = drained.pipe.spec
+    old_ends = ends_of(drained.produced)
+    newer = produce_records(stack.kafka_bootstrap, drained.pipe.topic, PARTITIONS, iter(second_batch()))
+    produced = drained.produced + newer
+    run_ok(drained.pipe, stream_dag_id(spec.name))
+    latest = timed_scan(hbase, spec.hbase_table)
+    assert values_only(latest) == expected_rows(produced, "d")
+    assert values_only(latest)[b"reborn"] == {b"d:v": b"4", b"d:extra": b"[1,2]"}
+    assert b"user-07" not in latest
+
+    old_end = min(old_ends.values())
+    run_ok(drained.pipe, backfill_dag_id(spec.name), conf={"start_offset": 0, "end_offset": old_end})
+
+    after = timed_scan(hbase, spec.hbase_table)
+    assert values_only(after) == values_only(latest)
+    assert all(after[row][col][1] >= version for row, cells in latest.items() for col, (_, version) in cells.items())
+    backfill = ledger.list_epochs(pipeline=spec.name, kind=EpochKind.BACKFILL, newest_first=True, limit=1)[0]
+    assert backfill.state == EpochState.COMMITTED
+    assert ranges_of(backfill) == [(t, p, 0, old_end) for (t, p) in sorted(old_ends)]
+    report = verify_pipeline(spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
+    assert report.problems == []
+
+
+# -- bad records under the `fail` policy --------------------------------------------------
+def test_bad_record_under_fail_policy_fails_the_run_then_recovery_aborts_it(
+    stack: StackInfo,
+    pipeline_factory: PipelineFactory,
+    ledger: Ledger,
+    hbase: happybase.Connection,
+    kafka: EoKafkaHook,
+) -> None:
+    pipe = pipeline_factory(partitions=1, bad_records="fail")
+    events: list[Event] = [(f"k{i}".encode(), _put({"i": i})) for i in range(30)]
+    events[17] = (b"k17", b"{broken")
+    produced = produce_records(stack.kafka_bootstrap, pipe.topic, 1, iter(events))
+    bad = produced[17]
+    spec = pipe.spec
+
+    failed = pipe.runner.run(stream_dag_id(spec.name))
+    assert failed.state == "failed"
+    assert f"topic {pipe.topic} partition 0 offset {bad.offset}" in failed.log
+    assert "bad record" in failed.log
+    (epoch,) = ledger.list_epochs(pipeline=spec.name)
+    assert (epoch.state, epoch.run_id, ranges_of(epoch)) == (EpochState.RESERVED, failed.run_id, [(pipe.topic, 0, 0, 30)])
+    assert epoch.metrics is None
+    assert kafka.committed_offsets(spec.group_id, [(pipe.topic, 0)]) == {(pipe.topic, 0): None}
+    assert ledger.cursors(spec.name) == {(pipe.topic, 0): 0}
+
+    # the operator switches the pipeline to dead letters; the next run's recover aborts the old epoch
+    pipe = pipe.redeclare(bad_records="dead_letter")
+    run_id = run_ok(pipe, stream_dag_id(spec.name))
+    aborted, committed = ledger.list_epochs(pipeline=spec.name)
+    assert (aborted.epoch_id, aborted.state) == (epoch.epoch_id, EpochState.ABORTED)
+    assert (committed.state, committed.run_id, ranges_of(committed)) == (
+        EpochState.COMMITTED,
+        run_id,
+        [(pipe.topic, 0, 0, 30)],
+    )
+    assert (committed.metrics or {})["bad_records"] == 1
+    assert dead_letter_rows(ledger, spec.name) == [(pipe.topic, 0, bad.offset, b64(b"k17"), b64(b"{broken"), True)]
+    report = verify_pipeline(pipe.spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
+    assert report.problems == []
+
+
+# -- the fenced-out vote (the Spark application directly) ---------------------------------
+def _submit(stack: StackInfo, pipe: PipelineUnderTest, epoch_id: int, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--master", "local[1]",
+        "--conf", "spark.ui.enabled=false",
+        str(spark_app.__file__),
+        "--pipeline", pipe.spec.name,
+        "--epoch-id", str(epoch_id),
+        *extra,
+    ]  # fmt: skip
+    env = {**os.environ, **stack.conn_env, "EO_PIPELINES_FILE": str(pipe.file)}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_fenced_out_write_exits_3_and_changes_nothing(
+    stack: StackInfo,
+    pipeline_factory: PipelineFactory,
+    ledger: Ledger,
+    hbase: happybase.Connection,
+    kafka: EoKafkaHook,
+) -> None:
+    pipe = pipeline_factory(partitions=1)
+    produce_records(stack.kafka_bootstrap, pipe.topic, 1, iter([(f"k{i}".encode(), _put({"i": i})) for i in range(12)]))
+    spec = pipe.spec
+
+    # an epoch aborted before its writer runs
+    aborted = ledger.reserve_stream_epoch(spec, kafka, dag_id="test", run_id="fenced-1")
+    assert aborted is not None
+    aborted = ledger.abort(aborted.epoch_id, "test: fenced out")
+    done = _submit(stack, pipe, aborted.epoch_id)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert ledger.get_epoch(aborted.epoch_id) == aborted
+
+    # a writer holding a stale token after the epoch's token was rotated
+    current = ledger.reserve_stream_epoch(spec, kafka, dag_id="test", run_id="fenced-2")
+    assert current is not None and ranges_of(current) == [(pipe.topic, 0, 0, 12)]
+    stale = current.fencing_token
+    ledger.rotate_fencing_token(current.epoch_id)
+    rotated = ledger.get_epoch(current.epoch_id)
+    assert rotated.fencing_token != stale and rotated.state == EpochState.RESERVED
+    done = _submit(stack, pipe, current.epoch_id, "--fencing-token", stale)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert ledger.get_epoch(current.epoch_id) == rotated
+    assert timed_scan(hbase, spec.hbase_table) == {}
+    assert ledger.cursors(spec.name) == {(pipe.topic, 0): 0}
+    assert ledger.dead_letter_count(spec.name) == 0
+    ledger.abort(current.epoch_id, "test: cleanup")
+

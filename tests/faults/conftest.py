@@ -1,0 +1,88 @@
+"""Fixtures of the fault suite: a private local stack, Airflow, and the report rows.
+
+The suite runs its own LocalStack (it kills and restarts PostgreSQL and the HBase
+gateway, and stalls the broker), so other suites' ``stack`` is never disturbed.
+Each test fills a ``report`` row; at session end the rows regenerate RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_eo.demo.airflow_runner import AirflowRunner
+from tests.conftest import new_stack_dir
+from tests.faults import reliability
+from tests.faults.harness import FaultStack, restore_env, set_env
+
+_ROWS: list[dict[str, Any]] = []
+_RANDOM_RUNS: list[dict[str, Any]] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    rep = outcome.get_result()  # type: ignore[attr-defined]
+    if rep.when == "call":
+        item.stash[_CALL_KEY] = rep.passed
+
+
+_CALL_KEY = pytest.StashKey[bool]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    reliability.write(_ROWS, _RANDOM_RUNS)
+
+
+@pytest.fixture(scope="session")
+def fault_stack() -> Iterator[FaultStack]:
+    state_dir = new_stack_dir("eo-faults-")
+    stack = FaultStack(state_dir)
+    try:
+        stack.up()
+        previous = set_env(stack.conn_env)
+        try:
+            yield stack
+        finally:
+            restore_env(previous)
+    finally:
+        stack.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def airflow(fault_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory) -> AirflowRunner:
+    """A migrated Airflow home; ``runner_for(case)`` binds a case's pipelines file."""
+    home = tmp_path_factory.mktemp("airflow-home")
+    runner = AirflowRunner(home, fault_stack.conn_env)
+    runner.migrate()
+    return runner
+
+
+def runner_for(airflow: AirflowRunner, fault_stack: FaultStack, pipelines_file: Path) -> AirflowRunner:
+    """The session's Airflow home, running the DAGs of ``pipelines_file``."""
+    return AirflowRunner(airflow.home, fault_stack.conn_env, pipelines_file=pipelines_file)
+
+
+@pytest.fixture
+def report(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """The test's RELIABILITY.md row: set ``order``, ``fault``, ``observed``, ``recovery``, ``verified``."""
+    row: dict[str, Any] = {"id": request.node.name}
+    yield row
+    if "fault" not in row:
+        return
+    passed = request.node.stash.get(_CALL_KEY, False)
+    row["outcome"] = "pass" if passed else "FAIL"
+    row["date"] = datetime.date.today().isoformat()
+    _ROWS.append(row)
+
+
+@pytest.fixture
+def random_runs() -> list[dict[str, Any]]:
+    """Where the randomized test records its run summary."""
+    return _RANDOM_RUNS

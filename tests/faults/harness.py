@@ -1,0 +1,427 @@
+"""Drive the real pipeline step by step and inject faults (see tests/faults/README in the module doc).
+
+A :class:`FaultStack` is the suite's own local stack (PostgreSQL, Tansu broker, HBase
+gateway in a temp dir), so restarts and stalls never disturb other suites. A
+:class:`Case` is one pipeline (own topic, group, HBase table) with produced sample
+records; its methods run the protocol's steps — in this process (operators'
+``execute``), in a child process (``tests.faults.steps``, so a fault point may SIGKILL
+it), the Spark application through ``spark-submit`` (local[2]) — and verify the end
+state with :func:`airflow_provider_eo.demo.verification.verify_pipeline`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import happybase
+import yaml
+from airflow.sdk.exceptions import AirflowSkipException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from airflow_provider_eo.config import PipelineSpec, load_pipelines
+from airflow_provider_eo.dags.factory import stream_dag_id
+from airflow_provider_eo.demo.airflow_runner import AirflowRunner, DagRunOutcome
+from airflow_provider_eo.demo.expected_state import ProducedRecord
+from airflow_provider_eo.demo.sample_events import produce_records, sample_events
+from airflow_provider_eo.demo.verification import Verification, verify_pipeline
+from airflow_provider_eo.devstack.process import stop_process_group
+from airflow_provider_eo.devstack.stack import LocalStack
+from airflow_provider_eo.faults import FAULT_HANG_ENV, FAULT_POINTS_ENV, FAULT_RELEASE_ENV
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.operators.commit import CommitEpochOperator
+from airflow_provider_eo.operators.recover import RecoverEpochsOperator
+from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+from airflow_provider_eo.spark import app as app_module
+
+REPO = Path(__file__).resolve().parents[2]
+SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
+# Short client timeouts so a stalled broker fails a step within seconds, not minutes.
+KAFKA_TEST_EXTRA = {
+    "eo.timeout.ms": 4000,
+    "socket.timeout.ms": 4000,
+    "socket.connection.setup.timeout.ms": 4000,
+    "message.timeout.ms": 4000,
+}
+SIGKILLED = -signal.SIGKILL
+
+
+def kafka_conn_value(bootstrap: str) -> str:
+    """The suite's Kafka connection: the stack's broker with short client timeouts."""
+    return json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap, **KAFKA_TEST_EXTRA}})
+
+
+class FaultStack:
+    """The suite's private local stack, with the service-level faults."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.local = LocalStack(state_dir)
+
+    def up(self) -> None:
+        self.local.up()
+        self.conn_env = {**self.local.conn_env(), "AIRFLOW_CONN_EO_KAFKA": kafka_conn_value(self.bootstrap)}
+
+    def down(self) -> None:
+        self.local.down()
+
+    @property
+    def bootstrap(self) -> str:
+        return self.local.kafka_bootstrap
+
+    @property
+    def ledger_dsn(self) -> str:
+        return self.local.ledger_dsn
+
+    def hbase(self) -> happybase.Connection:
+        return happybase.Connection(self.local.hbase_host, self.local.hbase_port)
+
+    def pid(self, service: str) -> int:
+        pid = self.local.status()[service]["pid"]
+        assert isinstance(pid, int), f"{service} is not running"
+        return pid
+
+    def kill_and_restart(self, service: str, first_signal: int = signal.SIGKILL) -> None:
+        """Kill ``service`` (its whole process group; default ``kill -9``) and start it again."""
+        stop_process_group(self.pid(service), first_signal=first_signal, grace_s=5.0)
+        self.local.up()
+        assert self.local.is_up(), f"{service} did not come back: {self.local.status()}"
+
+    @contextlib.contextmanager
+    def broker_stalled(self) -> Iterator[None]:
+        """SIGSTOP the broker for the block, SIGCONT afterwards (always)."""
+        pid = self.pid("broker")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    def healthy(self) -> bool:
+        return self.local.is_up()
+
+
+@dataclass
+class StepResult:
+    """A step run in a child process: exit status, its JSON result (if any), output."""
+
+    returncode: int
+    result: Any
+    output: str
+    timed_out: bool = False
+
+
+@dataclass
+class WriteProc:
+    """A running ``spark-submit`` of the application (own session, so it can be reaped)."""
+
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    epoch_id: int
+
+    def wait(self, timeout: float = 240) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.cleanup()
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def driver_pid(self, timeout: float = 60) -> int:
+        """Pid of the Python driver (the child of spark-submit's JVM running app.py)."""
+        deadline = time.monotonic() + timeout
+        marker = ["--epoch-id", str(self.epoch_id)]
+        while time.monotonic() < deadline:
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+                except OSError:
+                    continue
+                if "java" in Path(argv[0]).name or not any(a.endswith("app.py") for a in argv):
+                    continue
+                if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(int(entry.name)) == (
+                    self.proc.pid
+                ):
+                    return int(entry.name)
+            time.sleep(0.2)
+        raise AssertionError(f"no Spark driver process found for epoch {self.epoch_id}")
+
+    def cleanup(self) -> None:
+        """SIGKILL whatever is left of the session (JVM, Python workers)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
+
+
+def ctx(run_id: str, dag_id: str) -> dict[str, Any]:
+    """The part of the Airflow context the operators read (a run Airflow does not know)."""
+    return {"ti": SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id="t", try_number=1), "params": {}}
+
+
+@dataclass
+class Case:
+    """One pipeline of the suite and the protocol's steps on it."""
+
+    stack: FaultStack
+    spec: PipelineSpec
+    pipelines_file: Path
+    workdir: Path
+    produced: list[ProducedRecord] = field(default_factory=list)
+    partitions: int = 2
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def dag_id(self) -> str:
+        return stream_dag_id(self.spec.name)
+
+    def env(self, faults: str | None = None, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EO_FAULT")}
+        env.update(self.stack.conn_env)
+        env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, EO_PIPELINES_FILE=str(self.pipelines_file))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+        if faults:
+            env[FAULT_POINTS_ENV] = faults
+        env.update(extra)
+        return env
+
+    # -- data ------------------------------------------------------------------------
+
+    def produce(self, count: int, seed: int) -> list[ProducedRecord]:
+        """Produce ``count`` sample events (updates of few keys, tombstones, bad records)."""
+        new = produce_records(self.stack.bootstrap, self.spec.topics[0], self.partitions, sample_events(count, users=40, seed=seed))
+        self.produced.extend(new)
+        return new
+
+    # -- steps in this process ------------------------------------------------------
+
+    def ledger(self) -> Ledger:
+        return Ledger(self.stack.ledger_dsn)
+
+    def epoch(self, epoch_id: int) -> Epoch:
+        with self.ledger() as ledger:
+            return ledger.get_epoch(epoch_id)
+
+    def recover(self, run_id: str) -> dict[str, Any]:
+        op = RecoverEpochsOperator(task_id="recover", pipeline=self.name, pipelines_file=str(self.pipelines_file))
+        return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
+
+    def reserve(self, run_id: str) -> dict[str, Any] | None:
+        op = ReserveEpochOperator(task_id="reserve", pipeline=self.name, pipelines_file=str(self.pipelines_file))
+        try:
+            return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
+        except AirflowSkipException:
+            return None
+
+    def commit(self, epoch_id: int, run_id: str = "commit") -> dict[str, Any]:
+        op = CommitEpochOperator(
+            task_id="commit", pipeline=self.name, epoch_id=str(epoch_id), pipelines_file=str(self.pipelines_file)
+        )
+        return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
+
+    # -- steps in child processes -----------------------------------------------------
+
+    def step(
+        self, step: str, run_id: str, *, epoch_id: int | None = None, faults: str | None = None, timeout: float = 120
+    ) -> StepResult:
+        """Run reserve/commit/recover in a child process (``timeout``: then SIGKILLed)."""
+        argv = [sys.executable, "-m", "tests.faults.steps", step, "--pipeline", self.name]
+        argv += ["--pipelines-file", str(self.pipelines_file), "--dag-id", self.dag_id, "--run-id", run_id]
+        if epoch_id is not None:
+            argv += ["--epoch-id", str(epoch_id)]
+        proc = subprocess.Popen(
+            argv, env=self.env(faults), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            timed_out = True
+        text = out.decode(errors="replace")
+        result = None
+        if proc.returncode == 0:
+            result = json.loads(text.strip().splitlines()[-1])
+        return StepResult(proc.returncode, result, text, timed_out)
+
+    def start_write(
+        self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str
+    ) -> WriteProc:
+        """spark-submit the application for ``epoch_id`` (returns at once)."""
+        argv = [SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(app_module.__file__)]
+        argv += ["--pipeline", self.name, "--epoch-id", str(epoch_id), "--pipelines-file", str(self.pipelines_file)]
+        if token:
+            argv += ["--fencing-token", token]
+        log_path = self.workdir / f"write-{epoch_id}-{uuid.uuid4().hex[:6]}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                argv, env=self.env(faults, **extra_env), cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        return WriteProc(proc, log_path, epoch_id)
+
+    def write(self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str) -> int:
+        """spark-submit and wait; returns the exit status."""
+        return self.start_write(epoch_id, faults=faults, token=token, **extra_env).wait()
+
+    # -- whole epochs ----------------------------------------------------------------
+
+    def run_epoch(self, run_id: str) -> int | None:
+        """One clean stream run in this process: recover, reserve, write, commit.
+
+        Returns the committed epoch id, or None when there was nothing to reserve."""
+        self.recover(run_id)
+        summary = self.reserve(run_id)
+        if summary is None:
+            return None
+        epoch_id = int(summary["epoch_id"])
+        proc = self.start_write(epoch_id)
+        rc = proc.wait()
+        assert rc == 0, f"clean write of epoch {epoch_id} failed (exit {rc}):\n{proc.output()[-3000:]}"
+        self.commit(epoch_id, run_id)
+        return epoch_id
+
+    def drain(self, max_epochs: int = 8) -> int:
+        """Clean stream runs until nothing is left; returns how many epochs were committed."""
+        for n in range(max_epochs):
+            if self.run_epoch(f"drain-{uuid.uuid4().hex[:8]}") is None:
+                return n
+        raise AssertionError(f"pipeline {self.name} not drained after {max_epochs} epochs")
+
+    def drain_airflow(self, runner: AirflowRunner, max_runs: int = 4) -> list[DagRunOutcome]:
+        """Real ``airflow dags test`` stream runs until the cursor reaches the produced ends."""
+        outcomes = []
+        for _ in range(max_runs):
+            outcome = runner.run(self.dag_id)
+            outcomes.append(outcome)
+            assert outcome.state == "success", outcome.log[-4000:]
+            if self.lag() == 0:
+                return outcomes
+        raise AssertionError(f"pipeline {self.name} not drained after {max_runs} Airflow runs")
+
+    # -- checks ----------------------------------------------------------------------
+
+    def ends(self) -> dict[tuple[str, int], int]:
+        ends: dict[tuple[str, int], int] = {}
+        for r in self.produced:
+            ends[(r.topic, r.partition)] = max(ends.get((r.topic, r.partition), 0), r.offset + 1)
+        return ends
+
+    def lag(self) -> int:
+        with self.ledger() as ledger:
+            cursors = ledger.cursors(self.name)
+        return sum(end - cursors.get(tp, 0) for tp, end in self.ends().items())
+
+    def verify(self, produced: list[ProducedRecord] | None = None) -> Verification:
+        hbase = self.stack.hbase()
+        try:
+            with self.ledger() as ledger:
+                return verify_pipeline(
+                    self.spec, self.produced if produced is None else produced, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase
+                )
+        finally:
+            hbase.close()
+
+    def hbase_row_count(self) -> int:
+        hbase = self.stack.hbase()
+        try:
+            return sum(1 for _ in hbase.table(self.spec.hbase_table).scan(batch_size=1000))
+        finally:
+            hbase.close()
+
+    def wait_for_rows(self, timeout: float = 120) -> None:
+        """Wait until the write has put something into HBase (it is mid-write)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.hbase_row_count() > 0:
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"no HBase rows in {self.spec.hbase_table} after {timeout}s")
+
+
+def new_case(
+    stack: FaultStack,
+    workdir: Path,
+    tag: str,
+    *,
+    partitions: int = 2,
+    records: int = 200,
+    seed: int = 11,
+    cap: int | None = 120,
+    batch_size: int = 25,
+    **options: Any,
+) -> Case:
+    """A fresh pipeline ``f_<tag>_<uid>`` with its topic and table, ``records`` produced."""
+    uid = uuid.uuid4().hex[:6]
+    name = f"f_{tag}_{uid}"
+    topic = f"eo-fault-{tag}-{uid}"
+    entry: dict[str, Any] = {
+        "name": name,
+        "topics": [topic],
+        "group_id": f"g-{name}",
+        "hbase": {"table": name, "column_family": "d"},
+        "bad_records": "dead_letter",
+        "batch_size": batch_size,
+        "spark": {"split_size": 1000, "conf": {"spark.ui.enabled": "false"}},
+        **options,
+    }
+    if cap is not None:
+        entry["caps"] = {"max_records_total": cap}
+    workdir.mkdir(parents=True, exist_ok=True)
+    pipelines_file = workdir / f"{name}.yaml"
+    pipelines_file.write_text(yaml.safe_dump({"pipelines": [entry]}))
+    spec = load_pipelines(pipelines_file)[name]
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    hbase = stack.hbase()
+    try:
+        hbase.create_table(spec.hbase_table, {"d": {}})
+    finally:
+        hbase.close()
+    case = Case(stack, spec, pipelines_file, workdir, partitions=partitions)
+    if records:
+        case.produce(records, seed)
+    return case
+
+
+def set_env(values: Mapping[str, str]) -> dict[str, str | None]:
+    """Set process env vars; returns the previous values for :func:`restore_env`."""
+    previous = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    return previous
+
+
+def restore_env(previous: Mapping[str, str | None]) -> None:
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def hang_env(seconds: float, release_file: Path | None = None) -> dict[str, str]:
+    """Environment for a ``hang`` fault action."""
+    env = {FAULT_HANG_ENV: str(seconds)}
+    if release_file is not None:
+        env[FAULT_RELEASE_ENV] = str(release_file)
+    return env
