@@ -43,6 +43,9 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$wanted" ]; then
   .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$pyspark_pin"
   echo "$wanted" > "$STAMP"
 fi
+# The editable install keeps its metadata in .venv; an in-tree egg-info left by a
+# build would make Python (run from the repo root) see the package twice.
+rm -rf airflow_provider_eo.egg-info
 
 expected="${pyspark_pin:-$(grep -E '^pyspark==' constraints.txt)}"
 actual="pyspark==$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')"

@@ -21,7 +21,7 @@ body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#1a202c;background:#ff
 h1{font-size:18px;margin:0 0 8px}h2{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #e2e8f0;padding:4px 6px;
 text-align:left;vertical-align:top}th{background:#f7fafc;font-weight:600}
-code{font:12px ui-monospace,monospace}.muted{color:#718096}.err{color:#c53030}
+code{font:12px ui-monospace,monospace}.nw{white-space:nowrap}.muted{color:#718096}.err{color:#c53030}
 .banner{border:1px solid #c53030;background:#fff5f5;padding:8px;margin:8px 0}
 form{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:6px 0}
 .s{padding:1px 6px;border-radius:8px;font-size:11px;font-weight:600;color:#fff}
@@ -50,8 +50,8 @@ def _state(state: str) -> str:
 
 def _ranges(ranges: list[dict[str, Any]]) -> str:
     lines = [
-        f"<code>{_e(r['topic'])}[{_e(r['partition'])}] [{_e(r['start'])}, {_e(r['end'])})</code>"
-        f' <span class="muted">{_e(r["records"])}</span>'
+        f'<span class="nw"><code>{_e(r["topic"])}[{_e(r["partition"])}] [{_e(r["start"])}, {_e(r["end"])})'
+        f'</code> <span class="muted">{_e(r["records"])}</span></span>'
         for r in ranges
     ]
     return "<br>".join(lines) or '<span class="muted">none</span>'
@@ -82,7 +82,8 @@ def _epoch_row(e: dict[str, Any]) -> str:
         f"<td>{_e(e['pipeline'])}</td><td>{_e(e['kind'])}</td><td>{_state(e['state'])}</td>"
         f"<td><code>{_e(e['dag_id'])}</code><br><code>{_e(e['run_id'])}</code></td>"
         f"<td>{_ranges(e['ranges'])}</td><td>{_e(e['records'])}</td><td><code>{_e(metrics)}</code></td>"
-        f'<td class="muted">{_e(when)}</td><td class="err">{_e(e["error"])}</td></tr>'
+        f'<td class="muted nw" title="{_e(when)}">{_e(when[:19].replace("T", " "))}</td>'
+        f'<td class="err">{_e(e["error"])}</td></tr>'
     )
 
 

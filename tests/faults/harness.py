@@ -366,7 +366,7 @@ def new_case(
     *,
     partitions: int = 2,
     records: int = 200,
-    seed: int = 11,
+    seed: int = 33,
     cap: int | None = 120,
     batch_size: int = 25,
     **options: Any,

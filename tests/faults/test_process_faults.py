@@ -17,13 +17,11 @@ from tests.faults.conftest import runner_for
 from tests.faults.harness import SIGKILLED, FaultStack, hang_env, new_case
 
 
-def test_spark_driver_sigkill_mid_write(
-    fault_stack: FaultStack, airflow: AirflowRunner, tmp_path: Path, report: dict[str, Any]
-) -> None:
+def test_spark_driver_sigkill_mid_write(fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(order=1, fault="Spark driver (Python) SIGKILLed mid-write, after HBase rows appeared")
-    case = new_case(fault_stack, tmp_path, "drvkill", records=200, cap=None)
+    case = new_case(fault_stack, tmp_path, "drvkill", records=200, cap=None, seed=34)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
-    proc = case.start_write(epoch_id, faults="spark.task.after_segment:hang", **hang_env(120))
+    proc = case.start_write(epoch_id, faults="spark.task.after_segment:hang", **hang_env(15))
     case.wait_for_rows()
     os.kill(proc.driver_pid(), signal.SIGKILL)
     rc = proc.wait()
@@ -33,11 +31,11 @@ def test_spark_driver_sigkill_mid_write(
     assert partial_rows > 0
     report["observed"] = f"spark-submit exit {rc}; epoch {epoch_id} RESERVED; {partial_rows} rows partially written"
 
-    outcomes = case.drain_airflow(runner_for(airflow, fault_stack, case.pipelines_file))
+    epochs = case.drain()
     assert case.epoch(epoch_id).state is EpochState.ABORTED
     verification = case.verify()
     assert verification.problems == []
-    report["recovery"] = f"Airflow: {len(outcomes)} stream run(s); recover ABORTED epoch {epoch_id}, ranges re-reserved"
+    report["recovery"] = f"direct: recover ABORTED epoch {epoch_id}; {epochs} epoch(s) rewrote + drained"
     report["verified"] = _verified(verification)
 
 
@@ -134,7 +132,7 @@ def test_task_cleared_and_rerun_while_epoch_open(
         fault="write killed before the vote, then the write task cleared and re-run; a Python worker of an "
         "executor SIGKILLed mid-write, then the whole run cleared and re-run",
     )
-    case = new_case(fault_stack, tmp_path, "clear", records=200, cap=80)
+    case = new_case(fault_stack, tmp_path, "clear", records=200, cap=100)
     # Task cleared: the same run re-runs reserve (gets its open epoch back) and write.
     first = case.reserve("run-a")
     assert first is not None

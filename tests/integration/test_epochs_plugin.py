@@ -181,14 +181,16 @@ def test_html_page_rows_and_escaping(client: TestClient, ledgered: Ledgered) -> 
     ids = [int(m) for m in re.findall(r'<tr class="epoch" id="epoch-(\d+)"', html)]
     every = [ledgered.committed, ledgered.aborted, ledgered.open, ledgered.backfill, ledgered.evil]
     assert ids == [e.epoch_id for e in reversed(every)]  # newest first
+    assert ledgered.backfill.written_at is not None
+    written = ledgered.backfill.written_at.isoformat()
     (row,) = [r for r in rows(html, "epoch") if f"<td>{ledgered.backfill.epoch_id}</td>" in r]
     assert row == (
         f"<td>{ledgered.backfill.epoch_id}</td><td>orders</td><td>backfill</td>"
         '<td><span class="s s-WRITTEN">WRITTEN</span></td>'
         "<td><code>eo_backfill__orders</code><br><code>b1</code></td>"
-        '<td><code>t[0] [1, 3)</code> <span class="muted">2</span></td><td>2</td>'
+        '<td><span class="nw"><code>t[0] [1, 3)</code> <span class="muted">2</span></span></td><td>2</td>'
         "<td><code>{&quot;cells&quot;: 4, &quot;records&quot;: 2}</code></td>"
-        f'<td class="muted">{ledgered.backfill.written_at.isoformat()}</td><td class="err"></td>'
+        f'<td class="muted nw" title="{written}">{written[:19].replace("T", " ")}</td><td class="err"></td>'
     )
     assert "<script>" not in html and "<b>1</b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;[0] = 1" in html
@@ -241,8 +243,12 @@ def test_airflow_discovers_the_plugin() -> None:
     assert plugin_module.DAG_VIEW["href"] == "eo/?dag_id={DAG_ID}"
 
 
-def _get(url: str, token: str | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+def _get(url: str, token: str | None = None, data: bytes | None = None) -> tuple[int, str]:
+    """GET (POST JSON when ``data``) -> (status, body); HTTP errors are answers too."""
+    headers = {"Content-Type": "application/json"} if data else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read().decode()
@@ -254,13 +260,16 @@ def _get(url: str, token: str | None = None) -> tuple[int, str]:
 def test_real_api_server_serves_the_page(ledgered: Ledgered) -> None:
     home = Path(tempfile.mkdtemp(prefix="eo-ui-home-"))
     port = find_free_port()
+    passwords = home / "passwords.json"
+    passwords.write_text(json.dumps({"admin": "eo-ui-test"}))
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager."
         "SimpleAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW_CONN_EO_LEDGER": conn_json(ledgered.dsn),
     }
@@ -288,8 +297,10 @@ def test_real_api_server_serves_the_page(ledgered: Ledgered) -> None:
                 home / "api-server.log"
             ).read_text()
             time.sleep(1)
-        token = json.loads(_get(f"{base}/auth/token")[1])["access_token"]
+        login = json.dumps({"username": "admin", "password": "eo-ui-test"}).encode()
+        token = json.loads(_get(f"{base}/auth/token", data=login)[1])["access_token"]
         assert _get(f"{base}/eo/api/pipelines")[0] == 401
+        assert _get(f"{base}/eo/")[0] == 401
         status, html = _get(f"{base}/eo/?dag_id=eo_stream__orders", token)
         assert status == 200, html
         assert f'id="epoch-{ledgered.open.epoch_id}"' in html and "<script>" not in html
@@ -298,9 +309,6 @@ def test_real_api_server_serves_the_page(ledgered: Ledgered) -> None:
         plugins = json.loads(_get(f"{base}/api/v2/plugins", token)[1])["plugins"]
         (eo,) = [p for p in plugins if p["name"] == "eo"]
         assert [v["name"] for v in eo["external_views"]] == ["Epochs", "Epochs"]
-        if os.environ.get("EO_UI_SCREENSHOT_URL_FILE"):  # manual check: keep the server up briefly
-            Path(os.environ["EO_UI_SCREENSHOT_URL_FILE"]).write_text(f"{base} {token}")
-            time.sleep(float(os.environ.get("EO_UI_SCREENSHOT_WAIT", "60")))
     finally:
         os.killpg(server.pid, signal.SIGTERM)  # the server and its workers: their own session
         try:

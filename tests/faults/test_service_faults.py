@@ -1,0 +1,128 @@
+"""Services failing mid-epoch: HBase gateway kill -9 + restart, PostgreSQL restart, broker stall.
+
+These act on the suite's private stack (``fault_stack``) and leave it healthy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.ledger.states import EpochState
+from tests.faults.harness import FaultStack, hang_env, new_case
+from tests.faults.test_process_faults import _verified
+
+
+def test_hbase_gateway_kill9_and_restart_mid_write(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(order=6, fault="HBase Thrift gateway kill -9 and restart while the Spark tasks are mid-write")
+    case = new_case(fault_stack, tmp_path, "hbkill", records=200, cap=None)
+    epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
+    release = tmp_path / "release-hbase"
+    proc = case.start_write(epoch_id, faults="spark.task.after_segment:hang", **hang_env(120, release))
+    case.wait_for_rows()
+    fault_stack.kill_and_restart("hbase")
+    release.touch()
+    rc = proc.wait()
+    assert rc in (0, 4), proc.output()[-3000:]
+    state = case.epoch(epoch_id).state
+    assert state is (EpochState.WRITTEN if rc == 0 else EpochState.RESERVED)
+    report["observed"] = f"spark-submit exit {rc} ({'writer reconnected' if rc == 0 else 'task failed'}); epoch {state.value}"
+    recovered = case.recover("recovery-run")
+    epochs = case.drain()
+    verification = case.verify()
+    assert verification.problems == []
+    assert fault_stack.healthy()
+    report["recovery"] = f"direct: recover {recovered['recommitted'] or recovered['aborted']}; {epochs} epoch(s) drained"
+    report["verified"] = _verified(verification)
+
+
+def test_postgres_restart_mid_epoch_each_phase(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(
+        order=7,
+        fault="PostgreSQL kill -9 + restart (a) after reserve, (b) during the write, (c) after the vote, before commit",
+    )
+    case = new_case(fault_stack, tmp_path, "pgkill", records=240, cap=80)
+    observed = []
+    # (a) between reserve and write
+    a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
+    fault_stack.kill_and_restart("postgres")
+    rc_a = case.write(a)
+    observed.append(f"(a) write after restart exit {rc_a}")
+    if rc_a == 0:
+        case.commit(a, "run-a")
+    # (b) during the write: the driver's ledger connection dies before its vote
+    b_summary = case.reserve("run-b") if rc_a == 0 else None
+    if b_summary is not None:
+        b = int(b_summary["epoch_id"])
+        release = tmp_path / "release-pg"
+        proc = case.start_write(b, faults="spark.task.after_segment:hang", **hang_env(120, release))
+        case.wait_for_rows()
+        fault_stack.kill_and_restart("postgres")
+        release.touch()
+        rc_b = proc.wait()
+        assert rc_b in (0, 1, 4), proc.output()[-3000:]
+        observed.append(f"(b) exit {rc_b}, epoch {case.epoch(b).state.value}")
+        case.recover("run-b2")
+    # (c) WRITTEN, then PostgreSQL restarts before commit
+    c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
+    assert case.write(c) == 0
+    fault_stack.kill_and_restart("postgres")
+    assert case.epoch(c).state is EpochState.WRITTEN
+    observed.append("(c) epoch WRITTEN survived the restart")
+    report["observed"] = "; ".join(observed)
+    epochs = case.drain()
+    verification = case.verify()
+    assert verification.problems == []
+    assert fault_stack.healthy()
+    report["recovery"] = f"direct: recover (re-commit / abort), {epochs} epoch(s) drained"
+    report["verified"] = _verified(verification)
+
+
+def test_broker_stalled_during_reserve_write_commit(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(
+        order=8,
+        fault="broker SIGSTOPped (longer than the 4 s client timeouts) during reserve, during the write, during commit",
+    )
+    case = new_case(fault_stack, tmp_path, "stall", records=200, cap=100)
+    observed = []
+    with fault_stack.broker_stalled():
+        step = case.step("reserve", "run-r", timeout=60)
+    assert step.returncode != 0
+    with case.ledger() as ledger:
+        assert ledger.open_epochs(case.name) == []
+    observed.append("reserve " + ("timed out" if step.timed_out else f"failed (exit {step.returncode})") + ", no epoch")
+
+    epoch_w = int(case.reserve("run-w")["epoch_id"])  # type: ignore[index]
+    release = tmp_path / "release-stall"
+    proc = case.start_write(epoch_w, faults="spark.task.after_segment:hang", **hang_env(120, release))
+    case.wait_for_rows()
+    with fault_stack.broker_stalled():
+        release.touch()
+        rc = proc.wait(180)
+    assert rc in (0, 4), proc.output()[-3000:]
+    observed.append(f"write exit {rc}, epoch {case.epoch(epoch_w).state.value}")
+    case.recover("run-w2")
+
+    epoch_c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
+    assert case.write(epoch_c) == 0
+    with fault_stack.broker_stalled():
+        commit = case.step("commit", "run-c", epoch_id=epoch_c, timeout=30)
+    assert commit.returncode != 0
+    assert case.epoch(epoch_c).state is EpochState.WRITTEN
+    observed.append("commit " + ("timed out (killed)" if commit.timed_out else f"failed (exit {commit.returncode})"))
+    observed.append(f"epoch {epoch_c} WRITTEN")
+    report["observed"] = "; ".join(observed)
+    epochs = case.drain()
+    assert case.epoch(epoch_c).state is EpochState.COMMITTED
+    verification = case.verify()
+    assert verification.problems == []
+    assert EoKafkaHook().committed_offsets(case.spec.group_id, list(case.ends())) == case.ends()
+    report["recovery"] = f"direct: SIGCONT, recover re-committed/aborted, {epochs} epoch(s) drained"
+    report["verified"] = _verified(verification)
