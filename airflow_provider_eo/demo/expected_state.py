@@ -12,6 +12,7 @@ cell, the newest record (by offset within its partition) wins.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -36,6 +37,24 @@ def encode_json_value(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode_json(value: bytes) -> object:
+    """Strict JSON as the contract reads it: no NaN/Infinity, no number out of float range."""
+    decoded = json.loads(value.decode("utf-8"), parse_constant=_reject_constant)
+
+    def check(node: object) -> None:
+        if isinstance(node, float) and not math.isfinite(node):
+            raise ValueError("number out of float range")
+        for child in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():
+            check(child)
+
+    check(decoded)
+    return decoded
+
+
 def is_bad_record(record: ProducedRecord) -> bool:
     """True when the default mapping must reject the record (dead letter or failure)."""
     if record.key is None:
@@ -43,7 +62,7 @@ def is_bad_record(record: ProducedRecord) -> bool:
     if record.value is None:
         return False
     try:
-        decoded = json.loads(record.value.decode("utf-8"))
+        decoded = decode_json(record.value)
     except (UnicodeDecodeError, ValueError):
         return True
     return not isinstance(decoded, dict)
@@ -64,6 +83,8 @@ def expected_rows(records: Iterable[ProducedRecord], family: str) -> Rows:
             rows.pop(record.key, None)
             continue
         cells = rows.setdefault(record.key, {})
-        for field, value in json.loads(record.value.decode("utf-8")).items():
+        decoded = decode_json(record.value)
+        assert isinstance(decoded, dict)
+        for field, value in decoded.items():
             cells[f"{family}:{field}".encode()] = encode_json_value(value)
     return {row: cells for row, cells in rows.items() if cells}

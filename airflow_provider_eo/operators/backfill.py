@@ -57,6 +57,13 @@ def _epoch_ms(field: str, value: str) -> int:
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
+def _param_int(field: str, value: Any) -> int:
+    """``value`` as a non-negative integer, or a ValueError naming the backfill param."""
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).strip().isdigit():
+        raise ValueError(f"backfill param {field!r}: not a non-negative integer: {value!r}")
+    return int(value)
+
+
 def ranges_from_params(
     spec: PipelineSpec, params: Mapping[str, Any], kafka: EoKafkaHook
 ) -> list[PartitionRange]:
@@ -70,7 +77,7 @@ def ranges_from_params(
         if topics
         else kafka.list_partitions(spec.topics, spec.topic_pattern)
     )
-    wanted = {int(p) for p in params.get("partitions") or []}
+    wanted = {_param_int("partitions", p) for p in params.get("partitions") or []}
     tps = [tp for tp in listed if not wanted or tp[1] in wanted]
     for topic in topics or sorted({t for t, _ in listed}):
         missing = sorted(wanted - {p for t, p in listed if t == topic})
@@ -84,12 +91,12 @@ def ranges_from_params(
         raise ValueError("backfill params: give at most one of 'end_offset' and 'end_time'")
     high = {tp: hw for tp, (_, hw) in kafka.watermarks(tps).items()}
     starts = (
-        dict.fromkeys(tps, int(start_offset))
+        dict.fromkeys(tps, _param_int("start_offset", start_offset))
         if start_offset is not None
         else kafka.offsets_for_timestamp(tps, _epoch_ms("start_time", str(start_time)))
     )
     if end_offset is not None:
-        ends = dict.fromkeys(tps, int(end_offset))
+        ends = dict.fromkeys(tps, _param_int("end_offset", end_offset))
     elif end_time not in (None, ""):
         ends = kafka.offsets_for_timestamp(tps, _epoch_ms("end_time", str(end_time)))
     else:

@@ -97,7 +97,9 @@ def pipeline_factory(
     def make(partitions: int = 2, **fields: Any) -> PipelineUnderTest:
         tag = uuid.uuid4().hex[:10]
         topic = f"eo-af-{tag}"
-        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(15)
+        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(
+            15
+        )
         topics.append(topic)
         declaration = {
             "name": f"af_{tag}",

@@ -10,14 +10,16 @@ fencing tests use pipelines of their own.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -81,7 +83,9 @@ def first_batch() -> list[Event]:
 
 def second_batch() -> list[Event]:
     """Newer values for keys of the first batch (and one more tombstone)."""
-    events: list[Event] = [(f"user-{i:02d}".encode(), _put({"seq": 5000 + i, "name": f"new{i}"})) for i in range(16)]
+    events: list[Event] = [
+        (f"user-{i:02d}".encode(), _put({"seq": 5000 + i, "name": f"new{i}"})) for i in range(16)
+    ]
     events += [(b"reborn", _put({"v": 4, "extra": [1, 2]})), (b"user-07", None), (b"doomed", _put({"v": 5}))]
     return events
 
@@ -108,23 +112,39 @@ def ranges_of(epoch: Epoch) -> list[tuple[str, int, int, int]]:
 
 
 def dead_letter_rows(ledger: Ledger, pipeline: str) -> list[tuple[Any, ...]]:
+    """``(topic, partition, offset, key_b64, value_b64, error, headers)`` per dead letter (a
+    replay re-records the same rows under its own epoch id, so the epoch id is left out)."""
     return [
-        (d["topic"], d["partition"], d["offset"], d["key_b64"], d["value_b64"], bool(d["error"]))
+        (d["topic"], d["partition"], d["offset"], d["key_b64"], d["value_b64"], d["error"], d["headers"])
         for d in ledger.list_dead_letters(pipeline)
     ]
 
 
-def b64(data: bytes | None) -> str | None:
-    import base64
+def dead_letter_epochs(ledger: Ledger, pipeline: str) -> dict[tuple[str, int, int], int]:
+    return {
+        (d["topic"], d["partition"], d["offset"]): d["epoch_id"] for d in ledger.list_dead_letters(pipeline)
+    }
 
+
+BAD_REASONS = {
+    b"{not json": "value is not valid JSON: ",
+    b"\xff\xfe\x00 not utf-8": "value is not valid UTF-8: ",
+    b"[1, 2, 3]": "JSON value is not an object (got list)",
+    _put({"no": "key"}): "record has no Kafka key, needed for the row key",
+}
+
+
+def b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
 
 class CommandLineScanner:
-    """Polls every process's /proc/<pid>/cmdline for secret strings while active."""
+    """Polls every process's /proc/<pid>/cmdline for secret strings while active, and records
+    the spark-submit processes (launcher or JVM) whose command line names ``marker``."""
 
-    def __init__(self, secrets: list[str]) -> None:
+    def __init__(self, secrets: list[str], marker: str) -> None:
         self.secrets = [s.encode() for s in secrets if s]
+        self.marker = marker.encode()
         self.leaks: list[str] = []
         self.spark_submits_seen: set[int] = set()
         self.scans = 0
@@ -150,11 +170,15 @@ class CommandLineScanner:
                     cmdline = (entry / "cmdline").read_bytes()
                 except OSError:
                     continue
-                if b"SparkSubmit" in cmdline or b"spark-submit" in cmdline:
+                if self.marker in cmdline and (b"SparkSubmit" in cmdline or b"spark-submit" in cmdline):
                     self.spark_submits_seen.add(int(entry.name))
                 for secret in self.secrets:
                     if secret in cmdline:
-                        shown = cmdline.replace(b"\0", b" ").decode(errors="replace").replace(secret.decode(), "<SECRET>")
+                        shown = (
+                            cmdline.replace(b"\0", b" ")
+                            .decode(errors="replace")
+                            .replace(secret.decode(), "<SECRET>")
+                        )
                         self.leaks.append(f"pid {entry.name}: {shown[:300]}")
             self._stop.wait(0.02)
 
@@ -186,8 +210,8 @@ class Drained:
     group: dict[TP, int | None]
     watermarks: dict[TP, tuple[int, int]]
     dead_letters: list[tuple[Any, ...]]
+    dead_letter_epochs: dict[tuple[str, int, int], int]
     scanner: CommandLineScanner
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +247,7 @@ def drained(
     cap = (max(ends.values()) + 1) // 2  # exactly two epochs drain the largest partition
     pipe = pipe.redeclare(caps={"max_records_per_partition": cap})
 
-    with CommandLineScanner(secrets_of(stack)) as scanner:
+    with CommandLineScanner(secrets_of(stack), marker=f"--pipeline\0{pipe.spec.name}\0") as scanner:
         run_ids = [run_ok(pipe, stream_dag_id(pipe.spec.name)) for _ in range(2)]
     spec = pipe.spec
     report = verify_pipeline(spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
@@ -240,6 +264,7 @@ def drained(
         group=kafka.committed_offsets(spec.group_id, tps),
         watermarks=kafka.watermarks(tps),
         dead_letters=dead_letter_rows(ledger, spec.name),
+        dead_letter_epochs=dead_letter_epochs(ledger, spec.name),
         scanner=scanner,
     )
 
@@ -257,7 +282,8 @@ def test_multi_epoch_drain_through_the_stream_dag_is_exact(drained: Drained) -> 
     for k, epoch in enumerate(drained.epochs):
         assert epoch.dag_id == stream_dag_id(spec.name)
         expected = [
-            (t, p, min(end, k * drained.cap), min(end, (k + 1) * drained.cap)) for (t, p), end in sorted(ends.items())
+            (t, p, min(end, k * drained.cap), min(end, (k + 1) * drained.cap))
+            for (t, p), end in sorted(ends.items())
         ]
         assert ranges_of(epoch) == expected
         metrics = epoch.metrics or {}
@@ -265,10 +291,12 @@ def test_multi_epoch_drain_through_the_stream_dag_is_exact(drained: Drained) -> 
         assert metrics["records"] == epoch.record_count
         assert metrics["tasks"] == sum(math.ceil(r.record_count / SPLIT_SIZE) for r in epoch.ranges)
         assert metrics["tasks"] > len(epoch.ranges)
-        assert [(m["topic"], m["partition"], m["start"], m["end"], m["records"]) for m in metrics["partitions"]] == [
-            (r.topic, r.partition, r.start, r.end, r.record_count) for r in epoch.ranges
-        ]
-        assert metrics["bad_records"] == sum(1 for r in drained.produced if is_bad_record(r) and _in(r, epoch))
+        assert [
+            (m["topic"], m["partition"], m["start"], m["end"], m["records"]) for m in metrics["partitions"]
+        ] == [(r.topic, r.partition, r.start, r.end, r.record_count) for r in epoch.ranges]
+        assert metrics["bad_records"] == sum(
+            1 for r in drained.produced if is_bad_record(r) and _in(r, epoch)
+        )
         assert metrics["tombstones"] == sum(
             1 for r in drained.produced if r.value is None and r.key is not None and _in(r, epoch)
         )
@@ -280,7 +308,9 @@ def test_multi_epoch_drain_through_the_stream_dag_is_exact(drained: Drained) -> 
 
 
 def _in(record: ProducedRecord, epoch: Epoch) -> bool:
-    return any(r.tp == (record.topic, record.partition) and r.start <= record.offset < r.end for r in epoch.ranges)
+    return any(
+        r.tp == (record.topic, record.partition) and r.start <= record.offset < r.end for r in epoch.ranges
+    )
 
 
 def test_tombstones_leave_exact_rows(drained: Drained) -> None:
@@ -295,14 +325,49 @@ def test_tombstones_leave_exact_rows(drained: Drained) -> None:
 
 def test_dead_letters_are_exact_and_counted(drained: Drained) -> None:
     bad = sorted((r for r in drained.produced if is_bad_record(r)), key=lambda r: (r.partition, r.offset))
+    assert [r.value for r in bad if r.value is not None and r.value in BAD_REASONS] == [r.value for r in bad]
     assert len(bad) == 4
-    assert drained.dead_letters == [(r.topic, r.partition, r.offset, b64(r.key), b64(r.value), True) for r in bad]
+    rows = drained.dead_letters
+    assert [row[:5] for row in rows] == [
+        (r.topic, r.partition, r.offset, b64(r.key), b64(r.value)) for r in bad
+    ]
+    for row, record in zip(rows, bad, strict=True):
+        assert record.value is not None
+        assert row[5].startswith(BAD_REASONS[record.value]), row
+        assert row[6] == []  # produced without headers
+    # each is recorded by the epoch whose range holds it, and counted in that epoch's metrics
+    owner = {
+        (r.topic, r.partition, r.offset): next(e.epoch_id for e in drained.epochs if _in(r, e)) for r in bad
+    }
+    assert drained.dead_letter_epochs == owner
+    assert [(e.metrics or {})["bad_records"] for e in drained.epochs] == [
+        sum(1 for epoch_id in owner.values() if epoch_id == e.epoch_id) for e in drained.epochs
+    ]
     assert sum((e.metrics or {})["bad_records"] for e in drained.epochs) == 4
+
+
+def test_write_and_commit_task_instances_show_their_epoch(drained: Drained) -> None:
+    """The label the UI shows per task instance (rendered map index), stored by Airflow itself."""
+    db = sqlite3.connect(drained.pipe.runner.home / "airflow.db")
+    try:
+        for run_id, epoch in zip(drained.run_ids, drained.epochs, strict=True):
+            rows = db.execute(
+                "SELECT task_id, rendered_map_index FROM task_instance"
+                " WHERE dag_id = ? AND run_id = ? ORDER BY task_id",
+                (stream_dag_id(drained.pipe.spec.name), run_id),
+            ).fetchall()
+            ranges = " ".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in epoch.ranges)
+            label = f"epoch {epoch.epoch_id} stream, {epoch.record_count} records: {ranges}"
+            assert rows == [("commit", label), ("recover", None), ("reserve", None), ("write", label)]
+    finally:
+        db.close()
 
 
 def test_client_mode_keeps_secrets_off_every_command_line(drained: Drained) -> None:
     assert drained.pipe.spec.spark.deploy_mode == "client"
-    assert drained.scanner.spark_submits_seen, "the scanner never saw spark-submit: it did not overlap the write"
+    assert drained.scanner.spark_submits_seen, (
+        "the scanner never saw spark-submit: it did not overlap the write"
+    )
     assert drained.scanner.leaks == []
 
 
@@ -332,7 +397,9 @@ def test_committed_ranges_rerun_as_backfills_leave_hbase_identical(
     assert {(row, col) for row, cells in after.items() for col in cells} == {
         (row, col) for row, cells in before.items() for col in cells
     }
-    assert all(after[row][col][1] >= version for row, cells in before.items() for col, (_, version) in cells.items())
+    assert all(
+        after[row][col][1] >= version for row, cells in before.items() for col, (_, version) in cells.items()
+    )
 
     backfills = ledger.list_epochs(pipeline=spec.name, kind=EpochKind.BACKFILL, min_id=second.epoch_id)
     assert [(e.state, e.run_id, e.dag_id) for e in backfills] == [
@@ -366,7 +433,9 @@ def test_backfill_of_an_old_range_after_newer_updates_keeps_the_newer_values(
 
     after = timed_scan(hbase, spec.hbase_table)
     assert values_only(after) == values_only(latest)
-    assert all(after[row][col][1] >= version for row, cells in latest.items() for col, (_, version) in cells.items())
+    assert all(
+        after[row][col][1] >= version for row, cells in latest.items() for col, (_, version) in cells.items()
+    )
     backfill = ledger.list_epochs(pipeline=spec.name, kind=EpochKind.BACKFILL, newest_first=True, limit=1)[0]
     assert backfill.state == EpochState.COMMITTED
     assert ranges_of(backfill) == [(t, p, 0, old_end) for (t, p) in sorted(old_ends)]
@@ -394,7 +463,11 @@ def test_bad_record_under_fail_policy_fails_the_run_then_recovery_aborts_it(
     assert f"topic {pipe.topic} partition 0 offset {bad.offset}" in failed.log
     assert "bad record" in failed.log
     (epoch,) = ledger.list_epochs(pipeline=spec.name)
-    assert (epoch.state, epoch.run_id, ranges_of(epoch)) == (EpochState.RESERVED, failed.run_id, [(pipe.topic, 0, 0, 30)])
+    assert (epoch.state, epoch.run_id, ranges_of(epoch)) == (
+        EpochState.RESERVED,
+        failed.run_id,
+        [(pipe.topic, 0, 0, 30)],
+    )
     assert epoch.metrics is None
     assert kafka.committed_offsets(spec.group_id, [(pipe.topic, 0)]) == {(pipe.topic, 0): None}
     assert ledger.cursors(spec.name) == {(pipe.topic, 0): 0}
@@ -404,19 +477,25 @@ def test_bad_record_under_fail_policy_fails_the_run_then_recovery_aborts_it(
     run_id = run_ok(pipe, stream_dag_id(spec.name))
     aborted, committed = ledger.list_epochs(pipeline=spec.name)
     assert (aborted.epoch_id, aborted.state) == (epoch.epoch_id, EpochState.ABORTED)
+    assert ranges_of(aborted) == ranges_of(epoch)  # its range went to the next reservation
     assert (committed.state, committed.run_id, ranges_of(committed)) == (
         EpochState.COMMITTED,
         run_id,
         [(pipe.topic, 0, 0, 30)],
     )
     assert (committed.metrics or {})["bad_records"] == 1
-    assert dead_letter_rows(ledger, spec.name) == [(pipe.topic, 0, bad.offset, b64(b"k17"), b64(b"{broken"), True)]
+    (row,) = dead_letter_rows(ledger, spec.name)
+    assert row[:5] == (pipe.topic, 0, bad.offset, b64(b"k17"), b64(b"{broken"))
+    assert row[5].startswith("value is not valid JSON: ")
+    assert dead_letter_epochs(ledger, spec.name) == {(pipe.topic, 0, bad.offset): committed.epoch_id}
     report = verify_pipeline(pipe.spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
     assert report.problems == []
 
 
 # -- the fenced-out vote (the Spark application directly) ---------------------------------
-def _submit(stack: StackInfo, pipe: PipelineUnderTest, epoch_id: int, *extra: str) -> subprocess.CompletedProcess[str]:
+def _submit(
+    stack: StackInfo, pipe: PipelineUnderTest, epoch_id: int, *extra: str
+) -> subprocess.CompletedProcess[str]:
     argv = [
         str(Path(sys.executable).parent / "spark-submit"),
         "--master", "local[1]",
@@ -438,7 +517,9 @@ def test_fenced_out_write_exits_3_and_changes_nothing(
     kafka: EoKafkaHook,
 ) -> None:
     pipe = pipeline_factory(partitions=1)
-    produce_records(stack.kafka_bootstrap, pipe.topic, 1, iter([(f"k{i}".encode(), _put({"i": i})) for i in range(12)]))
+    produce_records(
+        stack.kafka_bootstrap, pipe.topic, 1, iter([(f"k{i}".encode(), _put({"i": i})) for i in range(12)])
+    )
     spec = pipe.spec
 
     # an epoch aborted before its writer runs
@@ -463,4 +544,3 @@ def test_fenced_out_write_exits_3_and_changes_nothing(
     assert ledger.cursors(spec.name) == {(pipe.topic, 0): 0}
     assert ledger.dead_letter_count(spec.name) == 0
     ledger.abort(current.epoch_id, "test: cleanup")
-

@@ -54,7 +54,6 @@ KAFKA_TEST_EXTRA = {
     "eo.timeout.ms": 4000,
     "socket.timeout.ms": 4000,
     "socket.connection.setup.timeout.ms": 4000,
-    "message.timeout.ms": 4000,
 }
 SIGKILLED = -signal.SIGKILL
 
@@ -141,6 +140,19 @@ class WriteProc:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def wait_for_output(self, text: str, timeout: float = 120) -> None:
+        """Wait until the application's log contains ``text`` (e.g. ``task start``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"spark-submit exited {self.proc.returncode} before {text!r}:\n{self.output()[-3000:]}"
+                )
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} not in the application's log after {timeout}s")
+
     def driver_pid(self, timeout: float = 60) -> int:
         """Pid of the Python driver (the child of spark-submit's JVM running app.py)."""
         deadline = time.monotonic() + timeout
@@ -155,9 +167,9 @@ class WriteProc:
                     continue
                 if "java" in Path(argv[0]).name or not any(a.endswith("app.py") for a in argv):
                     continue
-                if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(int(entry.name)) == (
-                    self.proc.pid
-                ):
+                if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(
+                    int(entry.name)
+                ) == (self.proc.pid):
                     return int(entry.name)
             time.sleep(0.2)
         raise AssertionError(f"no Spark driver process found for epoch {self.epoch_id}")
@@ -197,7 +209,11 @@ class Case:
     def env(self, faults: str | None = None, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("EO_FAULT")}
         env.update(self.stack.conn_env)
-        env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, EO_PIPELINES_FILE=str(self.pipelines_file))
+        env.update(
+            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_DRIVER_PYTHON=sys.executable,
+            EO_PIPELINES_FILE=str(self.pipelines_file),
+        )
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         if faults:
             env[FAULT_POINTS_ENV] = faults
@@ -208,7 +224,12 @@ class Case:
 
     def produce(self, count: int, seed: int) -> list[ProducedRecord]:
         """Produce ``count`` sample events (updates of few keys, tombstones, bad records)."""
-        new = produce_records(self.stack.bootstrap, self.spec.topics[0], self.partitions, sample_events(count, users=40, seed=seed))
+        new = produce_records(
+            self.stack.bootstrap,
+            self.spec.topics[0],
+            self.partitions,
+            sample_events(count, users=40, seed=seed),
+        )
         self.produced.extend(new)
         return new
 
@@ -222,11 +243,15 @@ class Case:
             return ledger.get_epoch(epoch_id)
 
     def recover(self, run_id: str) -> dict[str, Any]:
-        op = RecoverEpochsOperator(task_id="recover", pipeline=self.name, pipelines_file=str(self.pipelines_file))
+        op = RecoverEpochsOperator(
+            task_id="recover", pipeline=self.name, pipelines_file=str(self.pipelines_file)
+        )
         return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
 
     def reserve(self, run_id: str) -> dict[str, Any] | None:
-        op = ReserveEpochOperator(task_id="reserve", pipeline=self.name, pipelines_file=str(self.pipelines_file))
+        op = ReserveEpochOperator(
+            task_id="reserve", pipeline=self.name, pipelines_file=str(self.pipelines_file)
+        )
         try:
             return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
         except AirflowSkipException:
@@ -234,14 +259,23 @@ class Case:
 
     def commit(self, epoch_id: int, run_id: str = "commit") -> dict[str, Any]:
         op = CommitEpochOperator(
-            task_id="commit", pipeline=self.name, epoch_id=str(epoch_id), pipelines_file=str(self.pipelines_file)
+            task_id="commit",
+            pipeline=self.name,
+            epoch_id=str(epoch_id),
+            pipelines_file=str(self.pipelines_file),
         )
         return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
 
     # -- steps in child processes -----------------------------------------------------
 
     def step(
-        self, step: str, run_id: str, *, epoch_id: int | None = None, faults: str | None = None, timeout: float = 120
+        self,
+        step: str,
+        run_id: str,
+        *,
+        epoch_id: int | None = None,
+        faults: str | None = None,
+        timeout: float = 120,
     ) -> StepResult:
         """Run reserve/commit/recover in a child process (``timeout``: then SIGKILLed)."""
         argv = [sys.executable, "-m", "tests.faults.steps", step, "--pipeline", self.name]
@@ -249,7 +283,12 @@ class Case:
         if epoch_id is not None:
             argv += ["--epoch-id", str(epoch_id)]
         proc = subprocess.Popen(
-            argv, env=self.env(faults), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            env=self.env(faults),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             out, _ = proc.communicate(timeout=timeout)
@@ -268,19 +307,36 @@ class Case:
         self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str
     ) -> WriteProc:
         """spark-submit the application for ``epoch_id`` (returns at once)."""
-        argv = [SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(app_module.__file__)]
-        argv += ["--pipeline", self.name, "--epoch-id", str(epoch_id), "--pipelines-file", str(self.pipelines_file)]
+        argv = [
+            SPARK_SUBMIT,
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(app_module.__file__),
+        ]
+        argv += [
+            "--pipeline",
+            self.name,
+            "--epoch-id",
+            str(epoch_id),
+            "--pipelines-file",
+            str(self.pipelines_file),
+        ]
         if token:
             argv += ["--fencing-token", token]
         log_path = self.workdir / f"write-{epoch_id}-{uuid.uuid4().hex[:6]}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                argv, env=self.env(faults, **extra_env), cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                argv, env=self.env(faults, **extra_env), cwd=self.workdir, stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
         return WriteProc(proc, log_path, epoch_id)
 
-    def write(self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str) -> int:
+    def write(
+        self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str
+    ) -> int:
         """spark-submit and wait; returns the exit status."""
         return self.start_write(epoch_id, faults=faults, token=token, **extra_env).wait()
 
@@ -337,7 +393,11 @@ class Case:
         try:
             with self.ledger() as ledger:
                 return verify_pipeline(
-                    self.spec, self.produced if produced is None else produced, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase
+                    self.spec,
+                    self.produced if produced is None else produced,
+                    ledger=ledger,
+                    offsets=EoKafkaHook(),
+                    hbase=hbase,
                 )
         finally:
             hbase.close()

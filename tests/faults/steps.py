@@ -28,7 +28,9 @@ def context(dag_id: str, run_id: str) -> dict[str, Any]:
     return {"ti": SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id="t", try_number=1), "params": {}}
 
 
-def run_step(step: str, pipeline: str, pipelines_file: str, dag_id: str, run_id: str, epoch_id: int | None) -> Any:
+def run_step(
+    step: str, pipeline: str, pipelines_file: str, dag_id: str, run_id: str, epoch_id: int | None
+) -> Any:
     """Execute one step; returns its result (``{"skipped": True}`` for a skip)."""
     common: dict[str, Any] = {"pipeline": pipeline, "pipelines_file": pipelines_file}
     op: Any

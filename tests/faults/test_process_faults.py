@@ -17,7 +17,9 @@ from tests.faults.conftest import runner_for
 from tests.faults.harness import SIGKILLED, FaultStack, hang_env, new_case
 
 
-def test_spark_driver_sigkill_mid_write(fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
+def test_spark_driver_sigkill_mid_write(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
     report.update(order=1, fault="Spark driver (Python) SIGKILLed mid-write, after HBase rows appeared")
     case = new_case(fault_stack, tmp_path, "drvkill", records=200, cap=None, seed=34)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
@@ -29,7 +31,9 @@ def test_spark_driver_sigkill_mid_write(fault_stack: FaultStack, tmp_path: Path,
     assert case.epoch(epoch_id).state is EpochState.RESERVED
     partial_rows = case.hbase_row_count()
     assert partial_rows > 0
-    report["observed"] = f"spark-submit exit {rc}; epoch {epoch_id} RESERVED; {partial_rows} rows partially written"
+    report["observed"] = (
+        f"spark-submit exit {rc}; epoch {epoch_id} RESERVED; {partial_rows} rows partially written"
+    )
 
     epochs = case.drain()
     assert case.epoch(epoch_id).state is EpochState.ABORTED
@@ -39,7 +43,9 @@ def test_spark_driver_sigkill_mid_write(fault_stack: FaultStack, tmp_path: Path,
     report["verified"] = _verified(verification)
 
 
-def test_after_last_hbase_batch_before_vote(fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
+def test_after_last_hbase_batch_before_vote(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
     report.update(order=2, fault="Spark driver SIGKILLed after the last HBase batch, before the vote")
     case = new_case(fault_stack, tmp_path, "prevote", records=200, cap=None)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
@@ -48,7 +54,9 @@ def test_after_last_hbase_batch_before_vote(fault_stack: FaultStack, tmp_path: P
     epoch = case.epoch(epoch_id)
     assert epoch.state is EpochState.RESERVED
     assert sum(r.end - r.start for r in epoch.ranges) == 200
-    report["observed"] = f"spark-submit exit {rc}; epoch {epoch_id} RESERVED (all 200 records in HBase, not voted)"
+    report["observed"] = (
+        f"spark-submit exit {rc}; epoch {epoch_id} RESERVED (all 200 records in HBase, not voted)"
+    )
 
     epochs = case.drain()
     assert case.epoch(epoch_id).state is EpochState.ABORTED
@@ -80,7 +88,9 @@ def test_after_vote_before_commit(fault_stack: FaultStack, tmp_path: Path, repor
 def test_after_publishing_offsets_before_committed(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
-    report.update(order=4, fault="commit task SIGKILLed after publishing group offsets, before marking COMMITTED")
+    report.update(
+        order=4, fault="commit task SIGKILLed after publishing group offsets, before marking COMMITTED"
+    )
     case = new_case(fault_stack, tmp_path, "postpub", records=200, cap=120)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
     assert case.write(epoch_id) == 0
@@ -99,7 +109,9 @@ def test_after_publishing_offsets_before_committed(
     epochs = case.drain()
     verification = case.verify()
     assert verification.problems == []
-    report["recovery"] = f"direct: recover re-published the same offsets and COMMITTED; {epochs} epoch(s) drained"
+    report["recovery"] = (
+        f"direct: recover re-published the same offsets and COMMITTED; {epochs} epoch(s) drained"
+    )
     report["verified"] = _verified(verification)
 
 
@@ -120,7 +132,9 @@ def test_reserve_killed_after_insert(
     assert case.epoch(orphan.epoch_id).state is EpochState.ABORTED
     verification = case.verify()
     assert verification.problems == []
-    report["recovery"] = f"Airflow: {len(outcomes)} stream run(s); recover ABORTED orphan epoch {orphan.epoch_id}"
+    report["recovery"] = (
+        f"Airflow: {len(outcomes)} stream run(s); recover ABORTED orphan epoch {orphan.epoch_id}"
+    )
     report["verified"] = _verified(verification)
 
 
@@ -139,7 +153,11 @@ def test_task_cleared_and_rerun_while_epoch_open(
     epoch_a = int(first["epoch_id"])
     assert case.write(epoch_a, faults="spark.after_last_batch") != 0
     again = case.reserve("run-a")
-    assert again is not None and again["epoch_id"] == epoch_a and again["fencing_token"] == first["fencing_token"]
+    assert (
+        again is not None
+        and again["epoch_id"] == epoch_a
+        and again["fencing_token"] == first["fencing_token"]
+    )
     assert case.write(epoch_a, token=str(first["fencing_token"])) == 0
     case.commit(epoch_a, "run-a")
     # Whole run cleared: recover keeps the run's own epoch, reserve returns it.
@@ -167,6 +185,7 @@ def test_task_cleared_and_rerun_while_epoch_open(
 
 def _verified(v: Any) -> str:
     return (
-        f"ok: {v.records_produced} records, {v.hbase_rows} rows exact, {v.epochs_committed} committed epochs, "
+        f"ok: {v.records_produced} records, {v.hbase_rows} rows exact, "
+        f"{v.epochs_committed} committed epochs, "
         f"{v.dead_letters} dead letters, lag {v.lag}"
     )

@@ -17,7 +17,9 @@ from tests.faults.test_process_faults import _verified
 def test_hbase_gateway_kill9_and_restart_mid_write(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
-    report.update(order=6, fault="HBase Thrift gateway kill -9 and restart while the Spark tasks are mid-write")
+    report.update(
+        order=6, fault="HBase Thrift gateway kill -9 and restart while the Spark tasks are mid-write"
+    )
     case = new_case(fault_stack, tmp_path, "hbkill", records=200, cap=None)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
     release = tmp_path / "release-hbase"
@@ -29,13 +31,17 @@ def test_hbase_gateway_kill9_and_restart_mid_write(
     assert rc in (0, 4), proc.output()[-3000:]
     state = case.epoch(epoch_id).state
     assert state is (EpochState.WRITTEN if rc == 0 else EpochState.RESERVED)
-    report["observed"] = f"spark-submit exit {rc} ({'writer reconnected' if rc == 0 else 'task failed'}); epoch {state.value}"
+    report["observed"] = (
+        f"spark-submit exit {rc} ({'writer reconnected' if rc == 0 else 'task failed'}); epoch {state.value}"
+    )
     recovered = case.recover("recovery-run")
     epochs = case.drain()
     verification = case.verify()
     assert verification.problems == []
     assert fault_stack.healthy()
-    report["recovery"] = f"direct: recover {recovered['recommitted'] or recovered['aborted']}; {epochs} epoch(s) drained"
+    report["recovery"] = (
+        f"direct: recover {recovered['recommitted'] or recovered['aborted']}; {epochs} epoch(s) drained"
+    )
     report["verified"] = _verified(verification)
 
 
@@ -44,36 +50,34 @@ def test_postgres_restart_mid_epoch_each_phase(
 ) -> None:
     report.update(
         order=7,
-        fault="PostgreSQL kill -9 + restart (a) after reserve, (b) during the write, (c) after the vote, before commit",
+        fault="PostgreSQL kill -9 + restart (a) after reserve, (c) after the vote before commit, "
+        "(b) during the write",
     )
     case = new_case(fault_stack, tmp_path, "pgkill", records=240, cap=80)
     observed = []
     # (a) between reserve and write
     a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
     fault_stack.kill_and_restart("postgres")
-    rc_a = case.write(a)
-    observed.append(f"(a) write after restart exit {rc_a}")
-    if rc_a == 0:
-        case.commit(a, "run-a")
-    # (b) during the write: the driver's ledger connection dies before its vote
-    b_summary = case.reserve("run-b") if rc_a == 0 else None
-    if b_summary is not None:
-        b = int(b_summary["epoch_id"])
-        release = tmp_path / "release-pg"
-        proc = case.start_write(b, faults="spark.task.after_segment:hang", **hang_env(120, release))
-        case.wait_for_rows()
-        fault_stack.kill_and_restart("postgres")
-        release.touch()
-        rc_b = proc.wait()
-        assert rc_b in (0, 1, 4), proc.output()[-3000:]
-        observed.append(f"(b) exit {rc_b}, epoch {case.epoch(b).state.value}")
-        case.recover("run-b2")
+    assert case.write(a) == 0
+    case.commit(a, "run-a")
+    observed.append("(a) write after the restart voted, commit ok")
     # (c) WRITTEN, then PostgreSQL restarts before commit
     c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
     assert case.write(c) == 0
     fault_stack.kill_and_restart("postgres")
     assert case.epoch(c).state is EpochState.WRITTEN
-    observed.append("(c) epoch WRITTEN survived the restart")
+    assert case.recover("run-c2")["recommitted"] == [c]
+    observed.append("(c) WRITTEN survived the restart, recover re-committed it")
+    # (b) during the write: the driver's and tasks' ledger connections die before the vote
+    b = int(case.reserve("run-b")["epoch_id"])  # type: ignore[index]
+    release = tmp_path / "release-pg"
+    proc = case.start_write(b, faults="spark.task.after_segment:hang", **hang_env(120, release))
+    case.wait_for_rows()
+    fault_stack.kill_and_restart("postgres")
+    release.touch()
+    rc_b = proc.wait()
+    assert rc_b in (0, 1, 4), proc.output()[-3000:]
+    observed.append(f"(b) write exit {rc_b}, epoch {case.epoch(b).state.value}")
     report["observed"] = "; ".join(observed)
     epochs = case.drain()
     verification = case.verify()
@@ -88,7 +92,8 @@ def test_broker_stalled_during_reserve_write_commit(
 ) -> None:
     report.update(
         order=8,
-        fault="broker SIGSTOPped (longer than the 4 s client timeouts) during reserve, during the write, during commit",
+        fault="broker SIGSTOPped (longer than the 4 s client timeouts) during reserve, during the write, "
+        "during commit",
     )
     case = new_case(fault_stack, tmp_path, "stall", records=200, cap=100)
     observed = []
@@ -97,7 +102,9 @@ def test_broker_stalled_during_reserve_write_commit(
     assert step.returncode != 0
     with case.ledger() as ledger:
         assert ledger.open_epochs(case.name) == []
-    observed.append("reserve " + ("timed out" if step.timed_out else f"failed (exit {step.returncode})") + ", no epoch")
+    observed.append(
+        "reserve " + ("timed out" if step.timed_out else f"failed (exit {step.returncode})") + ", no epoch"
+    )
 
     epoch_w = int(case.reserve("run-w")["epoch_id"])  # type: ignore[index]
     release = tmp_path / "release-stall"
@@ -116,7 +123,9 @@ def test_broker_stalled_during_reserve_write_commit(
         commit = case.step("commit", "run-c", epoch_id=epoch_c, timeout=30)
     assert commit.returncode != 0
     assert case.epoch(epoch_c).state is EpochState.WRITTEN
-    observed.append("commit " + ("timed out (killed)" if commit.timed_out else f"failed (exit {commit.returncode})"))
+    observed.append(
+        "commit " + ("timed out (killed)" if commit.timed_out else f"failed (exit {commit.returncode})")
+    )
     observed.append(f"epoch {epoch_c} WRITTEN")
     report["observed"] = "; ".join(observed)
     epochs = case.drain()

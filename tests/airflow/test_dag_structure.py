@@ -1,0 +1,200 @@
+"""The DAG factory and template (no services): ids, tasks, order, schedule, the backfill form."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from airflow_provider_eo.config import PipelineConfigError
+from airflow_provider_eo.dags.factory import EPOCH_LABEL, RECOVERY_DAG_ID, build_dags
+from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
+from airflow_provider_eo.operators.commit import CommitEpochOperator
+from airflow_provider_eo.operators.recover import RecoverEpochsOperator
+from airflow_provider_eo.operators.release import ReleaseEpochOperator
+from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+from airflow_provider_eo.operators.write import WriteEpochOperator
+
+pytestmark = pytest.mark.airflow
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "dags" / "eo_pipelines.py"
+PIPELINES = {
+    "pipelines": [
+        {"name": "orders", "topics": ["orders"], "hbase": {"table": "orders"}, "schedule": "*/5 * * * *"},
+        {
+            "name": "clicks",
+            "topic_pattern": "clicks-.*",
+            "hbase": {"table": "clicks"},
+            "schedule": "@hourly",
+            "spark": {"deploy_mode": "cluster", "split_size": 10},
+        },
+        {"name": "manual", "topics": ["a", "b"], "hbase": {"table": "m"}},
+    ]
+}
+
+
+@pytest.fixture
+def pipelines_file(tmp_path: Path) -> Path:
+    path = tmp_path / "pipelines.yaml"
+    path.write_text(yaml.safe_dump(PIPELINES, sort_keys=False))
+    return path
+
+
+def _edges(dag: object) -> set[tuple[str, str]]:
+    tasks = dag.tasks  # type: ignore[attr-defined]
+    return {(task.task_id, down) for task in tasks for down in task.downstream_task_ids}
+
+
+def test_factory_builds_every_dag_with_its_tasks_and_order(pipelines_file: Path) -> None:
+    dags = build_dags(pipelines_file)
+    assert list(dags) == [
+        "eo_stream__orders",
+        "eo_backfill__orders",
+        "eo_stream__clicks",
+        "eo_backfill__clicks",
+        "eo_stream__manual",
+        "eo_backfill__manual",
+        RECOVERY_DAG_ID,
+    ]
+
+    stream = dags["eo_stream__orders"]
+    assert stream.max_active_runs == 1
+    assert stream.catchup is False
+    assert [type(t) for t in stream.tasks] == [
+        RecoverEpochsOperator,
+        ReserveEpochOperator,
+        WriteEpochOperator,
+        CommitEpochOperator,
+    ]
+    assert _edges(stream) == {("recover", "reserve"), ("reserve", "write"), ("write", "commit")}
+    recover = stream.get_task("recover")
+    assert isinstance(recover, RecoverEpochsOperator)
+    assert recover.kind == "stream"
+    write = stream.get_task("write")
+    assert isinstance(write, WriteEpochOperator)
+    assert write.epoch_id == "{{ ti.xcom_pull(task_ids='reserve')['epoch_id'] }}"
+    assert write.fencing_token == "{{ ti.xcom_pull(task_ids='reserve')['fencing_token'] }}"
+    assert str(pipelines_file.resolve()) == write.pipelines_file
+    assert write.map_index_template == EPOCH_LABEL
+    assert stream.get_task("commit").map_index_template == EPOCH_LABEL
+    for task in stream.tasks:
+        assert vars(task)["pipeline"] == "orders"
+
+    backfill = dags["eo_backfill__orders"]
+    assert [t.task_id for t in backfill.tasks] == ["reserve", "write", "commit", "release"]
+    assert isinstance(backfill.get_task("reserve"), ReserveBackfillEpochOperator)
+    assert isinstance(backfill.get_task("release"), ReleaseEpochOperator)
+    assert backfill.get_task("release").is_teardown
+    assert _edges(backfill) == {
+        ("reserve", "write"),
+        ("write", "commit"),
+        ("commit", "release"),
+        ("reserve", "release"),
+    }
+    assert backfill.schedule is None
+
+    recovery = dags[RECOVERY_DAG_ID]
+    assert recovery.max_active_runs == 1
+    assert sorted(t.task_id for t in recovery.tasks) == [
+        "recover__clicks",
+        "recover__manual",
+        "recover__orders",
+    ]
+    assert all(getattr(t, "kind", "x") is None for t in recovery.tasks)
+
+
+def test_schedules_and_spark_settings_come_from_the_yaml(pipelines_file: Path) -> None:
+    dags = build_dags(pipelines_file)
+    assert dags["eo_stream__orders"].schedule == "*/5 * * * *"
+    assert type(dags["eo_stream__orders"].timetable).__name__ == "CronTriggerTimetable"
+    assert dags["eo_stream__clicks"].schedule == "@hourly"
+    assert dags["eo_stream__manual"].schedule is None
+    assert type(dags["eo_stream__manual"].timetable).__name__ == "NullTimetable"
+    write = dags["eo_stream__clicks"].get_task("write")
+    assert isinstance(write, WriteEpochOperator)
+    assert write._deploy_mode == "cluster"
+    # only names and ids on the application's command line
+    assert write.application_args == ["--pipeline", "clicks", "--epoch-id", write.epoch_id]
+
+
+def test_backfill_trigger_form_params(pipelines_file: Path) -> None:
+    params = build_dags(pipelines_file)["eo_backfill__manual"].params
+    assert list(params) == [
+        "topics",
+        "partitions",
+        "start_offset",
+        "end_offset",
+        "start_time",
+        "end_time",
+    ]
+    titles = {name: params.get_param(name).schema["title"] for name in params}
+    assert titles == {
+        "topics": "Topics",
+        "partitions": "Partitions",
+        "start_offset": "Start offset",
+        "end_offset": "End offset",
+        "start_time": "Start time",
+        "end_time": "End time",
+    }
+    assert all(params.get_param(name).description for name in params)
+    assert "(a, b)" in str(params.get_param("topics").description)
+    assert params.dump() == {
+        "topics": [],
+        "partitions": [],
+        "start_offset": None,
+        "end_offset": None,
+        "start_time": None,
+        "end_time": None,
+    }
+    params.validate()  # the defaults are valid
+
+    def valid(name: str, value: object) -> bool:
+        try:
+            params.get_param(name).resolve(value)
+        except Exception:
+            return False
+        return True
+
+    assert valid("partitions", [0, 3]) and not valid("partitions", [-1]) and not valid("partitions", ["0"])
+    assert valid("topics", ["a"]) and not valid("topics", [""])
+    assert valid("start_offset", 0) and not valid("start_offset", -5) and not valid("start_offset", "10")
+    assert valid("end_offset", None) and valid("end_offset", 7)
+    schema = params.get_param("start_time").schema
+    jsonschema.validate("2024-01-01T00:00:00Z", schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(12, schema)
+
+
+def test_template_reads_the_file_named_by_the_environment(
+    pipelines_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EO_PIPELINES_FILE", str(pipelines_file))
+    namespace = runpy.run_path(str(TEMPLATE))
+    assert sorted(k for k in namespace if k.startswith("eo_")) == sorted(build_dags(pipelines_file))
+
+
+def test_invalid_pipelines_file_names_file_pipeline_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "pipelines": [
+                    {
+                        "name": "orders",
+                        "topics": ["o"],
+                        "hbase": {"table": "o"},
+                        "caps": {"max_records_total": 0},
+                    }
+                ]
+            }
+        )
+    )
+    with pytest.raises(PipelineConfigError) as raised:
+        build_dags(bad)
+    message = str(raised.value)
+    assert str(bad.resolve()) in message
+    assert "pipeline 'orders'" in message
+    assert "field 'caps.max_records_total'" in message
