@@ -58,9 +58,10 @@ KAFKA_TEST_EXTRA = {
 SIGKILLED = -signal.SIGKILL
 
 
-def kafka_conn_value(bootstrap: str) -> str:
-    """The suite's Kafka connection: the stack's broker with short client timeouts."""
-    return json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap, **KAFKA_TEST_EXTRA}})
+def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -> str:
+    """The suite's Kafka connection: the stack's broker with short client timeouts (+ ``more``)."""
+    extra = {"bootstrap.servers": bootstrap, **KAFKA_TEST_EXTRA, **(more or {})}
+    return json.dumps({"conn_type": "kafka", "extra": extra})
 
 
 class FaultStack:

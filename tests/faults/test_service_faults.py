@@ -107,14 +107,16 @@ def test_broker_stalled_during_reserve_write_commit(
     )
 
     epoch_w = int(case.reserve("run-w")["epoch_id"])  # type: ignore[index]
-    release = tmp_path / "release-stall"
-    proc = case.start_write(epoch_w, faults="spark.task.after_segment:hang", **hang_env(120, release))
-    case.wait_for_rows()
+    # The driver has planned the tasks; the broker stalls before they read (the range reader
+    # prefetches a whole small range, so a stall after the first segment would go unnoticed).
+    proc = case.start_write(epoch_w)
+    proc.wait_for_output("writing ranges=")
     with fault_stack.broker_stalled():
-        release.touch()
         rc = proc.wait(180)
-    assert rc in (0, 4), proc.output()[-3000:]
-    observed.append(f"write exit {rc}, epoch {case.epoch(epoch_w).state.value}")
+    assert rc == 4, proc.output()[-3000:]
+    assert "RangeReadError" in proc.output()
+    assert case.epoch(epoch_w).state is EpochState.RESERVED
+    observed.append(f"write exit {rc} (RangeReadError: no progress), epoch RESERVED")
     case.recover("run-w2")
 
     epoch_c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
