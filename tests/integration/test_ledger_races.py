@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -12,17 +11,10 @@ import pytest
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger, OpenEpochConflict
-from tests.conftest import StackInfo
-from tests.integration.ledger_support import FakeOffsetSource, assert_contiguous, fresh_database, make_spec
+from tests.integration.ledger_support import FakeOffsetSource, assert_contiguous, make_spec
 
 pytestmark = pytest.mark.integration
 ROUNDS = 50
-
-
-@pytest.fixture(scope="module")
-def ledger_dsn(stack: StackInfo) -> Iterator[str]:
-    with fresh_database(stack.ledger_dsn) as dsn:
-        yield dsn
 
 
 def source() -> FakeOffsetSource:

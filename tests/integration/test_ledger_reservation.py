@@ -8,7 +8,6 @@ against the real broker in ``test_ledger_broker.py``.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,29 +19,15 @@ from airflow_provider_eo.ledger import (
     Ledger,
     OpenEpochConflict,
 )
-from tests.conftest import StackInfo
 from tests.integration.ledger_support import (
     FakeOffsetSource,
     assert_contiguous,
-    fresh_database,
     make_spec,
     ranges_of,
     run_epoch,
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def ledger_dsn(stack: StackInfo) -> Iterator[str]:
-    with fresh_database(stack.ledger_dsn) as dsn:
-        yield dsn
-
-
-@pytest.fixture
-def ledger(ledger_dsn: str) -> Iterator[Ledger]:
-    with Ledger(ledger_dsn) as instance:
-        yield instance
 
 
 def pins(ledger: Ledger, pipeline: str) -> list[tuple[str, int, int, str]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg2
 import pytest
 
@@ -17,22 +15,9 @@ from airflow_provider_eo.ledger import (
     PartitionRange,
 )
 from airflow_provider_eo.ledger.models import Epoch
-from tests.conftest import StackInfo
-from tests.integration.ledger_support import FakeOffsetSource, fresh_database, make_spec
+from tests.integration.ledger_support import FakeOffsetSource, make_spec
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def ledger_dsn(stack: StackInfo) -> Iterator[str]:
-    with fresh_database(stack.ledger_dsn) as dsn:
-        yield dsn
-
-
-@pytest.fixture
-def ledger(ledger_dsn: str) -> Iterator[Ledger]:
-    with Ledger(ledger_dsn) as instance:
-        yield instance
 
 
 def reserved(ledger: Ledger) -> Epoch:
