@@ -8,16 +8,19 @@ names it (comma-separated entries ``name`` or ``name:action``). Actions:
 * ``hang``: the first time the point is reached in a process, sleep up to
   ``EO_FAULT_HANG_S`` seconds (default 600), or until the file named by
   ``EO_FAULT_RELEASE_FILE`` exists, so a test can act from outside (kill the driver,
-  restart a service, abort the epoch) while the process stands at a known point.
+  restart a service, abort the epoch) while the process stands at a known point. It
+  announces itself on stderr (``EO fault point <name>: hanging (pid N)``).
 
 Fault points in the product (each sits between two durable effects of the protocol):
 
 | Name | Where |
 |---|---|
+| ``reserve.in_transaction`` | the stream reservation transaction: epoch inserted, not yet committed |
 | ``reserve.after_insert`` | ReserveEpochOperator: the epoch is inserted, the task has not returned |
 | ``spark.task.after_segment`` | a Spark task (Python worker): after its first HBase segment |
 | ``spark.after_last_batch`` | the Spark driver: every HBase batch written, before the vote |
 | ``spark.after_vote`` | the Spark driver: voted WRITTEN, before the application exits |
+| ``commit.before_publish`` | commit path: the epoch read WRITTEN, group offsets not yet published |
 | ``commit.after_publish`` | commit path: group offsets published, before marking COMMITTED |
 
 Production never sets ``EO_FAULT_POINTS``; the check is one dictionary lookup.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -34,10 +38,12 @@ FAULT_POINTS_ENV = "EO_FAULT_POINTS"
 FAULT_HANG_ENV = "EO_FAULT_HANG_S"
 FAULT_RELEASE_ENV = "EO_FAULT_RELEASE_FILE"
 FAULT_POINT_NAMES = (
+    "reserve.in_transaction",
     "reserve.after_insert",
     "spark.task.after_segment",
     "spark.after_last_batch",
     "spark.after_vote",
+    "commit.before_publish",
     "commit.after_publish",
 )
 _hung: set[str] = set()
@@ -66,6 +72,7 @@ def fault_point(name: str) -> None:
     if action == "hang":
         if name not in _hung:
             _hung.add(name)
+            print(f"EO fault point {name}: hanging (pid {os.getpid()})", file=sys.stderr, flush=True)
             _hang(float(os.environ.get(FAULT_HANG_ENV, "600")), os.environ.get(FAULT_RELEASE_ENV))
         return
     os.kill(os.getpid(), signal.SIGKILL)

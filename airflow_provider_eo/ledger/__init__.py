@@ -10,6 +10,7 @@ from airflow_provider_eo.ledger.errors import (
     IllegalTransition,
     InvalidRanges,
     LedgerError,
+    LedgerUnavailable,
     OpenEpochConflict,
 )
 from airflow_provider_eo.ledger.ledger import Ledger
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidRanges",
     "Ledger",
     "LedgerError",
+    "LedgerUnavailable",
     "OffsetPublisher",
     "OffsetSource",
     "OpenEpochConflict",

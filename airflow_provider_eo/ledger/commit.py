@@ -46,6 +46,7 @@ def commit_epoch(ledger: Ledger, epoch_id: int, publisher: OffsetPublisher, grou
         hint = "the epoch has not been written yet" if epoch.state is EpochState.RESERVED else ""
         raise IllegalTransition(epoch_id, epoch.state.value, EpochState.COMMITTED.value, hint)
     published = epoch.end_offsets if epoch.kind is EpochKind.STREAM else {}
+    fault_point("commit.before_publish")
     if published:
         publisher.commit_offsets(group_id, published)
         fault_point("commit.after_publish")

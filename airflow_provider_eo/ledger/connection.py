@@ -8,20 +8,27 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg2
+from psycopg2.extensions import parse_dsn
 
+from airflow_provider_eo.ledger.errors import LedgerUnavailable
 from airflow_provider_eo.ledger.migrate import apply_migrations
+
+# Errors of the connection itself (server gone, restarted, unreachable), not of a statement.
+CONNECTION_ERRORS = (psycopg2.OperationalError, psycopg2.InterfaceError)
 
 
 class LedgerConnection:
     """Opens the connection on first use (autocommit off), applies pending migrations
     once if ``auto_migrate``, and hands out transactions one at a time (a lock
     serializes threads). A connection broken mid-transaction is dropped; the next
-    transaction reconnects."""
+    transaction reconnects. Connection failures raise :class:`LedgerUnavailable` naming
+    the server (never the password)."""
 
     def __init__(self, dsn: str | Callable[[], Any], *, auto_migrate: bool = True) -> None:
         self._connect: Callable[[], Any] = (lambda: psycopg2.connect(dsn)) if isinstance(dsn, str) else dsn
         self._conn: Any = None
         self._migrated = not auto_migrate
+        self._where = _server_of(dsn) if isinstance(dsn, str) else "the ledger connection"
         self.lock = threading.RLock()
 
     def close(self) -> None:
@@ -34,8 +41,14 @@ class LedgerConnection:
     def raw(self) -> Any:
         """The open psycopg2 connection (opened and migrated if needed); hold ``lock``."""
         if self._conn is None or self._conn.closed:
-            self._conn = self._connect()
+            try:
+                self._conn = self._connect()
+            except CONNECTION_ERRORS as exc:
+                raise LedgerUnavailable(self._where, _first_line(exc)) from exc
             self._conn.autocommit = False
+            dsn = getattr(self._conn, "dsn", None)
+            if isinstance(dsn, str):
+                self._where = _server_of(dsn)
         if not self._migrated:
             apply_migrations(self._conn)
             self._migrated = True
@@ -50,16 +63,39 @@ class LedgerConnection:
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        """A cursor in a fresh transaction: committed on success, rolled back on error."""
+        """A cursor in a fresh transaction: committed on success, rolled back on error.
+
+        Raises :class:`LedgerUnavailable` when the server cannot be reached or the
+        connection breaks (``outcome_unknown`` when it broke during the commit itself).
+        """
         with self.lock:
             conn = self.raw()
+            committing = False
             try:
                 with conn.cursor() as cur:
                     yield cur
+                committing = True
                 conn.commit()
-            except BaseException:
+            except BaseException as exc:
                 with suppress(psycopg2.Error):
                     conn.rollback()
                 if conn.closed:
                     self._conn = None
+                if isinstance(exc, CONNECTION_ERRORS):
+                    detail = _first_line(exc)
+                    raise LedgerUnavailable(self._where, detail, outcome_unknown=committing) from exc
                 raise
+
+
+def _server_of(dsn: str) -> str:
+    """``host:port/dbname`` of a libpq DSN or URI (no user, no password)."""
+    try:
+        params = parse_dsn(dsn)
+    except psycopg2.ProgrammingError:
+        return "the ledger connection"
+    return f"{params.get('host', 'localhost')}:{params.get('port', '5432')}/{params.get('dbname', '')}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -7,6 +7,25 @@ class LedgerError(Exception):
     """Base class of every ledger error."""
 
 
+class LedgerUnavailable(LedgerError):
+    """The ledger database could not be reached, or the connection broke mid-transaction.
+
+    ``outcome_unknown`` is True only when the connection broke while committing: the
+    transaction may or may not have been applied (every caller's step is idempotent
+    or re-checked by recovery). Otherwise the transaction was rolled back.
+    """
+
+    def __init__(self, where: str, detail: str, *, outcome_unknown: bool = False) -> None:
+        self.where = where
+        self.outcome_unknown = outcome_unknown
+        outcome = (
+            "the connection broke while committing: the transaction may or may not have been applied"
+            if outcome_unknown
+            else "nothing was changed"
+        )
+        super().__init__(f"epoch ledger unavailable at {where} ({outcome}): {detail}")
+
+
 class EpochNotFound(LedgerError):
     """No epoch with this id."""
 

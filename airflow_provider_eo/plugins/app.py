@@ -26,7 +26,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from airflow_provider_eo.ledger.errors import EpochNotFound
+from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable
 from airflow_provider_eo.ledger.ledger import Ledger
 from airflow_provider_eo.plugins import views
 from airflow_provider_eo.plugins.page import render_page
@@ -36,10 +36,6 @@ State = Literal["RESERVED", "WRITTEN", "COMMITTED", "ABORTED"]
 Kind = Literal["stream", "backfill"]
 log = logging.getLogger(__name__)
 Limit = Annotated[int, Query(ge=1, le=views.MAX_EPOCH_LIMIT)]
-
-
-class LedgerUnavailable(Exception):
-    """The ledger could not be opened (no connection defined, bad settings...)."""
 
 
 def _error(status: int, exc: Exception | str, kind: str | None = None) -> JSONResponse:
@@ -52,7 +48,7 @@ def _ledger(request: Request) -> Iterator[Ledger]:
     try:
         opened: Ledger = request.app.state.ledger_factory()
     except Exception as exc:  # e.g. the connection is not defined
-        raise LedgerUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        raise LedgerUnavailable("the ledger connection", f"{type(exc).__name__}: {exc}") from exc
     try:
         yield opened
     finally:
@@ -79,9 +75,10 @@ def create_app(ledger_factory: LedgerFactory, dependencies: Sequence[Any] = ()) 
         return _error(404, exc)
 
     @app.exception_handler(LedgerUnavailable)
-    @app.exception_handler(psycopg2.OperationalError)
+    @app.exception_handler(psycopg2.OperationalError)  # e.g. while migrating on first use
     def _unavailable(request: Request, exc: Exception) -> JSONResponse:
-        return _error(503, f"epoch ledger unavailable: {exc}".strip(), "LedgerUnavailable")
+        message = str(exc) if isinstance(exc, LedgerUnavailable) else f"epoch ledger unavailable: {exc}"
+        return _error(503, message.strip(), "LedgerUnavailable")
 
     @app.exception_handler(RequestValidationError)
     def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

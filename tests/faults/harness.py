@@ -183,6 +183,43 @@ class WriteProc:
             self.proc.wait(10)
 
 
+@dataclass
+class StepProc:
+    """A step (``tests.faults.steps``) running in a child process, output in ``log_path``."""
+
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_output(self, text: str, timeout: float = 120) -> None:
+        """Wait until the step's output contains ``text`` (e.g. a fault point's announcement)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"step exited {self.proc.returncode} before {text!r}:\n{self.output()[-3000:]}"
+                )
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} not in the step's output after {timeout}s")
+
+    def result(self, timeout: float = 120) -> StepResult:
+        """Wait (``timeout``: then SIGKILL the session); exit status, JSON result, output."""
+        try:
+            self.proc.wait(timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            timed_out = True
+        text = self.output()
+        result = json.loads(text.strip().splitlines()[-1]) if self.proc.returncode == 0 else None
+        return StepResult(self.proc.returncode, result, text, timed_out)
+
+
 def ctx(run_id: str, dag_id: str) -> dict[str, Any]:
     """The part of the Airflow context the operators read (a run Airflow does not know)."""
     return {"ti": SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id="t", try_number=1), "params": {}}
@@ -269,6 +306,28 @@ class Case:
 
     # -- steps in child processes -----------------------------------------------------
 
+    def start_step(
+        self,
+        step: str,
+        run_id: str,
+        *,
+        epoch_id: int | None = None,
+        faults: str | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> StepProc:
+        """Start reserve/commit/recover in a child process (own session; returns at once)."""
+        argv = [sys.executable, "-m", "tests.faults.steps", step, "--pipeline", self.name]
+        argv += ["--pipelines-file", str(self.pipelines_file), "--dag-id", self.dag_id, "--run-id", run_id]
+        if epoch_id is not None:
+            argv += ["--epoch-id", str(epoch_id)]
+        log_path = self.workdir / f"{step}-{run_id}-{uuid.uuid4().hex[:6]}.log"
+        with log_path.open("wb") as log:
+            env = self.env(faults, **(extra_env or {}))
+            proc = subprocess.Popen(
+                argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        return StepProc(proc, log_path)
+
     def step(
         self,
         step: str,
@@ -279,30 +338,7 @@ class Case:
         timeout: float = 120,
     ) -> StepResult:
         """Run reserve/commit/recover in a child process (``timeout``: then SIGKILLed)."""
-        argv = [sys.executable, "-m", "tests.faults.steps", step, "--pipeline", self.name]
-        argv += ["--pipelines-file", str(self.pipelines_file), "--dag-id", self.dag_id, "--run-id", run_id]
-        if epoch_id is not None:
-            argv += ["--epoch-id", str(epoch_id)]
-        proc = subprocess.Popen(
-            argv,
-            env=self.env(faults),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            timed_out = True
-        text = out.decode(errors="replace")
-        result = None
-        if proc.returncode == 0:
-            result = json.loads(text.strip().splitlines()[-1])
-        return StepResult(proc.returncode, result, text, timed_out)
+        return self.start_step(step, run_id, epoch_id=epoch_id, faults=faults).result(timeout)
 
     def start_write(
         self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str

@@ -137,3 +137,75 @@ def test_broker_stalled_during_reserve_write_commit(
     assert EoKafkaHook().committed_offsets(case.spec.group_id, list(case.ends())) == case.ends()
     report["recovery"] = f"direct: SIGCONT, recover re-committed/aborted, {epochs} epoch(s) drained"
     report["verified"] = _verified(verification)
+
+
+def test_postgres_restart_during_reserve_and_commit(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(
+        order=7,
+        fault="PostgreSQL kill -9 + restart while reserve holds its open transaction (epoch inserted, "
+        "not committed); while commit stands before publishing; after publishing, before COMMITTED",
+    )
+    case = new_case(fault_stack, tmp_path, "pgtx", records=240, cap=80)
+    observed = []
+
+    release = tmp_path / "release-reserve"
+    reserve = case.start_step(
+        "reserve", "run-r", faults="reserve.in_transaction:hang", extra_env=hang_env(120, release)
+    )
+    reserve.wait_for_output("EO fault point reserve.in_transaction: hanging")
+    with case.ledger() as ledger:
+        assert ledger.list_epochs(pipeline=case.name) == []  # inserted, but not visible: uncommitted
+    fault_stack.kill_and_restart("postgres")
+    release.touch()
+    failed = reserve.result(60)
+    assert failed.returncode == 1, failed.output[-3000:]
+    assert "LedgerUnavailable: epoch ledger unavailable at 127.0.0.1:" in failed.output, failed.output[-3000:]
+    assert "may or may not have been applied" in failed.output
+    with case.ledger() as ledger:
+        assert ledger.list_epochs(pipeline=case.name) == []
+        assert ledger.partition_pins(case.name) == {}  # the first pins died with the transaction
+    epoch_a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
+    assert [(r.partition, r.start) for r in case.epoch(epoch_a).ranges] == [(0, 0), (1, 0)]
+    observed.append(
+        "reserve: exit 1 LedgerUnavailable (commit outcome unknown), no epoch and no pins survived; "
+        f"the next reserve got epoch {epoch_a} from offset 0"
+    )
+
+    group = case.spec.group_id
+    for epoch_id, point in ((epoch_a, "commit.before_publish"), (None, "commit.after_publish")):
+        if epoch_id is None:
+            epoch_id = int(case.reserve(f"run-{point}")["epoch_id"])  # type: ignore[index]
+        assert case.write(epoch_id) == 0
+        release = tmp_path / f"release-{point}"
+        commit = case.start_step(
+            "commit",
+            f"run-{point}",
+            epoch_id=epoch_id,
+            faults=f"{point}:hang",
+            extra_env=hang_env(120, release),
+        )
+        commit.wait_for_output(f"EO fault point {point}: hanging")
+        fault_stack.kill_and_restart("postgres")
+        release.touch()
+        failed = commit.result(60)
+        assert failed.returncode == 1, failed.output[-3000:]
+        assert "LedgerUnavailable: epoch ledger unavailable at 127.0.0.1:" in failed.output
+        epoch = case.epoch(epoch_id)
+        assert epoch.state is EpochState.WRITTEN
+        published = EoKafkaHook().committed_offsets(group, list(epoch.end_offsets))
+        assert published == epoch.end_offsets  # published before the ledger call failed
+        assert case.recover(f"recover-{point}")["recommitted"] == [epoch_id]
+        assert case.epoch(epoch_id).state is EpochState.COMMITTED
+        observed.append(
+            f"commit at {point}: exit 1 LedgerUnavailable, epoch {epoch_id} WRITTEN with the group "
+            "already at its ends; recover re-committed it"
+        )
+    report["observed"] = "; ".join(observed)
+    epochs = case.drain()
+    verification = case.verify()
+    assert verification.problems == []
+    assert fault_stack.healthy()
+    report["recovery"] = f"direct: next reserve / recover re-commit; {epochs} epoch(s) drained"
+    report["verified"] = _verified(verification)

@@ -12,6 +12,7 @@ from airflow_provider_eo.ledger import (
     FencedOut,
     IllegalTransition,
     Ledger,
+    LedgerUnavailable,
     PartitionRange,
 )
 from airflow_provider_eo.ledger.models import Epoch
@@ -229,6 +230,6 @@ def test_broken_connection_is_replaced_on_the_next_call(ledger: Ledger, ledger_d
         killer.commit()
     finally:
         killer.close()
-    with pytest.raises(psycopg2.OperationalError):
+    with pytest.raises(LedgerUnavailable, match=r"epoch ledger unavailable at .*nothing was changed"):
         ledger.list_pipelines()
     assert spec.name in ledger.list_pipelines()
