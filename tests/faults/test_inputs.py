@@ -13,6 +13,7 @@ import pytest
 from airflow_provider_eo.dags.factory import backfill_dag_id
 from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import produce_records
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.faults.harness import Case, FaultStack, ctx, new_case
 from tests.faults.test_process_faults import _verified
@@ -112,3 +113,68 @@ def test_hostile_backfill_params_cannot_inject(
     report["observed"] = f"{type(raised.value).__name__}: {message[:160]}"
     report["recovery"] = "n/a"
     report["verified"] = "ledger rows and eo tables byte-identical before/after"
+
+
+TEMPLATE_INPUTS: list[tuple[bytes | None, bytes | None, str | None]] = [
+    (b"k1", b'{"user": "ann", "region": "eu", "clicks": 1}', None),
+    (b"k2", b'{"user": "bob", "clicks": 2}', "row key field 'region' is missing or null"),
+    (b"k3", b'{"user": null, "region": "us"}', "row key field 'user' is missing or null"),
+    (b"k1", None, "a delete (tombstone) cannot derive its row key from the row key template"),
+    (None, b'{"user": "ann", "region": "eu", "clicks": 5}', None),  # no Kafka key needed
+    (b"x", b'{"user": 7, "region": "us", "n": true}', None),
+]
+
+
+def test_template_row_key_without_its_fields_is_dead_lettered(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(
+        order=13,
+        fault='records without the row key fields of a "{user}:{region}" template: field missing, '
+        "field null, a tombstone (no fields to key it)",
+    )
+    case = new_case(
+        fault_stack,
+        tmp_path,
+        "tplkey",
+        partitions=1,
+        records=0,
+        cap=None,
+        mapping={"row_key": "{user}:{region}"},
+    )
+    produced = produce_records(
+        fault_stack.bootstrap, case.spec.topics[0], 1, iter([(k, v) for k, v, _ in TEMPLATE_INPUTS])
+    )
+    case.produced.extend(produced)
+    epochs = case.drain()
+    hbase = fault_stack.hbase()
+    try:
+        rows = dict(hbase.table(case.spec.hbase_table).scan())
+    finally:
+        hbase.close()
+    assert rows == {
+        b"ann:eu": {b"d:user": b"ann", b"d:region": b"eu", b"d:clicks": b"5"},
+        b"7:us": {b"d:user": b"7", b"d:region": b"us", b"d:n": b"true"},
+    }
+    with psycopg2.connect(fault_stack.ledger_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            'SELECT "partition", "offset", error FROM eo.dead_letters WHERE pipeline = %s ORDER BY 2',
+            (case.name,),
+        )
+        dead = cur.fetchall()
+    expected = [
+        (r.partition, r.offset) for r, (_, _, err) in zip(produced, TEMPLATE_INPUTS, strict=True) if err
+    ]
+    assert [(p, o) for p, o, _ in dead] == expected
+    for (_, _, error), (_, _, want) in zip(dead, [t for t in TEMPLATE_INPUTS if t[2]], strict=True):
+        assert want is not None and want in error, error
+    with case.ledger() as ledger:
+        assert ledger.cursors(case.name) == case.ends()
+        assert ledger.open_epochs(case.name) == []
+    assert EoKafkaHook().committed_offsets(case.spec.group_id, list(case.ends())) == case.ends()
+    report["observed"] = f"{len(dead)} dead letters with the exact reason, at the exact offsets"
+    report["recovery"] = f"none needed: {epochs} epoch(s), pipeline never stopped"
+    report["verified"] = (
+        f"ok: {len(produced)} records, 2 rows exact (keyed by the template), {len(dead)} dead letters, "
+        "group offsets == cursor == produced ends, lag 0"
+    )
