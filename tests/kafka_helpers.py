@@ -6,7 +6,10 @@ batch + 1), so producers here send exactly one record per batch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import socket
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -76,3 +79,33 @@ def consume_range(
     finally:
         consumer.close()
     return out
+
+
+@contextmanager
+def hang_up_listener() -> Iterator[str]:
+    """``host:port`` of a TCP listener that closes every connection on its first bytes,
+    as Apache Kafka's plaintext listener does with a TLS ClientHello (Tansu instead waits
+    for the rest of a frame, so a TLS client times out without a cause)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                with suppress(OSError):
+                    conn.recv(1024)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()

@@ -16,6 +16,7 @@ from airflow_provider_eo.config.specs import (
     SparkResources,
     SparkSpec,
     StartingSpec,
+    TimeoutsSpec,
 )
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "SparkResources",
     "SparkSpec",
     "StartingSpec",
+    "TimeoutsSpec",
     "load_pipelines",
     "parse_pipelines_text",
     "resolve_pipelines_file",

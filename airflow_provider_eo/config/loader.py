@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from airflow_provider_eo.config.errors import PipelineConfigError
-from airflow_provider_eo.config.parsing import NAME_RE, parse_pipeline
+from airflow_provider_eo.config.parsing import MAX_NAME_LENGTH, NAME_RE, parse_pipeline
 from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.specs import PipelineSpec
 
@@ -85,9 +85,14 @@ def _pipeline_name(top: Section, index: int, entry: object) -> str:
     name = entry.get("name")
     if name is None:
         top.fail(f"pipelines[{index}].name", "is required")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         top.fail(
             f"pipelines[{index}].name",
             f"must match {NAME_RE.pattern} (letters, digits, '_', '.', '-'), got {name!r}",
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        top.fail(
+            f"pipelines[{index}].name",
+            f"must be at most {MAX_NAME_LENGTH} characters (it is part of DAG ids), got {len(name)}",
         )
     return name

@@ -19,9 +19,20 @@ from airflow_provider_eo.config.specs import (
     SparkResources,
     SparkSpec,
     StartingSpec,
+    TimeoutsSpec,
 )
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: DAG ids ``eo_backfill__<name>`` must stay within Airflow's 250 characters.
+MAX_NAME_LENGTH = 200
+#: Kafka's rule for topic names (``org.apache.kafka.common.internals.Topic``).
+TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+#: HBase's rule for table names: ``[namespace:]qualifier`` (``TableName.isLegal*``).
+TABLE_RE = re.compile(r"^(?:[A-Za-z0-9_]+:)?[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: HBase's rule for column families: no ':', '/' or '\\', not starting with '.'.
+FAMILY_ILLEGAL = re.compile(r"^\.|[:/\\]")
+#: librdkafka's ``consume()`` takes at most 1M messages; a segment is one Thrift call.
+MAX_BATCH_SIZE = 1_000_000
 FUNCTION_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 MEMORY_RE = re.compile(r"^\d+[kmgtKMGT]?$")
 SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly",
@@ -35,7 +46,13 @@ def parse_pipeline(section: Section) -> PipelineSpec:
     topics, pattern = _parse_topics(section)
     hbase = section.child("hbase")
     table = hbase.string("table")
+    if not TABLE_RE.fullmatch(table):
+        rule = "[namespace:]name of letters, digits, '_', '.', '-'"
+        hbase.fail("table", f"must be an HBase table name ({rule}), got {table!r}")
     family = hbase.string("column_family", "d")
+    if FAMILY_ILLEGAL.search(family) or family == "recovered.edits":
+        rule = "no ':', '/' or '\\', not starting with '.'"
+        hbase.fail("column_family", f"must be an HBase column family name ({rule}), got {family!r}")
     hbase.finish()
     spec = PipelineSpec(
         name=name,
@@ -50,8 +67,9 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         bad_records=section.choice("bad_records", ("fail", "dead_letter"), "fail"),
         on_data_loss=section.choice("on_data_loss", ("fail", "record_gap"), "fail"),
         spark=_parse_spark(section.child("spark")),
+        timeouts=_parse_timeouts(section.child("timeouts")),
         schedule=_parse_schedule(section),
-        batch_size=section.integer("batch_size", 1000),
+        batch_size=section.integer("batch_size", 1000, maximum=MAX_BATCH_SIZE),
         source_file=section.file,
     )
     section.finish()
@@ -76,6 +94,11 @@ def _parse_topics(section: Section) -> tuple[tuple[str, ...], str | None]:
     for index, topic in enumerate(topics):
         if not isinstance(topic, str) or not topic.strip():
             section.fail(f"topics[{index}]", f"must be a non-empty string, got {topic!r}")
+        if not TOPIC_RE.fullmatch(topic) or topic in (".", ".."):
+            section.fail(
+                f"topics[{index}]",
+                f"must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got {topic!r}",
+            )
     if len(set(topics)) != len(topics):
         section.fail("topics", "lists a topic more than once")
     return tuple(topics), None
@@ -86,7 +109,7 @@ def _parse_mapping(section: Section) -> MappingSpec:
     if row_key != "kafka_key":
         _check_template(section, row_key)
     function = section.string("function", None)
-    if function is not None and not FUNCTION_RE.match(function):
+    if function is not None and not FUNCTION_RE.fullmatch(function):
         section.fail("function", f"must be an importable 'package.module:function' path, got {function!r}")
     spec = MappingSpec(
         row_key=row_key,
@@ -160,6 +183,22 @@ def _parse_caps(section: Section) -> CapsSpec:
     return spec
 
 
+def _parse_timeouts(section: Section) -> TimeoutsSpec:
+    defaults = TimeoutsSpec()
+    spec = TimeoutsSpec(
+        write_minutes=section.integer("write_minutes", defaults.write_minutes),
+        run_minutes=section.integer("run_minutes", defaults.run_minutes),
+    )
+    if spec.run_minutes <= spec.write_minutes:
+        section.fail(
+            "run_minutes",
+            f"must be greater than write_minutes ({spec.write_minutes}): a run includes its write, "
+            f"got {spec.run_minutes}",
+        )
+    section.finish()
+    return spec
+
+
 def _parse_spark(section: Section) -> SparkSpec:
     conf = section.raw("conf", {})
     if not isinstance(conf, dict):
@@ -197,7 +236,7 @@ def _memory(section: Section, key: str) -> str | None:
     value = section.raw(key, None)
     if value is None:
         return None
-    if not isinstance(value, str) or not MEMORY_RE.match(value):
+    if not isinstance(value, str) or not MEMORY_RE.fullmatch(value):
         section.fail(key, f"must be a JVM memory size such as '2g' or '512m', got {value!r}")
     return value
 
@@ -213,4 +252,19 @@ def _parse_schedule(section: Section) -> str | None:
             section.fail("schedule", f"unknown preset {value!r} (known: {', '.join(SCHEDULE_PRESETS)})")
     elif len(value.split()) not in (5, 6):
         section.fail("schedule", f"must be a cron expression with 5 fields or a preset, got {value!r}")
+    else:
+        _check_cron(section, value)
     return value
+
+
+def _check_cron(section: Section, value: str) -> None:
+    """Validate as Airflow's cron timetables do (croniter comes with Airflow; where it is
+    absent, e.g. on a Spark driver, the schedule is not used and not checked further)."""
+    try:
+        from croniter import croniter
+    except ImportError:
+        return
+    try:
+        croniter(value)
+    except ValueError as exc:
+        section.fail("schedule", f"is not a valid cron expression: {exc}")

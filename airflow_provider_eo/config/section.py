@@ -6,12 +6,15 @@ that no accessor asked for, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 from airflow_provider_eo.config.errors import PipelineConfigError
 
 _MISSING: Any = object()
+#: ISO control characters (newline, tab, NUL, ...): never part of a name, a path or an id.
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class Section:
@@ -49,21 +52,27 @@ class Section:
         return value
 
     def string(self, key: str, default: Any = _MISSING) -> Any:
-        """A non-empty string."""
+        """A non-empty string without control characters."""
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
         if not isinstance(value, str) or not value.strip():
             self.fail(key, f"must be a non-empty string, got {value!r}")
+        if CONTROL_CHARS.search(value):
+            self.fail(key, f"must not contain control characters (newline, tab, NUL...), got {value!r}")
         return value
 
-    def integer(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> Any:
-        """An integer ``>= minimum`` (booleans are rejected)."""
+    def integer(
+        self, key: str, default: Any = _MISSING, *, minimum: int = 1, maximum: int | None = None
+    ) -> Any:
+        """An integer ``>= minimum`` (and ``<= maximum`` if given; booleans are rejected)."""
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             self.fail(key, f"must be an integer >= {minimum}, got {value!r}")
+        if maximum is not None and value > maximum:
+            self.fail(key, f"must be an integer <= {maximum}, got {value!r}")
         return value
 
     def choice(self, key: str, choices: Iterable[str], default: Any = _MISSING) -> Any:

@@ -69,6 +69,18 @@ class CapsSpec:
 
 
 @dataclass(frozen=True)
+class TimeoutsSpec:
+    """Airflow time limits, so a hung write or a run nobody finishes never holds the
+    pipeline's open epoch forever: ``write_minutes`` is the write task's
+    ``execution_timeout`` (each try; spark-submit is killed, the retry reuses the epoch),
+    ``run_minutes`` the stream DAG's ``dagrun_timeout`` (the scheduler fails the run, the
+    next run's recovery aborts its epoch)."""
+
+    write_minutes: int = 60
+    run_minutes: int = 240
+
+
+@dataclass(frozen=True)
 class SparkResources:
     """Spark resource requests; ``None`` leaves Spark's own default."""
 
@@ -109,6 +121,7 @@ class PipelineSpec:
     bad_records: BadRecordPolicy = "fail"
     on_data_loss: DataLossPolicy = "fail"
     spark: SparkSpec = field(default_factory=SparkSpec)
+    timeouts: TimeoutsSpec = field(default_factory=TimeoutsSpec)
     schedule: str | None = None
     batch_size: int = 1000
     source_file: str | None = None

@@ -4,6 +4,9 @@ DAG ids (``<name>`` is the pipeline name):
 
 * ``eo_stream__<name>``: recover -> reserve -> write -> commit, on the pipeline's
   schedule, ``max_active_runs=1``;
+* both the stream and the backfill DAG bound the write task (``execution_timeout``) and
+  the run (``dagrun_timeout``) by the pipeline's ``timeouts``, so a hung Spark job or a
+  run whose worker died never holds an open epoch forever;
 * ``eo_backfill__<name>``: a historical range from the Trigger form, as a
   ``backfill`` epoch beside the stream (no cursor or group offsets move);
 * ``eo_recovery``: recovers every pipeline's open epochs (manual trigger).
@@ -81,6 +84,7 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
+        dagrun_timeout=timedelta(minutes=spec.timeouts.run_minutes),
         default_args=DEFAULT_ARGS,
         tags=["eo", "eo:stream", f"eo:{spec.name}"],
         doc_md=_doc(
@@ -95,6 +99,7 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             fencing_token=TOKEN_FROM.format(task="reserve"),
             spec=spec,
             map_index_template=EPOCH_LABEL,
+            execution_timeout=timedelta(minutes=spec.timeouts.write_minutes),
             **common,
         )
         commit = CommitEpochOperator(
@@ -117,6 +122,7 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=4,
+        dagrun_timeout=timedelta(minutes=spec.timeouts.run_minutes),
         params=backfill_params(spec),
         tags=["eo", "eo:backfill", f"eo:{spec.name}"],
         doc_md=_doc(
@@ -130,6 +136,7 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             fencing_token=TOKEN_FROM.format(task="reserve"),
             spec=spec,
             map_index_template=EPOCH_LABEL,
+            execution_timeout=timedelta(minutes=spec.timeouts.write_minutes),
             **common,
         )
         commit = CommitEpochOperator(

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
+from airflow_provider_eo.hooks.client_errors import ClientErrorLog
 from airflow_provider_eo.hooks.connections import connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
@@ -46,6 +47,7 @@ class EoKafkaHook(BaseHook):
         super().__init__()
         self.kafka_conn_id = kafka_conn_id
         self._settings: KafkaClientConfig | None = None
+        self._client_errors = ClientErrorLog()  # why a call failed (TLS, SASL, refused...)
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -60,11 +62,13 @@ class EoKafkaHook(BaseHook):
         return self._settings
 
     def _admin(self) -> AdminClient:
-        return AdminClient(dict(self.settings.config))
+        conf: dict[str, Any] = {**self.settings.config, "error_cb": self._client_errors}
+        return AdminClient(conf)
 
     @contextmanager
     def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
         conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
+        conf["error_cb"] = self._client_errors
         consumer = Consumer(conf)
         try:
             yield consumer
@@ -76,10 +80,12 @@ class EoKafkaHook(BaseHook):
         fully matches the regex ``pattern`` in the current cluster metadata. Internal
         topics (``__*``) never match the pattern. A named topic that does not exist, or
         a topic whose metadata carries an error, raises :class:`EoKafkaError`."""
+        admin = self._admin()
         try:
-            metadata = self._admin().list_topics(timeout=self.settings.timeout_s)
+            metadata = admin.list_topics(timeout=self.settings.timeout_s)
         except KafkaException as exc:
-            raise EoKafkaError(f"cannot list topics: {exc}") from exc
+            why = f"{exc}{self._client_errors.explain(admin)}"
+            raise EoKafkaError(f"Kafka connection {self.kafka_conn_id!r}: cannot list topics: {why}") from exc
         wanted = set(topics or ())
         missing = sorted(wanted - set(metadata.topics))
         if missing:
@@ -105,7 +111,8 @@ class EoKafkaHook(BaseHook):
                         TopicPartition(topic, partition), timeout=self.settings.timeout_s, cached=False
                     )
                 except KafkaException as exc:
-                    raise EoKafkaError(f"watermarks of {topic}[{partition}]: {exc}") from exc
+                    why = f"{exc}{self._client_errors.explain(consumer)}"
+                    raise EoKafkaError(f"watermarks of {topic}[{partition}]: {why}") from exc
                 result[(topic, partition)] = (int(low), int(high))
         return result
 
@@ -120,7 +127,8 @@ class EoKafkaHook(BaseHook):
             try:
                 answer = consumer.offsets_for_times(query, timeout=self.settings.timeout_s)
             except KafkaException as exc:
-                raise EoKafkaError(f"offsets for timestamp {ts_ms} of {list(tps)}: {exc}") from exc
+                why = f"{exc}{self._client_errors.explain(consumer)}"
+                raise EoKafkaError(f"offsets for timestamp {ts_ms} of {list(tps)}: {why}") from exc
         result: dict[TP, int] = {}
         ends: list[TP] = []
         for tp in answer:
@@ -145,7 +153,8 @@ class EoKafkaHook(BaseHook):
                     [TopicPartition(t, p) for t, p in tps], timeout=self.settings.timeout_s
                 )
             except KafkaException as exc:
-                raise EoKafkaError(f"committed offsets of group {group_id!r} for {list(tps)}: {exc}") from exc
+                why = f"{exc}{self._client_errors.explain(consumer)}"
+                raise EoKafkaError(f"committed offsets of group {group_id!r} for {list(tps)}: {why}") from exc
         result: dict[TP, int | None] = {}
         for tp in answer:
             if tp.error is not None:
@@ -179,7 +188,7 @@ class EoKafkaHook(BaseHook):
             )
             answer = futures[group_id].result(timeout=timeout + 1).topic_partitions or []
         except (KafkaException, FutureTimeout) as exc:
-            error = str(exc) or f"no answer within {timeout:g}s"
+            error = (str(exc) or f"no answer within {timeout:g}s") + self._client_errors.explain(admin)
         # Destroy the client now, not when a traceback cycle is collected: librdkafka 2.16
         # aborts the process if a timed-out request's late answer reaches a live handle.
         futures = None
@@ -198,10 +207,14 @@ class EoKafkaHook(BaseHook):
 
     def test_connection(self) -> tuple[bool, str]:
         """(True, summary) when cluster metadata can be read, else (False, error)."""
+        admin = self._admin()
         try:
-            metadata = self._admin().list_topics(timeout=self.settings.timeout_s)
+            metadata = admin.list_topics(timeout=self.settings.timeout_s)
         except Exception as exc:
-            return False, f"Kafka connection {self.kafka_conn_id!r} failed: {exc}"
+            return (
+                False,
+                f"Kafka connection {self.kafka_conn_id!r} failed: {exc}{self._client_errors.explain(admin)}",
+            )
         return True, f"Connected: {len(metadata.brokers)} broker(s), {len(metadata.topics)} topic(s)"
 
 

@@ -45,7 +45,7 @@ class EoLedgerHook(BaseHook):
         """A Ledger on this connection (the Ledger applies pending migrations on first use)."""
         from airflow_provider_eo.ledger import Ledger
 
-        return Ledger(self._dsn())
+        return Ledger(self._dsn(), conn_id=self.ledger_conn_id)
 
     def test_connection(self) -> tuple[bool, str]:
         """(True, server version and migration state) when PostgreSQL answers, else (False, error)."""

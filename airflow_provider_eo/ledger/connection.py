@@ -24,12 +24,19 @@ class LedgerConnection:
     transaction reconnects. Connection failures raise :class:`LedgerUnavailable` naming
     the server (never the password)."""
 
-    def __init__(self, dsn: str | Callable[[], Any], *, auto_migrate: bool = True) -> None:
+    def __init__(
+        self, dsn: str | Callable[[], Any], *, auto_migrate: bool = True, conn_id: str | None = None
+    ) -> None:
         self._connect: Callable[[], Any] = (lambda: psycopg2.connect(dsn)) if isinstance(dsn, str) else dsn
         self._conn: Any = None
         self._migrated = not auto_migrate
-        self._where = _server_of(dsn) if isinstance(dsn, str) else "the ledger connection"
+        self._conn_id = conn_id
+        self._where = self._describe(_server_of(dsn) if isinstance(dsn, str) else "the ledger connection")
         self.lock = threading.RLock()
+
+    def _describe(self, server: str) -> str:
+        """Where the ledger is, for messages: the server and, if known, the Airflow conn id."""
+        return f"{server} of connection {self._conn_id!r}" if self._conn_id else server
 
     def close(self) -> None:
         """Close the connection (the next transaction reopens one)."""
@@ -48,7 +55,7 @@ class LedgerConnection:
             self._conn.autocommit = False
             dsn = getattr(self._conn, "dsn", None)
             if isinstance(dsn, str):
-                self._where = _server_of(dsn)
+                self._where = self._describe(_server_of(dsn))
         if not self._migrated:
             apply_migrations(self._conn)
             self._migrated = True

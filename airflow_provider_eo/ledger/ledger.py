@@ -33,10 +33,13 @@ def _ranges_text(epoch: Epoch) -> str:
 
 
 class Ledger:
-    """The epoch ledger at ``dsn`` (a libpq DSN/URI) or from a connection factory."""
+    """The epoch ledger at ``dsn`` (a libpq DSN/URI) or from a connection factory;
+    ``conn_id`` (the Airflow connection it came from) is named in connection errors."""
 
-    def __init__(self, dsn: str | Callable[[], Any], *, auto_migrate: bool = True) -> None:
-        self._db = LedgerConnection(dsn, auto_migrate=auto_migrate)
+    def __init__(
+        self, dsn: str | Callable[[], Any], *, auto_migrate: bool = True, conn_id: str | None = None
+    ) -> None:
+        self._db = LedgerConnection(dsn, auto_migrate=auto_migrate, conn_id=conn_id)
         self._transaction = self._db.transaction
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.faults import fault_point
+from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.operators.common import epoch_summary, log_epoch, run_identity
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 
@@ -35,7 +36,10 @@ class ReserveEpochOperator(PipelineOperator):
         spec = self.pipeline_spec()
         dag_id, run_id = run_identity(context)
         with self.open_ledger() as ledger:
-            epoch = ledger.reserve_stream_epoch(spec, self.kafka_hook(), dag_id=dag_id, run_id=run_id)
+            try:
+                epoch = ledger.reserve_stream_epoch(spec, self.kafka_hook(), dag_id=dag_id, run_id=run_id)
+            except EoKafkaError as exc:  # name the pipeline: the hook only knows topics
+                raise EoKafkaError(f"pipeline {spec.name!r}: {exc}") from exc
         if epoch is None:
             self.log.info(
                 "no new data, no epoch opened pipeline=%s dag_id=%s run_id=%s", spec.name, dag_id, run_id

@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = f"pipeline={args.pipeline} epoch_id={args.epoch_id}"
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)
-        with Ledger(ledger_dsn_from_env(args.ledger_conn_id)) as ledger:
+        with Ledger(ledger_dsn_from_env(args.ledger_conn_id), conn_id=args.ledger_conn_id) as ledger:
             return int(
                 write_epoch(
                     ledger,

@@ -10,6 +10,8 @@ Contract of :func:`read_range`:
 * anything that prevents reaching ``end`` (partition EOF below ``end``, a
   non-retriable broker error, no progress for ``timeout_s``) raises
   :class:`RangeReadError` naming topic, partition, the offset reached and ``end``;
+  when no progress is made because the topic or partition no longer exists (deleted
+  after the reservation), the error says so;
 * streaming: records are fetched ``batch_size`` at a time; nothing else is kept;
 * no consumer-group side effects: the partition is assigned (no subscribe),
   under a throwaway group id, with auto commit and offset store disabled.
@@ -23,8 +25,9 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from airflow_provider_eo.hooks.client_errors import ClientErrorLog
 from airflow_provider_eo.spark.records import KafkaRecord, TaskRange
 
 log = logging.getLogger(__name__)
@@ -65,21 +68,25 @@ def read_range(
     """Yield the records of ``rng`` (see the module contract)."""
     if rng.start >= rng.end:
         return
-    consumer = Consumer(consumer_config(kafka_config))
+    client_errors = ClientErrorLog()
+    consumer = Consumer({**consumer_config(kafka_config), "error_cb": client_errors})
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
-        yield from _records(consumer, rng, batch_size, timeout_s)
+        yield from _records(consumer, rng, batch_size, timeout_s, client_errors)
     finally:
         consumer.close()
 
 
-def _records(consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: float) -> Iterator[KafkaRecord]:
+def _records(
+    consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: float, client_errors: ClientErrorLog
+) -> Iterator[KafkaRecord]:
     next_offset = rng.start  # every offset below this one has been handled
     last_progress = time.monotonic()
     while True:
         messages = _next_messages(consumer, batch_size, min(1.0, timeout_s))
         if not messages and time.monotonic() - last_progress > timeout_s:
-            raise _fail(rng, next_offset, f"no progress for {timeout_s:g} s (broker unreachable?)")
+            why = _no_progress_reason(consumer, rng, timeout_s) + client_errors.explain(consumer)
+            raise _fail(rng, next_offset, why)
         for msg in messages:
             err = msg.error()
             if err is not None:
@@ -102,6 +109,24 @@ def _records(consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: flo
                 continue
             next_offset = offset + 1
             yield _to_record(msg, offset)
+
+
+def _no_progress_reason(consumer: Consumer, rng: TaskRange, timeout_s: float) -> str:
+    """Why nothing arrived for ``timeout_s``: the topic or partition is gone (librdkafka
+    reports nothing for an assigned partition that does not exist), else the broker."""
+    waited = f"no progress for {timeout_s:g} s"
+    try:
+        topic = consumer.list_topics(rng.topic, timeout=timeout_s).topics.get(rng.topic)
+    except KafkaException:
+        topic = None
+    if topic is not None:
+        error = topic.error
+        if error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return f"{waited}: topic {rng.topic!r} does not exist (deleted after the reservation?)"
+        if error is None and rng.partition not in topic.partitions:
+            count = len(topic.partitions)
+            return f"{waited}: topic {rng.topic!r} has no partition {rng.partition} ({count} partitions)"
+    return f"{waited} (broker unreachable?)"
 
 
 def _next_messages(consumer: Consumer, batch_size: int, wait_s: float) -> list[Message]:

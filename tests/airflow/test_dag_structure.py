@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import runpy
+from datetime import timedelta
 from pathlib import Path
 
 import jsonschema
@@ -30,6 +31,7 @@ PIPELINES = {
             "hbase": {"table": "clicks"},
             "schedule": "@hourly",
             "spark": {"deploy_mode": "cluster", "split_size": 10},
+            "timeouts": {"write_minutes": 5, "run_minutes": 30},
         },
         {"name": "manual", "topics": ["a", "b"], "hbase": {"table": "m"}},
     ]
@@ -118,6 +120,18 @@ def test_schedules_and_spark_settings_come_from_the_yaml(pipelines_file: Path) -
     assert write._deploy_mode == "cluster"
     # only names and ids on the application's command line
     assert write.application_args == ["--pipeline", "clicks", "--epoch-id", write.epoch_id]
+
+
+def test_timeouts_bound_the_write_task_and_the_run(pipelines_file: Path) -> None:
+    """A hung write or an abandoned run never holds the pipeline's open epoch forever."""
+    dags = build_dags(pipelines_file)
+    for kind in ("stream", "backfill"):
+        clicks, manual = dags[f"eo_{kind}__clicks"], dags[f"eo_{kind}__manual"]
+        assert clicks.dagrun_timeout == timedelta(minutes=30)
+        assert clicks.get_task("write").execution_timeout == timedelta(minutes=5)
+        assert manual.dagrun_timeout == timedelta(minutes=240)  # the defaults
+        assert manual.get_task("write").execution_timeout == timedelta(minutes=60)
+        assert manual.get_task("commit").execution_timeout is None
 
 
 def test_backfill_trigger_form_params(pipelines_file: Path) -> None:

@@ -522,3 +522,112 @@ def hang_env(seconds: float, release_file: Path | None = None) -> dict[str, str]
     if release_file is not None:
         env[FAULT_RELEASE_ENV] = str(release_file)
     return env
+
+
+# -- bad input and bad configuration (tests/faults/test_bad_config.py) -------------------
+
+#: Every ``eo`` table of the ledger and the columns its rows are ordered by.
+LEDGER_TABLES: dict[str, str] = {
+    "pipelines": "1",
+    "partitions": "1, 2, 3",
+    "epochs": "1",
+    "epoch_ranges": "1, 2, 3",
+    "gaps": "1, 2, 3, 4",
+    "dead_letters": "1, 2, 3, 4",
+}
+
+
+def ledger_snapshot(dsn: str, *, exclude_pipeline: str | None = None) -> dict[str, list[Any]]:
+    """Every row of every ``eo`` table (and the table list), to prove a step changed nothing.
+
+    ``exclude_pipeline``: leave that pipeline's rows out (its own progress may change).
+    Applies pending migrations first (a fresh stack has no ``eo`` tables yet)."""
+    import psycopg2
+
+    with Ledger(dsn) as ledger:
+        ledger.migrate()
+    snapshot: dict[str, list[Any]] = {}
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        for table, order in LEDGER_TABLES.items():
+            if table == "epoch_ranges":
+                where = (
+                    "WHERE epoch_id IN (SELECT epoch_id FROM eo.epochs WHERE pipeline IS DISTINCT FROM %s)"
+                )
+            else:
+                where = "WHERE " + ("name" if table == "pipelines" else "pipeline") + " IS DISTINCT FROM %s"
+            cur.execute(f"SELECT * FROM eo.{table} {where} ORDER BY {order}", (exclude_pipeline,))
+            snapshot[table] = [
+                tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in cur.fetchall()
+            ]
+        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'eo' ORDER BY 1")
+        snapshot["tables"] = [row[0] for row in cur.fetchall()]
+    conn.close()
+    return snapshot
+
+
+def create_topic(stack: FaultStack, topic: str, partitions: int) -> None:
+    """Create ``topic``, retrying while the broker still finishes deleting a namesake."""
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap})
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def delete_topic(stack: FaultStack, topic: str) -> None:
+    """Delete ``topic`` and wait until the broker's metadata no longer lists it."""
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap})
+    admin.delete_topics([topic])[topic].result(15)
+    deadline = time.monotonic() + 30
+    while topic in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"topic {topic} still listed after its deletion"
+        time.sleep(0.2)
+
+
+def produce_to(case: Case, topic: str, count: int, seed: int, *, partitions: int) -> list[ProducedRecord]:
+    """Produce ``count`` sample events to ``topic`` (a topic of a pattern pipeline) and add
+    them to ``case.produced``. Keys are prefixed with the topic, so topics never share an
+    HBase row (the oracle orders records per partition, not across topics)."""
+    events = (
+        (f"{topic}/".encode() + (key or b""), value)
+        for key, value in sample_events(count, users=40, seed=seed)
+    )
+    new = produce_records(case.stack.bootstrap, topic, partitions, events)
+    case.produced.extend(new)
+    return new
+
+
+def new_pattern_case(
+    stack: FaultStack, workdir: Path, tag: str, *, partitions: int = 2, **options: Any
+) -> tuple[Case, str]:
+    """A fresh pipeline ``f_<tag>_<uid>`` declared with ``topic_pattern: <prefix>-.*`` and
+    its first matching topic ``<prefix>-a`` (no records yet); returns (case, prefix)."""
+    uid = uuid.uuid4().hex[:6]
+    name = f"f_{tag}_{uid}"
+    prefix = f"eo-fault-{tag}-{uid}"
+    entry: dict[str, Any] = {
+        "name": name,
+        "topic_pattern": f"{prefix}-.*",
+        "group_id": f"g-{name}",
+        "hbase": {"table": name, "column_family": "d"},
+        "bad_records": "dead_letter",
+        "batch_size": 25,
+        "spark": {"split_size": 1000, "conf": {"spark.ui.enabled": "false"}},
+        **options,
+    }
+    workdir.mkdir(parents=True, exist_ok=True)
+    pipelines_file = workdir / f"{name}.yaml"
+    pipelines_file.write_text(yaml.safe_dump({"pipelines": [entry]}))
+    spec = load_pipelines(pipelines_file)[name]
+    create_topic(stack, f"{prefix}-a", partitions)
+    hbase = stack.hbase()
+    try:
+        hbase.create_table(spec.hbase_table, {"d": {}})
+    finally:
+        hbase.close()
+    return Case(stack, spec, pipelines_file, workdir, partitions=partitions), prefix

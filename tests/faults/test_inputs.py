@@ -15,7 +15,7 @@ from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import produce_records
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
-from tests.faults.harness import Case, FaultStack, ctx, new_case
+from tests.faults.harness import Case, FaultStack, ctx, ledger_snapshot, new_case
 from tests.faults.test_process_faults import _verified
 
 MAX_RECORD_BYTES = 2000
@@ -84,23 +84,13 @@ HOSTILE_PARAMS: list[dict[str, Any]] = [
 ]
 
 
-def _ledger_snapshot(dsn: str) -> list[Any]:
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute("SELECT epoch_id, pipeline, kind, state, fencing_token FROM eo.epochs ORDER BY epoch_id")
-        epochs = cur.fetchall()
-        cur.execute("SELECT * FROM eo.epoch_ranges ORDER BY 1, 2, 3")
-        ranges = cur.fetchall()
-        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'eo' ORDER BY 1")
-        return [epochs, ranges, cur.fetchall()]
-
-
 @pytest.mark.parametrize("params", HOSTILE_PARAMS, ids=[str(i) for i in range(len(HOSTILE_PARAMS))])
 def test_hostile_backfill_params_cannot_inject(
     fault_stack: FaultStack, tmp_path: Path, params: dict[str, Any], report: dict[str, Any]
 ) -> None:
     report.update(order=14, fault=f"hostile backfill Params {json.dumps(params)}")
     case = new_case(fault_stack, tmp_path, "hostile", records=20, cap=None)
-    before = _ledger_snapshot(fault_stack.ledger_dsn)
+    before = ledger_snapshot(fault_stack.ledger_dsn)
     op = ReserveBackfillEpochOperator(
         task_id="reserve", pipeline=case.name, pipelines_file=str(case.pipelines_file)
     )
@@ -109,7 +99,7 @@ def test_hostile_backfill_params_cannot_inject(
         op.execute(context)
     message = str(raised.value)
     assert message and ("param" in message or "topic" in message or "partition" in message), message
-    assert _ledger_snapshot(fault_stack.ledger_dsn) == before
+    assert ledger_snapshot(fault_stack.ledger_dsn) == before
     report["observed"] = f"{type(raised.value).__name__}: {message[:160]}"
     report["recovery"] = "n/a"
     report["verified"] = "ledger rows and eo tables byte-identical before/after"

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.hooks.kafka import EoKafkaError, EoKafkaHook
 from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource
-from tests.kafka_helpers import produce
+from tests.kafka_helpers import hang_up_listener, produce
 
 pytestmark = pytest.mark.integration
 
@@ -100,6 +100,24 @@ def test_test_connection(hook: EoKafkaHook, monkeypatch: pytest.MonkeyPatch) -> 
     ok, message = EoKafkaHook(kafka_conn_id="eo_kafka_down").test_connection()
     assert not ok
     assert "eo_kafka_down" in message
+
+
+def test_tls_settings_reach_librdkafka_and_its_failure_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TLS connection to a plaintext listener: every call fails naming the handshake."""
+    with hang_up_listener() as plaintext:
+        extra = {"bootstrap.servers": plaintext, "security.protocol": "SSL", "eo.timeout.ms": 3000}
+        monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA_SSL", json.dumps({"conn_type": "kafka", "extra": extra}))
+        tls = EoKafkaHook(kafka_conn_id="eo_kafka_ssl")
+        with pytest.raises(EoKafkaError) as listing:
+            tls.list_partitions(None, ".*")
+        with pytest.raises(EoKafkaError) as committing:
+            tls.commit_offsets("g-tls", {("t", 0): 1})
+        ok, message = tls.test_connection()
+    assert str(listing.value).startswith("Kafka connection 'eo_kafka_ssl': cannot list topics: ")
+    assert str(committing.value).startswith("commit to group 'g-tls' of t[0]=1: ")
+    for text in (str(listing.value), str(committing.value), message):
+        assert "(client errors: " in text and "SSL handshake failed" in text, text
+    assert not ok
 
 
 def test_settings_pass_librdkafka_options_and_strip_ours(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from airflow_provider_eo.devstack.ports import find_free_port
 from airflow_provider_eo.spark.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.records import TaskRange
 from tests.conftest import StackInfo
-from tests.kafka_helpers import ONE_RECORD_PER_BATCH, produce
+from tests.kafka_helpers import ONE_RECORD_PER_BATCH, hang_up_listener, produce
 
 pytestmark = pytest.mark.integration
 
@@ -73,10 +73,21 @@ def test_unreachable_broker_is_a_clear_error_after_the_timeout() -> None:
     config = {"bootstrap.servers": f"127.0.0.1:{find_free_port()}"}
     with pytest.raises(RangeReadError) as info:
         list(read_range(config, TaskRange("nowhere", 3, 4, 8), timeout_s=2))
-    assert str(info.value) == (
+    message = str(info.value)
+    assert message.startswith(
         "cannot read nowhere partition 3 up to end offset 8: reached offset 4 (range [4, 8)): "
-        "no progress for 2 s (broker unreachable?)"
-    )
+        "no progress for 2 s (broker unreachable?) (client errors: "
+    ), message
+    assert "Connection refused" in message, message
+
+
+def test_tls_to_a_plaintext_listener_names_the_handshake_failure() -> None:
+    with hang_up_listener() as plaintext, pytest.raises(RangeReadError) as info:
+        config = {"bootstrap.servers": plaintext, "security.protocol": "SSL"}
+        list(read_range(config, TaskRange("t", 0, 0, 4), timeout_s=2))
+    message = str(info.value)
+    assert message.startswith("cannot read t partition 0 up to end offset 4: reached offset 0"), message
+    assert "(client errors: " in message and "SSL handshake failed" in message, message
 
 
 def test_transaction_markers_leave_offset_gaps_and_the_read_still_ends_at_end(

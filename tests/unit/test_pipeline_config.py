@@ -141,7 +141,7 @@ def test_timestamp_forms(timestamp: Any, expected_ms: int) -> None:
 
 PIPELINE_KEYS = (
     "bad_records, batch_size, caps, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
-    "starting, topic_pattern, topics"
+    "starting, timeouts, topic_pattern, topics"
 )
 P = "p.yaml: pipeline 'orders': "
 
@@ -197,11 +197,24 @@ INVALID_PIPELINES = [
     (document(spark__resources__num_executors=-1), P + "field 'spark.resources.num_executors': must be an integer >= 1, got -1"),
     (document(spark__resources__gpus=1), P + "field 'spark.resources.gpus': unknown key (allowed here: driver_cores, driver_memory, executor_cores, executor_memory, num_executors)"),
     (document(spark__split_size=0), P + "field 'spark.split_size': must be an integer >= 1, got 0"),
+    (document(timeouts__write_minutes=0), P + "field 'timeouts.write_minutes': must be an integer >= 1, got 0"),
+    (document(timeouts__write_minutes=300), P + "field 'timeouts.run_minutes': must be greater than write_minutes (300): a run includes its write, got 240"),
+    (document(timeouts__seconds=5), P + "field 'timeouts.seconds': unknown key (allowed here: run_minutes, write_minutes)"),
     (document(spark__jars=["a.jar"]), P + "field 'spark.jars': unknown key (allowed here: conf, deploy_mode, master, resources, split_size)"),
     (document(schedule="@sometimes"), P + "field 'schedule': unknown preset '@sometimes' (known: @once, @continuous, @hourly, @daily, @weekly, @monthly, @quarterly, @yearly, @annually)"),
     (document(schedule="every day"), P + "field 'schedule': must be a cron expression with 5 fields or a preset, got 'every day'"),
     (document(schedule=5), P + "field 'schedule': must be a cron expression, a preset or null, got 5"),
     (document(batch_size="10"), P + "field 'batch_size': must be an integer >= 1, got '10'"),
+    (document(batch_size=1_000_001), P + "field 'batch_size': must be an integer <= 1000000, got 1000001"),
+    (document(schedule="99 99 * * *"), P + "field 'schedule': is not a valid cron expression: [99 99 * * *] is not acceptable, out of range"),
+    (document(topics=["a b"]), P + "field 'topics[0]': must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got 'a b'"),
+    (document(topics=["t\n"]), P + "field 'topics[0]': must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got 't\\n'"),
+    (document(topics=[".."]), P + "field 'topics[0]': must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got '..'"),
+    (document(hbase__table="a/b"), P + "field 'hbase.table': must be an HBase table name ([namespace:]name of letters, digits, '_', '.', '-'), got 'a/b'"),
+    (document(hbase__column_family=".d"), P + "field 'hbase.column_family': must be an HBase column family name (no ':', '/' or '\\', not starting with '.'), got '.d'"),
+    (document(hbase__column_family="d:x"), P + "field 'hbase.column_family': must be an HBase column family name (no ':', '/' or '\\', not starting with '.'), got 'd:x'"),
+    (document(group_id="g\tx"), P + "field 'group_id': must not contain control characters (newline, tab, NUL...), got 'g\\tx'"),
+    (document(spark__resources__driver_memory="2g\n"), P + "field 'spark.resources.driver_memory': must be a JVM memory size such as '2g' or '512m', got '2g\\n'"),
 ]  # fmt: skip
 
 INVALID_FILES = [
@@ -215,6 +228,14 @@ INVALID_FILES = [
     (
         "pipelines: [{name: 'bad name'}]\n",
         "p.yaml: field 'pipelines[0].name': must match ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ (letters, digits, '_', '.', '-'), got 'bad name'",
+    ),
+    (
+        "pipelines: [{name: \"orders\\n\"}]\n",
+        "p.yaml: field 'pipelines[0].name': must match ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ (letters, digits, '_', '.', '-'), got 'orders\\n'",
+    ),
+    (
+        yaml.safe_dump({"pipelines": [{**BASE, "name": "n" * 201}]}),
+        "p.yaml: field 'pipelines[0].name': must be at most 200 characters (it is part of DAG ids), got 201",
     ),
     (
         yaml.safe_dump({"pipelines": [BASE, BASE]}),
