@@ -17,7 +17,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.spark import app as spark_app
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.conftest import StackInfo
+from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 
@@ -138,51 +138,6 @@ def b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
 
-class CommandLineScanner:
-    """Polls every process's /proc/<pid>/cmdline for secret strings while active, and records
-    the spark-submit processes (launcher or JVM) whose command line names ``marker``."""
-
-    def __init__(self, secrets: list[str], marker: str) -> None:
-        self.secrets = [s.encode() for s in secrets if s]
-        self.marker = marker.encode()
-        self.leaks: list[str] = []
-        self.spark_submits_seen: set[int] = set()
-        self.scans = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self) -> CommandLineScanner:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        own = os.getpid()
-        while not self._stop.is_set():
-            self.scans += 1
-            for entry in Path("/proc").iterdir():
-                if not entry.name.isdigit() or int(entry.name) == own:
-                    continue
-                try:
-                    cmdline = (entry / "cmdline").read_bytes()
-                except OSError:
-                    continue
-                if self.marker in cmdline and (b"SparkSubmit" in cmdline or b"spark-submit" in cmdline):
-                    self.spark_submits_seen.add(int(entry.name))
-                for secret in self.secrets:
-                    if secret in cmdline:
-                        shown = (
-                            cmdline.replace(b"\0", b" ")
-                            .decode(errors="replace")
-                            .replace(secret.decode(), "<SECRET>")
-                        )
-                        self.leaks.append(f"pid {entry.name}: {shown[:300]}")
-            self._stop.wait(0.02)
-
-
 def secrets_of(stack: StackInfo) -> list[str]:
     """The ledger password and every full connection value handed to the write task."""
     password = urlsplit(stack.ledger_dsn).password
@@ -247,7 +202,8 @@ def drained(
     cap = (max(ends.values()) + 1) // 2  # exactly two epochs drain the largest partition
     pipe = pipe.redeclare(caps={"max_records_per_partition": cap})
 
-    with CommandLineScanner(secrets_of(stack), marker=f"--pipeline\0{pipe.spec.name}\0") as scanner:
+    watch = f"--pipeline\0{pipe.spec.name}\0"
+    with CommandLineScanner(secrets_of(stack), watch, watch_any_of=SPARK_SUBMIT, interval=0.02) as scanner:
         run_ids = [run_ok(pipe, stream_dag_id(pipe.spec.name)) for _ in range(2)]
     spec = pipe.spec
     report = verify_pipeline(spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
@@ -365,9 +321,7 @@ def test_write_and_commit_task_instances_show_their_epoch(drained: Drained) -> N
 
 def test_client_mode_keeps_secrets_off_every_command_line(drained: Drained) -> None:
     assert drained.pipe.spec.spark.deploy_mode == "client"
-    assert drained.scanner.spark_submits_seen, (
-        "the scanner never saw spark-submit: it did not overlap the write"
-    )
+    assert drained.scanner.watched, "the scanner never saw spark-submit: it did not overlap the write"
     assert drained.scanner.leaks == []
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import happybase
 import yaml
@@ -125,11 +125,38 @@ class StepResult:
 
 
 @dataclass
-class WriteProc:
-    """A running ``spark-submit`` of the application (own session, so it can be reaped)."""
+class LoggedProcess:
+    """A child process (own session) whose stdout and stderr go to ``log_path``."""
+
+    kind: ClassVar[str] = "process"  # names the process in failure messages
 
     proc: subprocess.Popen[bytes]
     log_path: Path
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_output(self, text: str, timeout: float = 120) -> None:
+        """Wait until the output contains ``text`` (e.g. ``task start``, a fault point's
+        announcement); AssertionError if the process exits first or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"{self.kind} exited {self.proc.returncode} before {text!r}:\n{self.output()[-3000:]}"
+                )
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} not in the {self.kind}'s output after {timeout}s")
+
+
+@dataclass
+class WriteProc(LoggedProcess):
+    """A running ``spark-submit`` of the application (own session, so it can be reaped)."""
+
+    kind: ClassVar[str] = "spark-submit"
+
     epoch_id: int
 
     def wait(self, timeout: float = 240) -> int:
@@ -137,22 +164,6 @@ class WriteProc:
             return self.proc.wait(timeout)
         finally:
             self.cleanup()
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_for_output(self, text: str, timeout: float = 120) -> None:
-        """Wait until the application's log contains ``text`` (e.g. ``task start``)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in self.output():
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"spark-submit exited {self.proc.returncode} before {text!r}:\n{self.output()[-3000:]}"
-                )
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} not in the application's log after {timeout}s")
 
     def driver_pid(self, timeout: float = 60) -> int:
         """Pid of the Python driver (the child of spark-submit's JVM running app.py)."""
@@ -164,14 +175,14 @@ class WriteProc:
                     continue
                 try:
                     argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-                except OSError:
+                    if "java" in Path(argv[0]).name or not any(a.endswith("app.py") for a in argv):
+                        continue
+                    if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(
+                        int(entry.name)
+                    ) == (self.proc.pid):
+                        return int(entry.name)
+                except OSError:  # the process exited while we looked at it
                     continue
-                if "java" in Path(argv[0]).name or not any(a.endswith("app.py") for a in argv):
-                    continue
-                if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(
-                    int(entry.name)
-                ) == (self.proc.pid):
-                    return int(entry.name)
             time.sleep(0.2)
         raise AssertionError(f"no Spark driver process found for epoch {self.epoch_id}")
 
@@ -184,27 +195,10 @@ class WriteProc:
 
 
 @dataclass
-class StepProc:
+class StepProc(LoggedProcess):
     """A step (``tests.faults.steps``) running in a child process, output in ``log_path``."""
 
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_for_output(self, text: str, timeout: float = 120) -> None:
-        """Wait until the step's output contains ``text`` (e.g. a fault point's announcement)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in self.output():
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"step exited {self.proc.returncode} before {text!r}:\n{self.output()[-3000:]}"
-                )
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} not in the step's output after {timeout}s")
+    kind: ClassVar[str] = "step"
 
     def result(self, timeout: float = 120) -> StepResult:
         """Wait (``timeout``: then SIGKILL the session); exit status, JSON result, output."""
@@ -456,6 +450,37 @@ class Case:
         raise AssertionError(f"no HBase rows in {self.spec.hbase_table} after {timeout}s")
 
 
+def pipeline_entry(name: str, **options: Any) -> dict[str, Any]:
+    """A ``pipelines:`` entry as the suite declares it: ``name``, its own group and HBase table
+    (family ``d``), dead-lettering, batches of 25, one Spark split, no Spark UI; ``options``
+    add the source (``topics``/``topic_pattern``) and replace or add any other setting."""
+    return {
+        "name": name,
+        "group_id": f"g-{name}",
+        "hbase": {"table": name, "column_family": "d"},
+        "bad_records": "dead_letter",
+        "batch_size": 25,
+        "spark": {"split_size": 1000, "conf": {"spark.ui.enabled": "false"}},
+        **options,
+    }
+
+
+def declare_pipeline(stack: FaultStack, workdir: Path, entry: Mapping[str, Any]) -> tuple[PipelineSpec, Path]:
+    """Write ``entry`` as ``<workdir>/<name>.yaml``, load it and create its HBase table (family
+    ``d``); returns (spec, pipelines file). Its topics are the caller's to create."""
+    name = entry["name"]
+    workdir.mkdir(parents=True, exist_ok=True)
+    pipelines_file = workdir / f"{name}.yaml"
+    pipelines_file.write_text(yaml.safe_dump({"pipelines": [dict(entry)]}))
+    spec = load_pipelines(pipelines_file)[name]
+    hbase = stack.hbase()
+    try:
+        hbase.create_table(spec.hbase_table, {"d": {}})
+    finally:
+        hbase.close()
+    return spec, pipelines_file
+
+
 def new_case(
     stack: FaultStack,
     workdir: Path,
@@ -472,29 +497,12 @@ def new_case(
     uid = uuid.uuid4().hex[:6]
     name = f"f_{tag}_{uid}"
     topic = f"eo-fault-{tag}-{uid}"
-    entry: dict[str, Any] = {
-        "name": name,
-        "topics": [topic],
-        "group_id": f"g-{name}",
-        "hbase": {"table": name, "column_family": "d"},
-        "bad_records": "dead_letter",
-        "batch_size": batch_size,
-        "spark": {"split_size": 1000, "conf": {"spark.ui.enabled": "false"}},
-        **options,
-    }
+    entry = pipeline_entry(name, batch_size=batch_size, **{"topics": [topic], **options})
     if cap is not None:
         entry["caps"] = {"max_records_total": cap}
-    workdir.mkdir(parents=True, exist_ok=True)
-    pipelines_file = workdir / f"{name}.yaml"
-    pipelines_file.write_text(yaml.safe_dump({"pipelines": [entry]}))
-    spec = load_pipelines(pipelines_file)[name]
+    spec, pipelines_file = declare_pipeline(stack, workdir, entry)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    hbase = stack.hbase()
-    try:
-        hbase.create_table(spec.hbase_table, {"d": {}})
-    finally:
-        hbase.close()
     case = Case(stack, spec, pipelines_file, workdir, partitions=partitions)
     if records:
         case.produce(records, seed)
@@ -610,24 +618,7 @@ def new_pattern_case(
     uid = uuid.uuid4().hex[:6]
     name = f"f_{tag}_{uid}"
     prefix = f"eo-fault-{tag}-{uid}"
-    entry: dict[str, Any] = {
-        "name": name,
-        "topic_pattern": f"{prefix}-.*",
-        "group_id": f"g-{name}",
-        "hbase": {"table": name, "column_family": "d"},
-        "bad_records": "dead_letter",
-        "batch_size": 25,
-        "spark": {"split_size": 1000, "conf": {"spark.ui.enabled": "false"}},
-        **options,
-    }
-    workdir.mkdir(parents=True, exist_ok=True)
-    pipelines_file = workdir / f"{name}.yaml"
-    pipelines_file.write_text(yaml.safe_dump({"pipelines": [entry]}))
-    spec = load_pipelines(pipelines_file)[name]
+    entry = pipeline_entry(name, **{"topic_pattern": f"{prefix}-.*", **options})
+    spec, pipelines_file = declare_pipeline(stack, workdir, entry)
     create_topic(stack, f"{prefix}-a", partitions)
-    hbase = stack.hbase()
-    try:
-        hbase.create_table(spec.hbase_table, {"d": {}})
-    finally:
-        hbase.close()
     return Case(stack, spec, pipelines_file, workdir, partitions=partitions), prefix

@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from cryptography import x509
@@ -48,13 +47,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from airflow_provider_eo.config import load_pipelines
 from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import partition_for, sample_events
 from airflow_provider_eo.devstack.broker import BrokerService
 from airflow_provider_eo.devstack.ports import LOOPBACK, find_free_port
 from airflow_provider_eo.devstack.process import start_process, stop_process_group, wait_until_healthy
-from tests.faults.harness import KAFKA_TEST_EXTRA, Case, FaultStack
+from tests.faults.harness import KAFKA_TEST_EXTRA, Case, FaultStack, declare_pipeline, pipeline_entry
 
 # -- a throwaway PKI ---------------------------------------------------------------------
 
@@ -546,26 +544,9 @@ def new_secure_case(
     uid = uuid.uuid4().hex[:6]
     name = f"f_{tag}_{uid}"
     topic = f"eo-sec-{tag}-{uid}"
-    entry: dict[str, Any] = {
-        "name": name,
-        "topics": [topic],
-        "group_id": f"g-{name}",
-        "hbase": {"table": name, "column_family": "d"},
-        "bad_records": "dead_letter",
-        "batch_size": 25,
-        "spark": {"split_size": 1000, "conf": {"spark.ui.enabled": "false"}},
-    }
-    workdir.mkdir(parents=True, exist_ok=True)
-    pipelines_file = workdir / f"{name}.yaml"
-    pipelines_file.write_text(yaml.safe_dump({"pipelines": [entry]}))
-    spec = load_pipelines(pipelines_file)[name]
+    spec, pipelines_file = declare_pipeline(stack, workdir, pipeline_entry(name, topics=[topic]))
     admin = AdminClient(dict(stack.kafka.client_config))
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    hbase = stack.hbase()
-    try:
-        hbase.create_table(spec.hbase_table, {"d": {}})
-    finally:
-        hbase.close()
     case = Case(stack, spec, pipelines_file, workdir, partitions=partitions)
     case.produced.extend(produce(stack.kafka.client_config, topic, partitions, records, seed))
     return case
@@ -597,46 +578,3 @@ def stderr_of_this_process() -> Iterator[Callable[[], str]]:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
-
-
-class CommandLineScanner:
-    """While active, polls every process's ``/proc/<pid>/cmdline`` for the secret strings and
-    counts the scans that saw a process whose command line contains ``watch`` (e.g. a
-    spark-submit of the pipeline), to prove the scanner overlapped the steps."""
-
-    def __init__(self, secrets_: list[str], watch: str) -> None:
-        self.secrets = sorted({s.encode() for s in secrets_ if s})
-        self.watch = watch.encode()
-        self.leaks: list[str] = []
-        self.scans = 0
-        self.watched: set[int] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="cmdline-scanner", daemon=True)
-
-    def __enter__(self) -> CommandLineScanner:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        own = os.getpid()
-        while not self._stop.is_set():
-            self.scans += 1
-            for entry in Path("/proc").iterdir():
-                if not entry.name.isdigit() or int(entry.name) == own:
-                    continue
-                try:
-                    cmdline = (entry / "cmdline").read_bytes()
-                except OSError:
-                    continue
-                if self.watch in cmdline:
-                    self.watched.add(int(entry.name))
-                for secret in self.secrets:
-                    if secret in cmdline:
-                        self.leaks.append(
-                            f"pid {entry.name}: {len(cmdline)}-byte command line holds a secret"
-                        )
-            self._stop.wait(0.05)

@@ -40,7 +40,6 @@ from airflow_provider_eo.spark.driver import ExitCode
 from tests.conftest import new_stack_dir
 from tests.faults.harness import Case, FaultStack, WriteProc, restore_env, set_env
 from tests.faults.secure_kafka import (
-    CommandLineScanner,
     Pki,
     SecureStack,
     kafka_conn_json,
@@ -51,6 +50,7 @@ from tests.faults.secure_kafka import (
     secure_kafka,
     stderr_of_this_process,
 )
+from tests.process_scan import CommandLineScanner
 
 CERT_FAILED = "SSL routines::certificate verify failed"
 SASL_FAILED = (

@@ -36,9 +36,11 @@ def eo_stack(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([EO_STACK, *args], capture_output=True, text=True, timeout=180, check=False)
 
 
-def processes_referencing(path: Path) -> list[int]:
-    """Pids whose command line or working directory lies under ``path``."""
-    found = []
+def processes_referencing(path: Path) -> dict[int, str]:
+    """Pid -> command line (NULs as spaces, read once at scan time) of every process whose
+    command line or working directory lies under ``path``. A process that exits while the
+    scan runs is skipped, so callers never re-read a pid that may be gone."""
+    found: dict[int, str] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -48,7 +50,7 @@ def processes_referencing(path: Path) -> list[int]:
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
         if str(path) in cmdline or cwd.startswith(str(path)):
-            found.append(int(entry.name))
+            found[int(entry.name)] = cmdline
     return found
 
 
@@ -135,8 +137,10 @@ def test_password_never_appears_in_command_lines_logs_or_status(state_dir: Path)
     password = (state_dir / "secrets" / "ledger_password").read_text().strip()
     assert len(password) >= 24
     assert oct((state_dir / "secrets" / "ledger_password").stat().st_mode & 0o777) == "0o600"
-    for pid in processes_referencing(state_dir):
-        assert password not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    referencing = processes_referencing(state_dir)
+    assert referencing, "no process of the stack was found to check"
+    for pid, cmdline in referencing.items():
+        assert password not in cmdline, f"pid {pid}'s command line holds the ledger password"
     for log in (state_dir / "logs").iterdir():
         assert password not in log.read_text(errors="replace"), log
     assert password not in eo_stack("up", "--state-dir", str(state_dir)).stdout
@@ -180,7 +184,7 @@ def test_busy_port_fails_naming_port_and_service_and_starts_nothing() -> None:
     try:
         assert result.returncode == 1
         assert f"cannot start broker: port {port} on 127.0.0.1 is already in use" in result.stderr
-        assert processes_referencing(other_dir) == []
+        assert processes_referencing(other_dir) == {}
         assert list((other_dir / "pids").iterdir()) == []
     finally:
         shutil.rmtree(other_dir, ignore_errors=True)
@@ -198,7 +202,7 @@ def test_missing_postgres_binaries_fail_with_a_clear_error_and_start_nothing(tmp
             f"postgres: initdb and postgres not found in EO_PG_BIN_DIR={tmp_path / 'no-such-bin'}"
             in result.stderr
         )
-        assert processes_referencing(other_dir) == []
+        assert processes_referencing(other_dir) == {}
     finally:
         shutil.rmtree(other_dir, ignore_errors=True)
 
@@ -206,10 +210,10 @@ def test_missing_postgres_binaries_fail_with_a_clear_error_and_start_nothing(tmp
 def test_down_leaves_no_process_behind(state_dir: Path) -> None:
     pids = [int(s["pid"]) for s in status(state_dir).values() if s["pid"] is not None]  # type: ignore[call-overload]
     assert len(pids) >= 2
-    assert processes_referencing(state_dir) != []
+    assert processes_referencing(state_dir) != {}
     result = eo_stack("down", "--state-dir", str(state_dir))
     assert result.returncode == 0, result.stderr
     assert [pid for pid in pids if Path(f"/proc/{pid}").exists() and group_members(pid)] == []
     assert all(group_members(pid) == [] for pid in pids)
-    assert processes_referencing(state_dir) == []
+    assert processes_referencing(state_dir) == {}
     assert {s["state"] for s in status(state_dir).values()} <= {"stopped", "unavailable"}
