@@ -63,6 +63,17 @@ PR_SET_CHILD_SUBREAPER = 36
 HANGING_RE = re.compile(r"EO fault point spark\.task\.after_segment: hanging \(pid (\d+)\)")
 
 
+def _run_on_server(stack: FaultStack, statement: str) -> None:
+    """Run one statement outside a transaction (CREATE/DROP DATABASE) on the ledger's server."""
+    admin = psycopg2.connect(_database_url(stack.ledger_dsn, "postgres"))
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cur:
+            cur.execute(statement)
+    finally:
+        admin.close()
+
+
 def _database_url(dsn: str, database: str, scheme: str | None = None) -> str:
     parts = urlsplit(dsn)
     return urlunsplit(parts._replace(path=f"/{database}", scheme=scheme or parts.scheme))
@@ -91,13 +102,7 @@ class PostgresAirflow:
     def create(cls, stack: FaultStack, home: Path) -> PostgresAirflow:
         """Create the database and the DAG folder, and migrate (``airflow db migrate``)."""
         database = f"airflow_meta_{uuid.uuid4().hex[:8]}"
-        admin = psycopg2.connect(_database_url(stack.ledger_dsn, "postgres"))
-        admin.autocommit = True
-        try:
-            with admin.cursor() as cur:
-                cur.execute(f'CREATE DATABASE "{database}"')
-        finally:
-            admin.close()
+        _run_on_server(stack, f'CREATE DATABASE "{database}"')
         airflow = cls(stack, home, database)
         airflow.dags_folder.mkdir(parents=True, exist_ok=True)
         (airflow.dags_folder / "eo_fault_dags.py").write_text(DAG_FILE.format(delay=RETRY_DELAY_S))
@@ -108,13 +113,7 @@ class PostgresAirflow:
 
     def drop(self) -> None:
         """Drop the metadata database (connections still open are terminated)."""
-        admin = psycopg2.connect(_database_url(self.stack.ledger_dsn, "postgres"))
-        admin.autocommit = True
-        try:
-            with admin.cursor() as cur:
-                cur.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
-        finally:
-            admin.close()
+        _run_on_server(self.stack, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
 
     def runner(self, case: Case, extra_env: Mapping[str, str] | None = None) -> AirflowRunner:
         """``airflow dags test`` for ``case``'s DAGs on this home (``extra_env`` e.g. fault points)."""
