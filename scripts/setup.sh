@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # One-command, idempotent setup of a development machine (Debian, Python 3.11):
-#   - OS packages when missing: Java 17 runtime (Spark), PostgreSQL server (ledger), python3-venv
+#   - OS packages when missing: a JDK 17 (Kafka, HBase, Spark), Maven (resolves Kafka and
+#     HBase from Maven Central), PostgreSQL server (ledger), python3-venv
 #   - .venv in the repository root, the package editable with dev extras, pinned by constraints.txt
+#   - Apache Kafka and Apache HBase jars, pinned by the poms under
+#     airflow_provider_eo/devstack/jvm/, copied into ~/.cache/airflow-provider-eo/jvm
 # Re-installs Python packages only when pyproject.toml or constraints.txt changed since the
-# last install (hash stamp in .venv), so a second run takes seconds and changes nothing.
+# last install (hash stamp in .venv), and runs Maven only when a pom changed, so a second
+# run takes seconds, changes nothing and needs no network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +16,9 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 STAMP=.venv/.eo-install-stamp
 
 missing=()
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+java_major="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1 || true)"
+if [ -z "$java_major" ] || [ "$java_major" -lt 17 ]; then missing+=(openjdk-17-jdk-headless); fi
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
   missing+=(python3-venv)
@@ -46,6 +52,9 @@ fi
 # The editable install keeps its metadata in .venv; an in-tree egg-info left by a
 # build would make Python (run from the repo root) see the package twice.
 rm -rf airflow_provider_eo.egg-info
+
+# Apache Kafka and Apache HBase from Maven Central (a no-op once cached).
+.venv/bin/python -m airflow_provider_eo.devstack.jvm_artifacts
 
 expected="${pyspark_pin:-$(grep -E '^pyspark==' constraints.txt)}"
 actual="pyspark==$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')"

@@ -1,9 +1,10 @@
 """``eo-stack up|down|status|env [--state-dir DIR]``: the local stack from the shell.
 
 State dir: ``--state-dir``, else ``$EO_STACK_STATE_DIR``, else ``.eo-state`` in the
-current directory. Ports: ``--postgres-port/--kafka-port/--hbase-port`` or
-``EO_STACK_POSTGRES_PORT/EO_STACK_KAFKA_PORT/EO_STACK_HBASE_PORT``, free ones otherwise.
-Only ``env`` prints secrets (the ledger DSN).
+current directory. Client ports: ``--postgres-port/--kafka-port/--hbase-port`` (the
+HBase Thrift server) or ``EO_STACK_POSTGRES_PORT/EO_STACK_KAFKA_PORT/EO_STACK_HBASE_PORT``,
+free ones otherwise; internal ports (Kafka's controller, HBase's master, region server and
+ZooKeeper) are always chosen freely. Only ``env`` prints secrets (the ledger DSN).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def default_state_dir() -> Path:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="eo-stack", description="Local PostgreSQL, Kafka broker, HBase gateway"
+        prog="eo-stack", description="Local PostgreSQL, Apache Kafka, Apache HBase + Thrift server"
     )
     parser.add_argument("command", choices=["up", "down", "status", "env"])
     parser.add_argument(
@@ -39,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--postgres-port", type=int, default=None)
     parser.add_argument("--kafka-port", type=int, default=None)
-    parser.add_argument("--hbase-port", type=int, default=None)
+    parser.add_argument("--hbase-port", type=int, default=None, help="the HBase Thrift server's port")
     return parser
 
 
@@ -50,8 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         name: port
         for name, port in (
             ("postgres", args.postgres_port),
-            ("broker", args.kafka_port),
-            ("hbase", args.hbase_port),
+            ("kafka", args.kafka_port),
+            ("hbase-thrift", args.hbase_port),
         )
         if port is not None
     }

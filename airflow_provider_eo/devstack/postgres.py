@@ -86,6 +86,7 @@ class PostgresService(Service):
     """PostgreSQL on 127.0.0.1:``port`` with data under ``<state>/postgres/data``."""
 
     name = "postgres"
+    port_keys = ("postgres",)
     stop_signal = signal.SIGINT  # "fast" shutdown: does not wait for clients to disconnect
     startup_timeout_s = 60.0
 

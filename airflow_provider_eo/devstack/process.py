@@ -104,6 +104,20 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def group_rss_mb(pgid: int) -> float:
+    """Resident memory (MiB) of every live process in process group ``pgid``."""
+    total_kb = 0
+    for pid in group_members(pgid):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total_kb += int(line.split()[1])
+    return round(total_kb / 1024, 1)
+
+
 def wait_until_healthy(
     service: str,
     pid: int,

@@ -45,7 +45,7 @@ def check_postgres(stack: LocalStack) -> str:
     return "select 1 in database eo"
 
 
-def check_broker(stack: LocalStack) -> str:
+def check_kafka(stack: LocalStack) -> str:
     topic = f"eo-selfcheck-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(timeout=15)
@@ -70,8 +70,6 @@ def check_broker(stack: LocalStack) -> str:
 
 
 def check_hbase(stack: LocalStack) -> str:
-    if stack.status()["hbase"]["state"] == "unavailable":
-        return "SKIPPED: gateway module not present"
     connection = happybase.Connection(stack.hbase_host, stack.hbase_port, timeout=10000)
     try:
         tables = connection.tables()
@@ -95,7 +93,7 @@ def check_spark(_stack: LocalStack) -> str:
 
 CHECKS: Sequence[tuple[str, Callable[[LocalStack], str]]] = (
     ("postgres", check_postgres),
-    ("broker", check_broker),
+    ("kafka", check_kafka),
     ("hbase", check_hbase),
     ("spark", check_spark),
 )

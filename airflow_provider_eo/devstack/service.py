@@ -1,10 +1,11 @@
-"""What the local stack needs to know about one service (PostgreSQL, broker, gateway)."""
+"""What the local stack needs to know about one service (PostgreSQL, Kafka, HBase, Thrift)."""
 
 from __future__ import annotations
 
 import os
 import signal
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -13,19 +14,29 @@ class MissingBinaryError(RuntimeError):
 
 
 class Service(ABC):
-    """One long-running local service listening on 127.0.0.1:``port``.
+    """One long-running local service listening on 127.0.0.1.
 
-    Subclasses describe how to prepare, start and probe the service; the stack
-    (:mod:`.stack`) does the process handling.
+    ``port_keys`` names the ports the service binds (the first is the one clients use,
+    :attr:`port`); the stack hands every service the whole ``ports`` map, so a service
+    can also reach the ports of the services it depends on. Subclasses describe how to
+    prepare, start and probe the service; the stack (:mod:`.stack`) does the process
+    handling.
     """
 
     name: str = ""
+    port_keys: tuple[str, ...] = ()
     stop_signal: int = signal.SIGTERM
+    stop_grace_s: float = 15.0
     startup_timeout_s: float = 30.0
 
-    def __init__(self, state_dir: Path, port: int) -> None:
+    def __init__(self, state_dir: Path, ports: Mapping[str, int]) -> None:
         self.state_dir = state_dir
-        self.port = port
+        self.ports = dict(ports)
+
+    @property
+    def port(self) -> int:
+        """The port clients connect to."""
+        return self.ports[self.port_keys[0]]
 
     @property
     def log_path(self) -> Path:

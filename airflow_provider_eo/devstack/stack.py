@@ -1,8 +1,9 @@
-"""LocalStack: PostgreSQL, the Tansu broker and the HBase gateway under one state directory.
+"""LocalStack: PostgreSQL, Apache Kafka, Apache HBase and its Thrift server under one state dir.
 
 Layout of the state dir: ``stack.json`` (ports), ``pids/<service>.pid``,
-``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``hbase/``.
+``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``kafka/``, ``hbase/``.
 ``up`` is idempotent: running healthy services are left alone (same pids, same ports).
+Services start in the order of :data:`SERVICES` and stop in reverse.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_eo.devstack.broker import BrokerService
 from airflow_provider_eo.devstack.connections import stack_conn_env
-from airflow_provider_eo.devstack.hbase_gateway import HBaseGatewayService, gateway_available
+from airflow_provider_eo.devstack.hbase import HBaseService, HBaseThriftService
+from airflow_provider_eo.devstack.kafka import KafkaService
 from airflow_provider_eo.devstack.ports import LOOPBACK, ensure_port_free, find_free_port
 from airflow_provider_eo.devstack.postgres import PostgresService
 from airflow_provider_eo.devstack.process import (
+    group_rss_mb,
     is_running,
     read_pid,
     start_process,
@@ -29,26 +31,23 @@ from airflow_provider_eo.devstack.process import (
 )
 from airflow_provider_eo.devstack.service import Service
 
-SERVICES: tuple[str, ...] = ("postgres", "broker", "hbase")
+SERVICE_CLASSES: Mapping[str, type[Service]] = {
+    "postgres": PostgresService,
+    "kafka": KafkaService,
+    "hbase": HBaseService,
+    "hbase-thrift": HBaseThriftService,
+}
+SERVICES: tuple[str, ...] = tuple(SERVICE_CLASSES)
 PORT_ENV_VARS: Mapping[str, str] = {
     "postgres": "EO_STACK_POSTGRES_PORT",
-    "broker": "EO_STACK_KAFKA_PORT",
-    "hbase": "EO_STACK_HBASE_PORT",
+    "kafka": "EO_STACK_KAFKA_PORT",
+    "hbase-thrift": "EO_STACK_HBASE_PORT",
 }
-_SERVICE_CLASSES: Mapping[str, type[Service]] = {
-    "postgres": PostgresService,
-    "broker": BrokerService,
-    "hbase": HBaseGatewayService,
-}
-
-
-def hbase_enabled() -> bool:
-    """The gateway runs when its module exists, unless ``EO_STACK_SKIP_HBASE=1``."""
-    return os.environ.get("EO_STACK_SKIP_HBASE") != "1" and gateway_available()
+"""The ports clients use can be fixed by environment; the others are chosen freely."""
 
 
 class LocalStack:
-    """The local stack rooted at ``state_dir``; ``ports`` overrides (service -> port) apply on start."""
+    """The local stack rooted at ``state_dir``; ``ports`` overrides (port key -> port) apply on start."""
 
     def __init__(self, state_dir: str | Path, ports: Mapping[str, int] | None = None) -> None:
         self.state_dir = Path(state_dir).resolve()
@@ -66,21 +65,31 @@ class LocalStack:
             return {}
         return {name: int(port) for name, port in data.get("ports", {}).items()}
 
-    def _service(self, name: str, port: int) -> Service:
-        return _SERVICE_CLASSES[name](self.state_dir, port)
+    def _service(self, name: str, ports: Mapping[str, int]) -> Service:
+        return SERVICE_CLASSES[name](self.state_dir, ports)
 
     def _pid(self, name: str) -> int | None:
         pid = read_pid(self.state_dir / "pids" / f"{name}.pid")
         return pid if pid is not None and is_running(pid) else None
 
-    def _choose_port(self, name: str, recorded: Mapping[str, int]) -> int:
-        if self._pid(name) is not None and name in recorded:
-            return recorded[name]
-        if name in self._requested_ports:
-            return self._requested_ports[name]
-        if os.environ.get(PORT_ENV_VARS[name]):
-            return int(os.environ[PORT_ENV_VARS[name]])
-        return recorded.get(name) or find_free_port()
+    def _choose_ports(self, recorded: Mapping[str, int]) -> dict[str, int]:
+        """Port key -> port: a running service keeps its ports, then requests, env, record, free."""
+        chosen: dict[str, int] = {}
+        for name, cls in SERVICE_CLASSES.items():
+            for key in cls.port_keys:
+                env_var = PORT_ENV_VARS.get(key)
+                if self._pid(name) is not None and key in recorded:
+                    port = recorded[key]
+                elif key in self._requested_ports:
+                    port = self._requested_ports[key]
+                elif env_var and os.environ.get(env_var):
+                    port = int(os.environ[env_var])
+                else:
+                    port = recorded.get(key) or find_free_port()
+                while port in chosen.values():  # two free-port picks may coincide
+                    port = find_free_port()
+                chosen[key] = port
+        return chosen
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -96,12 +105,13 @@ class LocalStack:
             self.state_dir.chmod(0o755)  # PostgreSQL's OS user must be able to enter it
             (self.state_dir / "pids").mkdir(exist_ok=True)
             recorded = self._recorded_ports()
-            ports = {name: self._choose_port(name, recorded) for name in SERVICES}
+            ports = self._choose_ports(recorded)
             self._state_file.write_text(json.dumps({"ports": ports}, indent=2) + "\n")
-            services = [self._service(n, ports[n]) for n in SERVICES if n != "hbase" or hbase_enabled()]
+            services = [self._service(name, ports) for name in SERVICES]
             for service in services:  # fail before starting anything when a port is taken
                 if self._pid(service.name) is None:
-                    ensure_port_free(service.port, service.name)
+                    for key in service.port_keys:
+                        ensure_port_free(ports[key], f"{service.name} ({key})")
             for service in services:
                 self._ensure_running(service)
         return self.status()
@@ -109,7 +119,8 @@ class LocalStack:
     def _ensure_running(self, service: Service) -> None:
         pid = self._pid(service.name)
         if pid is None:
-            ensure_port_free(service.port, service.name)
+            for key in service.port_keys:
+                ensure_port_free(service.ports[key], f"{service.name} ({key})")
             service.prepare()
             pid = start_process(
                 service.argv(),
@@ -133,30 +144,35 @@ class LocalStack:
                 if pid is None:
                     continue
                 if is_running(pid):
-                    service = self._service(name, recorded.get(name, 0))
-                    stop_process_group(pid, first_signal=service.stop_signal)
+                    service = self._service(name, recorded)
+                    stop_process_group(pid, first_signal=service.stop_signal, grace_s=service.stop_grace_s)
                 (self.state_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
 
     def status(self) -> dict[str, dict[str, Any]]:
-        """service -> {"pid", "port", "healthy", "state"}; state is running|stopped|unavailable."""
+        """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}; state is running|stopped.
+
+        ``port`` is the one clients use; ``ports`` every port the service binds;
+        ``rss_mb`` the resident memory of the service's process group (None when stopped).
+        """
         recorded = self._recorded_ports()
         result: dict[str, dict[str, Any]] = {}
-        for name in SERVICES:
-            port = recorded.get(name)
+        for name, cls in SERVICE_CLASSES.items():
             pid = self._pid(name)
-            healthy = pid is not None and port is not None and self._service(name, port).healthy()
-            if pid is not None:
-                state = "running"
-            elif name == "hbase" and not hbase_enabled():
-                state = "unavailable"
-            else:
-                state = "stopped"
-            result[name] = {"pid": pid, "port": port, "healthy": healthy, "state": state}
+            has_ports = all(key in recorded for key in cls.port_keys)
+            healthy = pid is not None and has_ports and self._service(name, recorded).healthy()
+            result[name] = {
+                "pid": pid,
+                "port": recorded.get(cls.port_keys[0]),
+                "ports": {key: recorded.get(key) for key in cls.port_keys},
+                "healthy": healthy,
+                "state": "running" if pid is not None else "stopped",
+                "rss_mb": group_rss_mb(pid) if pid is not None else None,
+            }
         return result
 
     def is_up(self) -> bool:
-        """True when every enabled service is running and healthy."""
-        return all(s["healthy"] or s["state"] == "unavailable" for s in self.status().values())
+        """True when every service is running and healthy."""
+        return all(s["healthy"] for s in self.status().values())
 
     # -- connection info -----------------------------------------------------
     def _port(self, name: str) -> int:
@@ -168,13 +184,13 @@ class LocalStack:
     @property
     def ledger_dsn(self) -> str:
         """DSN of database ``eo`` (contains the password: never log it)."""
-        service = self._service("postgres", self._port("postgres"))
+        service = self._service("postgres", self._recorded_ports())
         assert isinstance(service, PostgresService)
         return service.dsn()
 
     @property
     def kafka_bootstrap(self) -> str:
-        return f"{LOOPBACK}:{self._port('broker')}"
+        return f"{LOOPBACK}:{self._port('kafka')}"
 
     @property
     def hbase_host(self) -> str:
@@ -182,8 +198,8 @@ class LocalStack:
 
     @property
     def hbase_port(self) -> int:
-        return self._port("hbase")
+        return self._port("hbase-thrift")
 
     def conn_env(self) -> dict[str, str]:
         """``AIRFLOW_CONN_*`` name -> value for this stack."""
-        return stack_conn_env(self.ledger_dsn, self._port("broker"), self.hbase_port)
+        return stack_conn_env(self.ledger_dsn, self._port("kafka"), self.hbase_port)

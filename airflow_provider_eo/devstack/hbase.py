@@ -1,0 +1,158 @@
+"""Apache HBase for the local stack: standalone HMaster and HBase's own Thrift1 server.
+
+Standalone mode runs one JVM holding the master, a region server and ZooKeeper, with
+``hbase.rootdir`` on the local filesystem under ``<state>/hbase/root`` (so tables survive
+``down`` then ``up``; the write-ahead log is replayed after a crash). The Thrift1 server,
+the one happybase speaks, is a second JVM that reaches the first through ZooKeeper.
+Web UIs are off. Both JVMs get the ``--add-opens`` options HBase's own ``bin/hbase`` adds
+on JDK 17.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import happybase
+
+from airflow_provider_eo.devstack.java_service import JavaService
+from airflow_provider_eo.devstack.ports import LOOPBACK, accepts_connections
+
+# What bin/hbase adds for JDK 17 (HBASE-26038), so HBase's shaded netty and its
+# reflective tricks work on the module system.
+JDK17_OPTIONS: tuple[str, ...] = (
+    "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",
+    "--add-modules=jdk.unsupported",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+    "--add-exports=java.base/sun.net.dns=ALL-UNNAMED",
+    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+)
+
+_LOG4J = """\
+log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2}: %m%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.hadoop=WARN
+log4j.logger.org.apache.hadoop.hbase=INFO
+log4j.logger.org.apache.hadoop.hbase.metrics=WARN
+"""
+
+
+def hbase_home(state_dir: Path) -> Path:
+    """``<state>/hbase``: configuration in ``conf/``, data in ``root/``, ZooKeeper in ``zk/``."""
+    return state_dir / "hbase"
+
+
+class HBaseService(JavaService):
+    """HBase standalone (master + region server + ZooKeeper in one JVM)."""
+
+    name = "hbase"
+    port_keys = ("hbase-master", "hbase-regionserver", "hbase-zookeeper")
+    component = "hbase"
+    main_class = "org.apache.hadoop.hbase.master.HMaster"
+    heap = "1536m"
+    stop_grace_s = 45.0
+    startup_timeout_s = 120.0
+
+    @property
+    def home(self) -> Path:
+        return hbase_home(self.state_dir)
+
+    def site(self) -> dict[str, str]:
+        """``hbase-site.xml`` of both JVMs."""
+        return {
+            "hbase.cluster.distributed": "false",
+            "hbase.rootdir": (self.home / "root").as_uri(),
+            "hbase.tmp.dir": str(self.home / "tmp"),
+            "hbase.zookeeper.quorum": LOOPBACK,
+            "hbase.zookeeper.property.clientPort": str(self.ports["hbase-zookeeper"]),
+            "hbase.zookeeper.property.dataDir": str(self.home / "zk"),
+            "hbase.master.hostname": LOOPBACK,
+            "hbase.master.port": str(self.ports["hbase-master"]),
+            "hbase.master.info.port": "-1",
+            "hbase.regionserver.hostname": LOOPBACK,
+            "hbase.regionserver.port": str(self.ports["hbase-regionserver"]),
+            "hbase.regionserver.info.port": "-1",
+            # The local filesystem has no hflush/hsync capability flags; HBase refuses to
+            # write its WAL there unless told not to check.
+            "hbase.unsafe.stream.capability.enforce": "false",
+            "hbase.wal.provider": "filesystem",
+            "hbase.thrift.info.port": "-1",
+            "hbase.regionserver.thrift.port": str(self.ports.get("hbase-thrift", 9090)),
+        }
+
+    def config_dirs(self) -> list[Path]:
+        return [self.home / "conf"]
+
+    def jvm_options(self) -> list[str]:
+        return [*JDK17_OPTIONS, f"-Dlog4j.configuration={(self.home / 'conf' / 'log4j.properties').as_uri()}"]
+
+    def program_args(self) -> list[str]:
+        return ["start"]
+
+    def prepare(self) -> None:
+        """Write ``conf/hbase-site.xml`` and ``conf/log4j.properties``."""
+        conf = self.home / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        properties = "".join(
+            f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
+            for k, v in self.site().items()
+        )
+        (conf / "hbase-site.xml").write_text(
+            f'<?xml version="1.0"?>\n<configuration>\n{properties}</configuration>\n'
+        )
+        (conf / "log4j.properties").write_text(_LOG4J)
+
+    def healthy(self) -> bool:
+        """True when the master and the region server accept connections.
+
+        The region server answering reads is proven by the Thrift server's health check,
+        which the stack runs next.
+        """
+        return all(accepts_connections(self.ports[key]) for key in self.port_keys)
+
+
+class HBaseThriftService(JavaService):
+    """HBase's Thrift1 server (buffered transport, binary protocol) on 127.0.0.1:``port``."""
+
+    name = "hbase-thrift"
+    port_keys = ("hbase-thrift",)
+    component = "hbase"
+    main_class = "org.apache.hadoop.hbase.thrift.ThriftServer"
+    heap = "512m"
+    startup_timeout_s = 120.0
+
+    def config_dirs(self) -> list[Path]:
+        return [hbase_home(self.state_dir) / "conf"]
+
+    def jvm_options(self) -> list[str]:
+        log4j = hbase_home(self.state_dir) / "conf" / "log4j.properties"
+        return [*JDK17_OPTIONS, f"-Dlog4j.configuration={log4j.as_uri()}"]
+
+    def program_args(self) -> list[str]:
+        return ["-b", LOOPBACK, "-p", str(self.port), "start"]
+
+    def healthy(self) -> bool:
+        """True when Thrift answers ``getTableNames`` and a read of ``hbase:meta`` (regions online)."""
+        if not accepts_connections(self.port):
+            return False
+        try:
+            connection = happybase.Connection(LOOPBACK, self.port, timeout=5000)
+            try:
+                connection.tables()
+                connection.client.getRow(b"hbase:meta", b"hbase:namespace", {})
+            finally:
+                connection.close()
+        except Exception:
+            return False
+        return True

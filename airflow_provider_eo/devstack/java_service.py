@@ -1,0 +1,46 @@
+"""A local-stack service that is a JVM: classpath from the pinned poms, bounded heap."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from pathlib import Path
+
+from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary
+from airflow_provider_eo.devstack.service import Service
+
+
+class JavaService(Service):
+    """Runs ``main_class`` of ``component``'s jars with ``heap`` as both -Xms floor and -Xmx cap.
+
+    Subclasses add configuration files in :meth:`prepare`, name the directories that go on
+    the classpath before the jars (:meth:`config_dirs`) and the program's arguments.
+    """
+
+    component: str = ""
+    main_class: str = ""
+    heap: str = "512m"
+
+    def config_dirs(self) -> list[Path]:
+        """Directories put on the classpath ahead of the jars (configuration files)."""
+        return []
+
+    def jvm_options(self) -> list[str]:
+        """Extra JVM options (system properties, ``--add-opens``)."""
+        return []
+
+    @abstractmethod
+    def program_args(self) -> list[str]:
+        """Arguments after the main class. No secrets."""
+
+    def argv(self) -> list[str]:
+        return [
+            java_binary(),
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            *self.jvm_options(),
+            "-cp",
+            classpath(self.component, *self.config_dirs()),
+            self.main_class,
+            *self.program_args(),
+        ]

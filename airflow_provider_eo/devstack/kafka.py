@@ -1,0 +1,171 @@
+"""Apache Kafka for the local stack: one KRaft node that is both broker and controller.
+
+Layout under ``<state>/kafka/``: ``server.properties``, ``log4j2.yaml`` and ``data/`` (the
+log dirs and the KRaft metadata log). The storage is formatted once (``meta.properties``
+marks it), so topics and records survive ``down`` then ``up``.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from airflow_provider_eo.devstack.java_service import JavaService
+from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary
+from airflow_provider_eo.devstack.ports import LOOPBACK, accepts_connections
+from airflow_provider_eo.devstack.process import ServiceStartError
+
+_LOG4J2 = """\
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        Pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Logger:
+      - name: kafka.request.logger
+        level: WARN
+      - name: org.apache.kafka.controller
+        level: WARN
+      - name: state.change.logger
+        level: WARN
+    Root:
+      level: INFO
+      AppenderRef:
+        - ref: STDOUT
+"""
+
+
+def random_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as ``random-uuid``)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaService(JavaService):
+    """Apache Kafka (KRaft, combined broker+controller) on 127.0.0.1:``port`` (PLAINTEXT)."""
+
+    name = "kafka"
+    port_keys = ("kafka", "kafka-controller")
+    component = "kafka"
+    main_class = "kafka.Kafka"
+    heap = "768m"
+    stop_grace_s = 30.0
+    startup_timeout_s = 90.0
+
+    @property
+    def home(self) -> Path:
+        return self.state_dir / "kafka"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` for Kafka clients."""
+        return f"{LOOPBACK}:{self.port}"
+
+    def listeners(self) -> dict[str, tuple[str, int]]:
+        """Client listeners: name -> (security protocol, port). The controller's is added apart."""
+        return {"PLAINTEXT": ("PLAINTEXT", self.port)}
+
+    def server_properties(self) -> dict[str, str]:
+        """Every broker setting the stack sets (sized for one machine with 2 cores)."""
+        controller = f"{LOOPBACK}:{self.ports['kafka-controller']}"
+        listeners = self.listeners()
+        protocols = {name: protocol for name, (protocol, _port) in listeners.items()}
+        return {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": controller,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(
+                [f"{name}://{LOOPBACK}:{port}" for name, (_p, port) in listeners.items()]
+                + [f"CONTROLLER://{controller}"]
+            ),
+            "advertised.listeners": ",".join(
+                f"{name}://{LOOPBACK}:{port}" for name, (_p, port) in listeners.items()
+            ),
+            "listener.security.protocol.map": ",".join(
+                [f"{name}:{protocol}" for name, protocol in protocols.items()] + ["CONTROLLER:PLAINTEXT"]
+            ),
+            "inter.broker.listener.name": next(iter(listeners)),
+            "log.dirs": str(self.data_dir),
+            "auto.create.topics.enable": "false",
+            "num.partitions": "1",
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "4",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # The log cleaner looks for compactable segments every second (tests compact topics).
+            "log.cleaner.backoff.ms": "1000",
+            "log.retention.check.interval.ms": "10000",
+        }
+
+    def config_dirs(self) -> list[Path]:
+        return [self.home]
+
+    def jvm_options(self) -> list[str]:
+        return [f"-Dlog4j2.configurationFile={self.home / 'log4j2.yaml'}", "-Xms256m"]
+
+    def program_args(self) -> list[str]:
+        return [str(self.home / "server.properties")]
+
+    def prepare(self) -> None:
+        """Write the configuration; format the storage the first time (KRaft ``--standalone``)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        properties = "".join(f"{key}={value}\n" for key, value in self.server_properties().items())
+        (self.home / "server.properties").write_text(properties)
+        (self.home / "log4j2.yaml").write_text(_LOG4J2)
+        if (self.data_dir / "meta.properties").exists():
+            return
+        result = subprocess.run(
+            [
+                java_binary(),
+                f"-Dlog4j2.configurationFile={self.home / 'log4j2.yaml'}",
+                "-cp",
+                classpath(self.component, self.home),
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                "--cluster-id",
+                random_cluster_id(),
+                "--config",
+                str(self.home / "server.properties"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise ServiceStartError(
+                f"kafka: formatting the KRaft storage in {self.data_dir} failed:\n"
+                f"{(result.stdout + result.stderr)[-3000:]}"
+            )
+
+    def healthy(self) -> bool:
+        """True when a metadata request over the client listener names this broker."""
+        if not accepts_connections(self.port):
+            return False
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "logger": logging.getLogger("eo.devstack.kafka"),
+        }
+        try:
+            metadata = AdminClient(config).list_topics(timeout=3)
+        except Exception:
+            return False
+        return len(metadata.brokers) > 0
