@@ -1,18 +1,71 @@
-"""Kafka helpers for tests: a normally batching, compressing producer and a range reader."""
+"""Kafka helpers for tests: batching, compressing producers, a range reader and admin steps
+(DeleteRecords, CreatePartitions, throwaway topics) on the real broker."""
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterable, Iterator
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 BATCHING_PRODUCER = {"linger.ms": 5, "compression.type": "lz4", "enable.idempotence": True}
 """How the tests' producers send: batched (many records per batch), lz4-compressed, idempotent."""
 
 Record = tuple[bytes | str | None, bytes | str | None]
+
+
+class RecordSender:
+    """A long-lived producer with :data:`BATCHING_PRODUCER` settings (plus ``extra`` librdkafka
+    settings): :meth:`send` queues one record, :meth:`flush` delivers everything queued and
+    raises RuntimeError naming the topics and the first errors when any delivery failed."""
+
+    def __init__(self, bootstrap: str, **extra: Any) -> None:
+        self._producer = Producer({"bootstrap.servers": bootstrap, **BATCHING_PRODUCER, **extra})
+        self._errors: list[str] = []
+        self._topics: set[str] = set()
+
+    def _on_delivery(self, err: object, _msg: object) -> None:
+        if err is not None:
+            self._errors.append(str(err))
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | str | None,
+        value: bytes | str | None,
+        *,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> None:
+        """Queue one record; ``timestamp_ms`` sets its CreateTime (default: now)."""
+        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": self._on_delivery}
+        if partition is not None:
+            kwargs["partition"] = partition
+        if headers is not None:
+            kwargs["headers"] = headers
+        if timestamp_ms is not None:
+            kwargs["timestamp"] = timestamp_ms
+        self._producer.produce(topic, **kwargs)
+        self._producer.poll(0)
+        self._topics.add(topic)
+
+    def flush(self, timeout_s: float = 30) -> None:
+        """Deliver every queued record within ``timeout_s``; RuntimeError on any failure."""
+        remaining = self._producer.flush(timeout_s)
+        if self._errors or remaining:
+            errors, self._errors = self._errors[:3], []
+            raise RuntimeError(
+                f"produce to {sorted(self._topics)}: {remaining} undelivered, errors: {errors}"
+            )
+
+    def poll(self, timeout_s: float) -> None:
+        """Serve callbacks (delivery reports, statistics) for up to ``timeout_s``."""
+        self._producer.poll(timeout_s)
 
 
 def produce(
@@ -22,31 +75,22 @@ def produce(
     *,
     partition: int | None = None,
     headers: list[tuple[str, bytes]] | None = None,
+    timestamps: Sequence[int] | None = None,
 ) -> int:
     """Produce ``(key, value)`` records in order (batched and compressed) and flush; return the count.
 
-    Raises RuntimeError naming topic and error when any delivery fails.
+    ``timestamps`` gives each record's CreateTime in ms (one per record). Raises
+    RuntimeError naming topic and error when any delivery fails.
     """
-    producer = Producer({"bootstrap.servers": bootstrap, **BATCHING_PRODUCER})
-    errors: list[str] = []
-
-    def on_delivery(err: object, _msg: object) -> None:
-        if err is not None:
-            errors.append(str(err))
-
+    sender = RecordSender(bootstrap)
     count = 0
     for key, value in records:
-        kwargs: dict[str, object] = {"key": key, "value": value, "on_delivery": on_delivery}
-        if partition is not None:
-            kwargs["partition"] = partition
-        if headers is not None:
-            kwargs["headers"] = headers
-        producer.produce(topic, **kwargs)  # type: ignore[arg-type]
-        producer.poll(0)
+        stamp = None if timestamps is None else timestamps[count]
+        sender.send(topic, key, value, partition=partition, headers=headers, timestamp_ms=stamp)
         count += 1
-    remaining = producer.flush(30)
-    if errors or remaining:
-        raise RuntimeError(f"produce to {topic}: {remaining} undelivered, errors: {errors[:3]}")
+    if timestamps is not None and len(timestamps) != count:
+        raise ValueError(f"{len(timestamps)} timestamps for {count} records")
+    sender.flush()
     return count
 
 
@@ -78,31 +122,46 @@ def consume_range(
     return out
 
 
+def delete_records_before(bootstrap: str, topic: str, partition: int, offset: int) -> int:
+    """DeleteRecords: drop ``topic[partition]`` below ``offset`` (as retention would); return
+    the partition's new low watermark as the broker reports it. Raises on any error."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, partition, offset)], request_timeout=15)
+    (future,) = futures.values()
+    return int(future.result(timeout=20).low_watermark)
+
+
+def grow_partitions(bootstrap: str, topic: str, count: int, timeout_s: float = 15) -> None:
+    """CreatePartitions: grow the live ``topic`` to ``count`` partitions, then wait (at most
+    ``timeout_s``) until the metadata a fresh client reads (as every hook call does) shows
+    all of them with a leader. AssertionError naming topic and what was seen on timeout."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions(topic, count)], request_timeout=15)[topic].result(timeout=20)
+    deadline = time.monotonic() + timeout_s
+    seen: list[int] = []
+    while True:
+        with suppress(Exception):
+            meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=5).topics[topic]
+            seen = sorted(p for p, info in meta.partitions.items() if info.leader >= 0)
+            if meta.error is None and seen == list(range(count)):
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{topic}: partitions with a leader {seen} after {timeout_s:g}s, wanted {count}"
+            )
+        time.sleep(0.1)
+
+
 @contextmanager
-def hang_up_listener() -> Iterator[str]:
-    """``host:port`` of a TCP listener that closes every connection on its first bytes,
-    as Apache Kafka's plaintext listener does with a TLS ClientHello (Tansu instead waits
-    for the rest of a frame, so a TLS client times out without a cause)."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                with suppress(OSError):
-                    conn.recv(1024)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+def created_topic(bootstrap: str, partitions: int = 1, prefix: str = "t") -> Iterator[str]:
+    """A uuid-named topic for a whole module (``kafka_topic_factory`` is per test); deleted after."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(
+        timeout=15
+    )
     try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
+        yield name
     finally:
-        stop.set()
-        thread.join(5)
-        server.close()
+        with suppress(Exception):
+            admin.delete_topics([name])[name].result(timeout=15)

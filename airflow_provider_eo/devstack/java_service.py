@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from pathlib import Path
 
-from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary
+from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary, resolve
 from airflow_provider_eo.devstack.service import Service
 
 
@@ -19,6 +19,11 @@ class JavaService(Service):
     component: str = ""
     main_class: str = ""
     heap: str = "512m"
+
+    def preflight(self) -> None:
+        """A Java 17+ runtime and the component's jars (resolved with Maven when not cached)."""
+        java_binary()
+        resolve(self.component)
 
     def config_dirs(self) -> list[Path]:
         """Directories put on the classpath ahead of the jars (configuration files)."""

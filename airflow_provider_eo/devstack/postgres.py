@@ -90,6 +90,9 @@ class PostgresService(Service):
     stop_signal = signal.SIGINT  # "fast" shutdown: does not wait for clients to disconnect
     startup_timeout_s = 60.0
 
+    def preflight(self) -> None:
+        postgres_bin_dir()
+
     @property
     def home(self) -> Path:
         return self.state_dir / "postgres"

@@ -48,6 +48,12 @@ class Service(ABC):
         """Where the service's pid is stored (also its process group id)."""
         return self.state_dir / "pids" / f"{self.name}.pid"
 
+    def preflight(self) -> None:  # noqa: B027 - optional hook
+        """Check that what the service needs is installed; raise :class:`MissingBinaryError` if not.
+
+        The stack runs every service's preflight before it starts any service.
+        """
+
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """One-time, idempotent preparation before the first start (e.g. initdb)."""
 

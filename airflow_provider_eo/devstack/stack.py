@@ -108,10 +108,11 @@ class LocalStack:
             ports = self._choose_ports(recorded)
             self._state_file.write_text(json.dumps({"ports": ports}, indent=2) + "\n")
             services = [self._service(name, ports) for name in SERVICES]
-            for service in services:  # fail before starting anything when a port is taken
+            for service in services:  # fail before starting anything: a port taken, a binary missing
                 if self._pid(service.name) is None:
                     for key in service.port_keys:
                         ensure_port_free(ports[key], f"{service.name} ({key})")
+                    service.preflight()
             for service in services:
                 self._ensure_running(service)
         return self.status()

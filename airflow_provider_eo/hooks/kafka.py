@@ -68,6 +68,9 @@ class EoKafkaHook(BaseHook):
     @contextmanager
     def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
         conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
+        # Watermarks must be read as the range reader reads (read_committed), so a reservation
+        # ends at the last stable offset, never inside an undecided transaction.
+        conf["isolation.level"] = "read_committed"
         conf["error_cb"] = self._client_errors
         consumer = Consumer(conf)
         try:
@@ -102,7 +105,13 @@ class EoKafkaHook(BaseHook):
         return result
 
     def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
-        """(low, high) watermark of each partition, read from the broker (not cached)."""
+        """(low, high) watermark of each partition, read from the broker (not cached).
+
+        ``high`` is the partition's last stable offset (the consumer reads read_committed,
+        whatever the connection says): the end of the records whose transactions are decided.
+        While a transaction is open it stays at the transaction's first offset, so ranges
+        reserved up to it never wait for, nor end inside, an undecided transaction.
+        """
         result: dict[TP, tuple[int, int]] = {}
         with self._consumer() as consumer:
             for topic, partition in tps:

@@ -4,14 +4,20 @@ Contract of :func:`read_range`:
 
 * yields the partition's records with ``start <= offset < end`` in offset order,
   each exactly once; never yields a record at or past ``end``;
-* offsets may have gaps (compaction, transaction markers): the read still ends
-  at ``end`` -- at the first record with offset ``>= end`` or at a partition EOF
-  whose position is ``>= end``;
+* committed data only: the consumer always reads ``isolation.level=read_committed``
+  (a connection asking for ``read_uncommitted`` is overridden, with a warning), so
+  records of aborted transactions are never yielded;
+* offsets may have gaps (compaction, transaction control markers, aborted
+  transactions' records): the read still ends at ``end`` -- at the first record with
+  offset ``>= end`` or at a partition EOF whose position is ``>= end``; gaps are
+  never waited on;
 * anything that prevents reaching ``end`` (partition EOF below ``end``, a
   non-retriable broker error, no progress for ``timeout_s``) raises
   :class:`RangeReadError` naming topic, partition, the offset reached and ``end``;
   when no progress is made because the topic or partition no longer exists (deleted
-  after the reservation), the error says so;
+  after the reservation), the error says so; an EOF at the last stable offset below
+  ``end`` (a transaction neither committed nor aborted yet holds the committed end
+  back) says so too: retrying after the transaction is decided succeeds;
 * streaming: records are fetched ``batch_size`` at a time; nothing else is kept;
 * no consumer-group side effects: the partition is assigned (no subscribe),
   under a throwaway group id, with auto commit and offset store disabled.
@@ -38,6 +44,7 @@ READER_OVERRIDES: dict[str, str] = {
     "enable.auto.offset.store": "false",
     "enable.partition.eof": "true",
     "auto.offset.reset": "error",  # a start below the low watermark must fail, not jump
+    "isolation.level": "read_committed",  # aborted transactions are never written
 }
 
 
@@ -53,7 +60,18 @@ def _fail(rng: TaskRange, reached: int, why: str) -> RangeReadError:
 
 
 def consumer_config(kafka_config: Mapping[str, str]) -> dict[str, str]:
-    """The connection's librdkafka settings plus the reader's forced settings."""
+    """The connection's librdkafka settings plus the reader's forced settings.
+
+    A connection that sets ``isolation.level`` to anything but ``read_committed`` is
+    overridden and a warning says so (the epoch would otherwise write aborted records).
+    """
+    isolation = kafka_config.get("isolation.level", READER_OVERRIDES["isolation.level"])
+    if isolation != READER_OVERRIDES["isolation.level"]:
+        log.warning(
+            "the Kafka connection sets isolation.level=%s: overridden, epochs read only committed "
+            "records (isolation.level=read_committed)",
+            isolation,
+        )
     config = {**kafka_config, **READER_OVERRIDES}
     config["group.id"] = f"eo-range-reader-{uuid.uuid4().hex}"  # never committed to
     return config
@@ -95,7 +113,7 @@ def _records(
                     position = eof_offset if eof_offset is not None else next_offset
                     if position >= rng.end:
                         return
-                    raise _fail(rng, position, f"partition EOF at offset {position}: records are missing")
+                    raise _fail(rng, position, _eof_reason(consumer, rng, position))
                 if err.fatal() or not err.retriable():
                     raise _fail(rng, next_offset, f"broker error {err.name()}: {err.str()}")
                 log.warning("retriable Kafka error topic=%s partition=%s: %s", rng.topic, rng.partition, err)
@@ -109,6 +127,23 @@ def _records(
                 continue
             next_offset = offset + 1
             yield _to_record(msg, offset)
+
+
+def _eof_reason(consumer: Consumer, rng: TaskRange, position: int) -> str:
+    """Why a read_committed fetch ended at ``position < end``: the last stable offset (an
+    undecided transaction) when the partition's high watermark lies beyond it, else missing data.
+
+    The high watermark is the one of the last fetch response (``cached=True``), which
+    librdkafka keeps apart from the last stable offset where read_committed stops.
+    """
+    _low, high = consumer.get_watermark_offsets(TopicPartition(rng.topic, rng.partition), cached=True)
+    if high is not None and high > position:
+        return (
+            f"partition EOF at offset {position}, the last stable offset: the records from offset "
+            f"{position} up to the high watermark {high} include a transaction that is neither committed "
+            "nor aborted yet; retry once the producer commits or aborts it (or its transaction times out)"
+        )
+    return f"partition EOF at offset {position}: records are missing"
 
 
 def _no_progress_reason(consumer: Consumer, rng: TaskRange, timeout_s: float) -> str:

@@ -1,12 +1,12 @@
-"""Drive the real pipeline step by step and inject faults (see tests/faults/README in the module doc).
+"""Drive the real pipeline step by step and inject faults (see docs/faults.md).
 
-A :class:`FaultStack` is the suite's own local stack (PostgreSQL, Tansu broker, HBase
-gateway in a temp dir), so restarts and stalls never disturb other suites. A
-:class:`Case` is one pipeline (own topic, group, HBase table) with produced sample
-records; its methods run the protocol's steps — in this process (operators'
-``execute``), in a child process (``tests.faults.steps``, so a fault point may SIGKILL
-it), the Spark application through ``spark-submit`` (local[2]) — and verify the end
-state with :func:`airflow_provider_eo.demo.verification.verify_pipeline`.
+A :class:`FaultStack` is the suite's own local stack (PostgreSQL, Apache Kafka, the HBase
+master JVM and HBase's Thrift server, in a temp dir), so kills, restarts and stalls never
+disturb other suites. A :class:`Case` is one pipeline (own topic, group, HBase table) with
+produced sample records; its methods run the protocol's steps — in this process
+(operators' ``execute``), in a child process (``tests.faults.steps``, so a fault point may
+SIGKILL it), the Spark application through ``spark-submit`` (local[2]) — and verify the
+end state with :func:`airflow_provider_eo.demo.verification.verify_pipeline`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import happybase
 import yaml
 from airflow.sdk.exceptions import AirflowSkipException
+from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
@@ -37,7 +38,7 @@ from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import produce_records, sample_events
 from airflow_provider_eo.demo.verification import Verification, verify_pipeline
 from airflow_provider_eo.devstack.process import stop_process_group
-from airflow_provider_eo.devstack.stack import LocalStack
+from airflow_provider_eo.devstack.stack import SERVICES, LocalStack
 from airflow_provider_eo.faults import FAULT_HANG_ENV, FAULT_POINTS_ENV, FAULT_RELEASE_ENV
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
@@ -56,6 +57,9 @@ KAFKA_TEST_EXTRA = {
     "socket.connection.setup.timeout.ms": 4000,
 }
 SIGKILLED = -signal.SIGKILL
+#: How long a restarted service may take to serve clients again (HBase replays its WAL).
+READY_TIMEOUT_S = 180.0
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -> str:
@@ -65,13 +69,22 @@ def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -
 
 
 class FaultStack:
-    """The suite's private local stack, with the service-level faults."""
+    """The suite's private local stack, with the service-level faults.
+
+    Service names are the stack's (:data:`airflow_provider_eo.devstack.stack.SERVICES`):
+    ``postgres``, ``kafka`` (the broker JVM), ``hbase`` (the HMaster JVM: master, region
+    server and ZooKeeper) and ``hbase-thrift`` (the Thrift1 server JVM). A restart waits
+    for real readiness (:meth:`wait_ready`), not only for an open port; every restart's
+    duration is appended to ``restarts`` (service, seconds).
+    """
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
         self.local = LocalStack(state_dir)
+        self.restarts: list[tuple[str, float]] = []
 
     def up(self) -> None:
+        """Start every service that is not running and wait until each answers."""
         self.local.up()
         self.conn_env = {**self.local.conn_env(), "AIRFLOW_CONN_EO_KAFKA": kafka_conn_value(self.bootstrap)}
 
@@ -86,24 +99,100 @@ class FaultStack:
     def ledger_dsn(self) -> str:
         return self.local.ledger_dsn
 
-    def hbase(self) -> happybase.Connection:
-        return happybase.Connection(self.local.hbase_host, self.local.hbase_port)
+    def hbase(self, timeout_ms: int | None = None) -> happybase.Connection:
+        """A happybase connection to the Thrift server (``timeout_ms``: socket timeout)."""
+        return happybase.Connection(self.local.hbase_host, self.local.hbase_port, timeout=timeout_ms)
 
     def pid(self, service: str) -> int:
+        """Pid (= process group) of a running ``service``; AssertionError when it is not running."""
+        assert service in SERVICES, f"unknown service {service!r}; the stack's: {SERVICES}"
         pid = self.local.status()[service]["pid"]
         assert isinstance(pid, int), f"{service} is not running"
         return pid
 
+    def kill(self, service: str, first_signal: int = signal.SIGKILL) -> None:
+        """Kill ``service``'s whole process group (default ``kill -9``); returns once it is gone."""
+        stop_process_group(self.pid(service), first_signal=first_signal, grace_s=5.0)
+
+    def restart(self, service: str) -> None:
+        """Start the stopped ``service`` again (``up``: running ones are left alone) and wait
+        until it is ready for clients (:meth:`wait_ready`)."""
+        started = time.monotonic()
+        self.up()
+        self.wait_ready(service)
+        assert self.local.is_up(), f"{service} did not come back: {self.local.status()}"
+        self.restarts.append((service, round(time.monotonic() - started, 1)))
+
     def kill_and_restart(self, service: str, first_signal: int = signal.SIGKILL) -> None:
         """Kill ``service`` (its whole process group; default ``kill -9``) and start it again."""
-        stop_process_group(self.pid(service), first_signal=first_signal, grace_s=5.0)
-        self.local.up()
-        assert self.local.is_up(), f"{service} did not come back: {self.local.status()}"
+        self.kill(service, first_signal)
+        self.restart(service)
+
+    def wait_ready(self, service: str, timeout: float = READY_TIMEOUT_S) -> None:
+        """Wait (bounded) until ``service`` serves what the pipeline uses, beyond the stack's
+        health check: ``kafka`` every partition has a leader and every group coordinator has
+        loaded its offsets; ``hbase``/``hbase-thrift`` every table answers a read through
+        Thrift (its regions are online again after the crash and WAL replay). AssertionError
+        naming what is not ready after ``timeout`` seconds."""
+        probe = {
+            "kafka": self._kafka_unready,
+            "hbase": self._hbase_unready,
+            "hbase-thrift": self._hbase_unready,
+        }
+        check = probe.get(service)
+        if check is None:
+            return
+        deadline = time.monotonic() + timeout
+        while (unready := check()) is not None:
+            assert time.monotonic() < deadline, (
+                f"{service} not ready {timeout:g} s after its restart: {unready}"
+            )
+            time.sleep(0.3)
+
+    def _kafka_unready(self) -> str | None:
+        """None when ready, else what is not (a leaderless partition, a loading coordinator)."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        try:
+            metadata = admin.list_topics(timeout=5)
+        except Exception as exc:
+            return f"metadata: {exc}"
+        for name, topic in metadata.topics.items():
+            if topic.error is not None:
+                return f"topic {name}: {topic.error}"
+            for number, partition in topic.partitions.items():
+                if partition.error is not None or partition.leader < 0:
+                    return f"{name}[{number}] has no leader ({partition.error})"
+        offsets_topic = metadata.topics.get(OFFSETS_TOPIC)
+        for group in coordinator_probe_groups(len(offsets_topic.partitions) if offsets_topic else 0):
+            try:
+                request = [ConsumerGroupTopicPartitions(group)]
+                admin.list_consumer_group_offsets(request, request_timeout=5)[group].result(6)
+            except Exception as exc:
+                return f"group coordinator of {group}: {exc}"
+        return None
+
+    def _hbase_unready(self) -> str | None:
+        """None when every table answers a one-row scan through Thrift, else the first that does not."""
+        try:
+            connection = self.hbase(timeout_ms=10000)
+        except Exception as exc:
+            return f"Thrift: {exc}"
+        try:
+            for table in connection.tables():
+                try:
+                    next(iter(connection.table(table).scan(limit=1)), None)
+                except Exception as exc:
+                    return f"table {table.decode()}: {type(exc).__name__}: {exc}"
+        except Exception as exc:
+            return f"Thrift getTableNames: {exc}"
+        finally:
+            connection.close()
+        return None
 
     @contextlib.contextmanager
     def broker_stalled(self) -> Iterator[None]:
-        """SIGSTOP the broker for the block, SIGCONT afterwards (always)."""
-        pid = self.pid("broker")
+        """SIGSTOP the Kafka JVM for the block, SIGCONT afterwards (always)."""
+        pid = self.pid("kafka")
         os.kill(pid, signal.SIGSTOP)
         try:
             yield
@@ -112,6 +201,27 @@ class FaultStack:
 
     def healthy(self) -> bool:
         return self.local.is_up()
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (how Kafka maps a group id to its coordinator partition)."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):  # UTF-16 code units, as Java's chars
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_probe_groups(partitions: int) -> list[str]:
+    """One group id per ``__consumer_offsets`` partition (``abs(hash) % partitions``), so a
+    request per group reaches every group coordinator; [] when the topic does not exist."""
+    found: dict[int, str] = {}
+    i = 0
+    while len(found) < partitions:
+        group = f"eo-fault-probe-{i}"
+        found.setdefault((java_string_hash(group) & 0x7FFFFFFF) % partitions, group)
+        i += 1
+    return [found[p] for p in sorted(found)]
 
 
 @dataclass

@@ -2,12 +2,15 @@
 (the Spark executors' range readers) and commit alike; secrets never reach a command line, the
 ``airflow dags test`` output (the task logs), AIRFLOW_HOME/logs or Airflow's metadata DB.
 
-Tansu 0.6.0 cannot serve TLS itself and its SASL has no usable user store with memory
-storage (see ``tests/faults/secure_kafka.py``), so the module runs a private Tansu behind a
-TLS proxy that also does SASL/SCRAM, and that Tansu advertises as its only listener: every
-client connection is real librdkafka TLS + SASL (``security.protocol=SASL_SSL``,
-``ssl.ca.location`` = a throwaway CA, ``sasl.mechanism=SCRAM-SHA-512``). PostgreSQL and HBase
-are the session's ``fault_stack``.
+The module starts a private Apache Kafka (``tests/faults/secure_kafka.py``: the devstack's
+``KafkaService`` with the broker's own ``SSL`` and ``SASL_SSL`` listeners, a PEM keystore
+signed by a throwaway CA, ``sasl.enabled.mechanisms=SCRAM-SHA-512``, the SCRAM user created
+with the AdminClient over PLAINTEXT) and the pipeline's ``eo_kafka`` connection points at its
+SASL_SSL listener: every pipeline connection is real librdkafka TLS + SASL against Kafka's own
+authenticator (``security.protocol=SASL_SSL``, ``ssl.ca.location`` = the test CA,
+``sasl.mechanism=SCRAM-SHA-512``). The test's own admin and producers use the TLS-only
+listener, so what the broker logs about SASL_SSL connections is the pipeline's. PostgreSQL
+and HBase are the session's ``fault_stack``.
 
 One module-scoped scenario drives one pipeline: every step (reserve, the spark-submit write,
 commit) first with a broken setting (negative controls: an unrelated CA, plaintext, a wrong
@@ -39,11 +42,10 @@ from airflow_provider_eo.ledger import EpochState
 from airflow_provider_eo.spark.driver import ExitCode
 from tests.conftest import new_stack_dir
 from tests.faults.harness import Case, FaultStack, WriteProc, restore_env, set_env
+from tests.faults.pki import Pki, make_pki
 from tests.faults.secure_kafka import (
-    Pki,
     SecureStack,
     kafka_conn_json,
-    make_pki,
     new_secure_case,
     produce,
     random_password,
@@ -57,6 +59,9 @@ SASL_FAILED = (
     "SASL authentication error: Authentication failed during authentication due to invalid "
     "credentials with SASL mechanism SCRAM-SHA-512"
 )
+# why the broker refused a SASL_SSL connection (its log): the TLS handshake, or the login
+BROKER_TLS_REFUSED = "SSL handshake failed"
+BROKER_SASL_REFUSED = SASL_FAILED.removeprefix("SASL authentication error: ")
 # the negative controls fail by their TLS/SASL error at once; a short call timeout ends them sooner
 FAIL_FAST = {"eo.timeout.ms": "2000"}
 TP = tuple[str, int]
@@ -138,8 +143,9 @@ class Scenario:
     epochs_after_bad_reserve: int = -1
     first_epoch: int = 0
     after_bad_writes: tuple[EpochState, int] | None = None  # epoch state, HBase rows
-    write_sessions: int = 0  # TLS sessions the proxy saw during the good write
-    write_logins: int = 0  # SASL logins during the good write
+    write_logins: int = 0  # SASL_SSL connections (TLS + SCRAM) the broker accepted during the good write
+    logins: int = 0  # ... during the whole scenario
+    rejections: list[str] = field(default_factory=list)  # the broker's reason for each refused one
     after_bad_commits: tuple[EpochState, dict[TP, int | None]] | None = None
     runs: list[DagRunOutcome] = field(default_factory=list)
     epochs: dict[int, EpochState] = field(default_factory=dict)
@@ -162,7 +168,8 @@ def scenario(
     password = random_password()
     state_dir = new_stack_dir("eo-secure-kafka-")
     try:
-        with secure_kafka(state_dir, pki, sasl={"eo-writer": password}) as kafka:
+        with secure_kafka(state_dir, pki, "eo-writer", password) as kafka:
+            since = kafka.sasl_log.mark()
             stack = SecureStack(fault_stack, kafka)
             ledger_password = unquote(urlsplit(fault_stack.ledger_dsn).password or "")
             assert ledger_password and password
@@ -176,6 +183,8 @@ def scenario(
             with kafka_conn(stack.conn_env["AIRFLOW_CONN_EO_KAFKA"]):
                 s.verification = case.verify()
                 s.group = EoKafkaHook().committed_offsets(case.spec.group_id, sorted(case.ends()))
+            broker = kafka.sasl_log.authentications(since)
+            s.logins, s.rejections = broker.succeeded, broker.failed
             yield s
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
@@ -209,11 +218,10 @@ def _drive(s: Scenario, pki: Pki, airflow: AirflowRunner) -> None:
     }
     s.write = {what: _finish_bad_write(proc) for what, proc in bad.items()}
     s.after_bad_writes = (case.epoch(epoch_id).state, case.hbase_row_count())
-    stats = stack.kafka.proxy.stats
-    sessions, logins = stats.tls_sessions, len(stats.authenticated)
+    before_write = stack.kafka.sasl_log.mark()
     write = case.start_write(epoch_id)
     assert write.wait() == 0, write.output()[-3000:]
-    s.write_sessions, s.write_logins = stats.tls_sessions - sessions, len(stats.authenticated) - logins
+    s.write_logins = stack.kafka.sasl_log.authentications(before_write).succeeded
     # commit
     for what in ("wrong CA", "wrong password"):
         s.commit[what] = fails_in_process(lambda: case.commit(epoch_id, run_id), broken[what])
@@ -221,7 +229,7 @@ def _drive(s: Scenario, pki: Pki, airflow: AirflowRunner) -> None:
         group = EoKafkaHook().committed_offsets(case.spec.group_id, sorted(case.ends()))
     s.after_bad_commits = (case.epoch(epoch_id).state, group)
     # more data; real Airflow recovers (re-commits the WRITTEN epoch) and runs a new epoch
-    case.produced.extend(produce(config, case.spec.topics[0], case.partitions, 60, seed=72))
+    case.produced.extend(produce(stack.kafka.tls_config, case.spec.topics[0], case.partitions, 60, seed=72))
     runner = AirflowRunner(airflow.home, airflow_env(stack), pipelines_file=case.pipelines_file)
     s.runs = case.drain_airflow(runner)
     for n, run in enumerate(s.runs):  # next to the step logs, for a failure's diagnosis
@@ -259,7 +267,8 @@ def test_tls_settings_reach_reserve_write_and_commit(scenario: Scenario, report:
     assert s.after_bad_commits is not None
     state, group = s.after_bad_commits
     assert state == EpochState.WRITTEN and set(group.values()) == {None}
-    assert s.write_sessions >= 2  # the executors' range readers connected through TLS
+    assert BROKER_TLS_REFUSED in s.rejections  # the broker saw the TLS handshakes fail
+    assert s.write_logins >= 2  # the executors' range readers connected through TLS
     _exact_end_state(s)
     report["observed"] = (
         f"wrong CA: reserve, write (exit 4) and commit each failed with "
@@ -268,7 +277,7 @@ def test_tls_settings_reach_reserve_write_and_commit(scenario: Scenario, report:
         f"RESERVED (HBase empty) then WRITTEN (no group offsets)"
     )
     report["recovery"] = (
-        f"right CA: reserve, spark-submit write ({s.write_sessions} TLS sessions), then "
+        f"right CA: reserve, spark-submit write ({s.write_logins} TLS sessions), then "
         f"{len(s.runs)} `airflow dags test` stream run(s): recover re-committed epoch {s.first_epoch}"
     )
     report["verified"] = (
@@ -289,8 +298,10 @@ def test_sasl_credentials_reach_reserve_write_and_commit(scenario: Scenario, rep
     assert "cannot list topics" in s.reserve["wrong password"].error
     assert s.write["wrong password"].error == f"exit {ExitCode.TASK_FAILED}"
     assert f"commit to group {s.case.spec.group_id!r}" in s.commit["wrong password"].error
-    rejected = s.stack.kafka.proxy.stats.rejected
-    assert rejected and all(r == SASL_FAILED.removeprefix("SASL authentication error: ") for r in rejected)
+    # the broker refused logins for the wrong password only (and TLS handshakes of the wrong CA
+    # and plaintext controls); nothing else
+    assert BROKER_SASL_REFUSED in s.rejections
+    assert set(s.rejections) == {BROKER_SASL_REFUSED, BROKER_TLS_REFUSED}, sorted(set(s.rejections))
     assert s.write_logins >= 2  # the executors' range readers logged in
     _exact_end_state(s)
     # no secret on any command line while all of this ran (spark-submit and Airflow included)
@@ -303,7 +314,7 @@ def test_sasl_credentials_reach_reserve_write_and_commit(scenario: Scenario, rep
         f"{len(s.scanner.watched)} processes of the pipeline seen)"
     )
     report["recovery"] = (
-        f"right password: {len(s.stack.kafka.proxy.stats.authenticated)} SCRAM logins "
+        f"right password: {s.logins} SCRAM logins "
         f"({s.write_logins} by the write), {len(s.runs)} `airflow dags test` run(s)"
     )
     report["verified"] = "epochs COMMITTED, group offsets == produced ends, verify_pipeline: no problem"

@@ -22,7 +22,7 @@ import psycopg2
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eo.devstack.hbase_gateway import gateway_available
+from airflow_provider_eo.devstack.jvm_artifacts import java_binary
 from airflow_provider_eo.devstack.process import group_members
 from tests.conftest import new_stack_dir
 from tests.kafka_helpers import consume_range, produce
@@ -85,20 +85,36 @@ def exported_env(state_dir: Path) -> dict[str, str]:
 
 def test_status_lists_every_service_running_and_healthy(state_dir: Path) -> None:
     services = status(state_dir)
-    assert set(services) == {"postgres", "broker", "hbase"}
-    for name in ("postgres", "broker"):
-        assert services[name]["state"] == "running"
-        assert services[name]["healthy"] is True
-        assert Path(f"/proc/{services[name]['pid']}").exists()
-    expected_hbase = "running" if gateway_available() else "unavailable"
-    assert services["hbase"]["state"] == expected_hbase
+    assert list(services) == ["postgres", "kafka", "hbase", "hbase-thrift"]
+    for name, service in services.items():
+        assert service["state"] == "running", name
+        assert service["healthy"] is True, name
+        assert Path(f"/proc/{service['pid']}").exists()
+        assert isinstance(service["rss_mb"], float) and service["rss_mb"] > 0, name
+    assert set(services["kafka"]["ports"]) == {"kafka", "kafka-controller"}  # type: ignore[arg-type]
+    assert set(services["hbase"]["ports"]) == {"hbase-master", "hbase-regionserver", "hbase-zookeeper"}  # type: ignore[arg-type]
+    all_ports = [p for s in services.values() for p in s["ports"].values()]  # type: ignore[attr-defined]
+    assert len(all_ports) == len(set(all_ports)) == 7
+
+
+def test_the_servers_are_apache_kafka_and_apache_hbase(state_dir: Path) -> None:
+    cmdlines = processes_referencing(state_dir).values()
+    assert any(" kafka.Kafka " in c and "kafka_2.13" not in c for c in cmdlines)
+    assert any(" org.apache.hadoop.hbase.master.HMaster start" in c for c in cmdlines)
+    assert any(" org.apache.hadoop.hbase.thrift.ThriftServer " in c for c in cmdlines)
+    jars = {p.name for p in Path(next(c for c in cmdlines if " kafka.Kafka " in c).split(" -cp ")[1]
+                                 .split()[0].split(":")[-1]).parent.glob("*.jar")}
+    assert "kafka_2.13-4.1.1.jar" in jars
 
 
 def test_second_up_keeps_the_same_processes_and_ports(state_dir: Path) -> None:
+    def without_rss(services: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
+        return {name: {k: v for k, v in s.items() if k != "rss_mb"} for name, s in services.items()}
+
     before = status(state_dir)
     result = eo_stack("up", "--state-dir", str(state_dir))
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == before
+    assert without_rss(json.loads(result.stdout)) == without_rss(before)
 
 
 def test_env_prints_the_four_connections_in_shell_syntax(state_dir: Path) -> None:
@@ -114,12 +130,12 @@ def test_env_prints_the_four_connections_in_shell_syntax(state_dir: Path) -> Non
     assert env["AIRFLOW_CONN_EO_LEDGER"].endswith(f"@127.0.0.1:{ports['postgres']}/eo")
     assert json.loads(env["AIRFLOW_CONN_EO_KAFKA"]) == {
         "conn_type": "kafka",
-        "extra": {"bootstrap.servers": f"127.0.0.1:{ports['broker']}"},
+        "extra": {"bootstrap.servers": f"127.0.0.1:{ports['kafka']}"},
     }
     assert json.loads(env["AIRFLOW_CONN_EO_HBASE"]) == {
         "conn_type": "hbase",
         "host": "127.0.0.1",
-        "port": ports["hbase"],
+        "port": ports["hbase-thrift"],
         "extra": {"transport": "buffered", "protocol": "binary", "table_prefix": None, "timeout_ms": 30000},
     }
     assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"]) == {"conn_type": "spark", "host": "local[*]"}
@@ -160,8 +176,7 @@ def test_produce_consume_round_trip_with_the_printed_kafka_connection(state_dir:
     ]
 
 
-@pytest.mark.skipif(not gateway_available(), reason="HBase gateway module not present yet")
-def test_hbase_gateway_answers_with_the_printed_connection(state_dir: Path) -> None:
+def test_hbase_thrift_server_answers_with_the_printed_connection(state_dir: Path) -> None:
     conn = json.loads(exported_env(state_dir)["AIRFLOW_CONN_EO_HBASE"])
     table = f"devstack_{uuid.uuid4().hex[:10]}"
     connection = happybase.Connection(conn["host"], conn["port"], timeout=conn["extra"]["timeout_ms"])
@@ -183,7 +198,7 @@ def test_busy_port_fails_naming_port_and_service_and_starts_nothing() -> None:
         result = eo_stack("up", "--state-dir", str(other_dir), "--kafka-port", str(port))
     try:
         assert result.returncode == 1
-        assert f"cannot start broker: port {port} on 127.0.0.1 is already in use" in result.stderr
+        assert f"cannot start kafka (kafka): port {port} on 127.0.0.1 is already in use" in result.stderr
         assert processes_referencing(other_dir) == {}
         assert list((other_dir / "pids").iterdir()) == []
     finally:
@@ -207,13 +222,96 @@ def test_missing_postgres_binaries_fail_with_a_clear_error_and_start_nothing(tmp
         shutil.rmtree(other_dir, ignore_errors=True)
 
 
+def test_missing_java_fails_with_a_clear_error_and_starts_nothing(tmp_path: Path) -> None:
+    other_dir = new_stack_dir("eo-devstack-nojava-")
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-jdk")}
+    result = subprocess.run(
+        [EO_STACK, "up", "--state-dir", str(other_dir)], capture_output=True, text=True, env=env, timeout=60
+    )
+    try:
+        assert result.returncode == 1
+        assert "java: no Java runtime found (JAVA_HOME or PATH); Apache Kafka and HBase need Java 17+" in (
+            result.stderr
+        )
+        assert processes_referencing(other_dir) == {}
+    finally:
+        shutil.rmtree(other_dir, ignore_errors=True)
+
+
+def test_uncached_jars_without_maven_fail_with_a_clear_error_and_start_nothing(tmp_path: Path) -> None:
+    other_dir = new_stack_dir("eo-devstack-nomvn-")
+    java_home = Path(java_binary()).resolve().parents[1]
+    env = {
+        **os.environ,
+        "EO_JVM_CACHE": str(tmp_path / "empty-cache"),
+        "JAVA_HOME": str(java_home),
+        "PATH": str(Path(sys.executable).parent),  # the venv: no mvn on it
+    }
+    result = subprocess.run(
+        [EO_STACK, "up", "--state-dir", str(other_dir)], capture_output=True, text=True, env=env, timeout=60
+    )
+    try:
+        assert result.returncode == 1
+        assert f"kafka: its jars are not cached in {tmp_path / 'empty-cache'}" in result.stderr
+        assert "Maven (mvn) is not installed; run scripts/setup.sh" in result.stderr
+        assert processes_referencing(other_dir) == {}
+    finally:
+        shutil.rmtree(other_dir, ignore_errors=True)
+
+
+def test_a_server_that_does_not_come_up_fails_with_the_tail_of_its_log() -> None:
+    other_dir = new_stack_dir("eo-devstack-broken-")
+    meta = other_dir / "kafka" / "data" / "meta.properties"
+    meta.parent.mkdir(parents=True)
+    meta.write_text("version=1\nnode.id=7\n")  # storage of another node: Kafka refuses to start
+    try:
+        result = eo_stack("up", "--state-dir", str(other_dir))
+        assert result.returncode == 1
+        assert "eo-stack up: kafka (pid " in result.stderr
+        assert "exited during startup; last lines of " + str(other_dir / "logs" / "kafka.log") in result.stderr
+        assert "meta.properties" in result.stderr  # Kafka's own words, from the log tail
+    finally:
+        eo_stack("down", "--state-dir", str(other_dir))
+        assert processes_referencing(other_dir) == {}
+        shutil.rmtree(other_dir, ignore_errors=True)
+
+
+def test_topics_records_and_tables_survive_down_then_up(state_dir: Path) -> None:
+    env = exported_env(state_dir)
+    bootstrap = json.loads(env["AIRFLOW_CONN_EO_KAFKA"])["extra"]["bootstrap.servers"]
+    hbase = json.loads(env["AIRFLOW_CONN_EO_HBASE"])
+    topic = f"durable-{uuid.uuid4().hex[:10]}"
+    table = f"durable_{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(timeout=15)
+    records = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(50)]
+    assert produce(bootstrap, topic, records, partition=1) == 50
+    connection = happybase.Connection(hbase["host"], hbase["port"])
+    connection.create_table(table, {"cf": {}})
+    connection.table(table).put(b"row1", {b"cf:a": b"1"}, timestamp=42)
+    connection.close()
+
+    assert eo_stack("down", "--state-dir", str(state_dir)).returncode == 0
+    assert processes_referencing(state_dir) == {}
+    result = eo_stack("up", "--state-dir", str(state_dir))
+    assert result.returncode == 0, result.stderr
+
+    assert exported_env(state_dir) == env  # same ports, same password
+    assert consume_range(bootstrap, topic, 1, 0, 50) == [(i, k, v) for i, (k, v) in enumerate(records)]
+    connection = happybase.Connection(hbase["host"], hbase["port"])
+    try:
+        assert connection.table(table).cells(b"row1", b"cf:a", include_timestamp=True) == [(b"1", 42)]
+    finally:
+        connection.close()
+
+
 def test_down_leaves_no_process_behind(state_dir: Path) -> None:
     pids = [int(s["pid"]) for s in status(state_dir).values() if s["pid"] is not None]  # type: ignore[call-overload]
-    assert len(pids) >= 2
+    assert len(pids) == 4
     assert processes_referencing(state_dir) != {}
     result = eo_stack("down", "--state-dir", str(state_dir))
     assert result.returncode == 0, result.stderr
     assert [pid for pid in pids if Path(f"/proc/{pid}").exists() and group_members(pid)] == []
     assert all(group_members(pid) == [] for pid in pids)
     assert processes_referencing(state_dir) == {}
-    assert {s["state"] for s in status(state_dir).values()} <= {"stopped", "unavailable"}
+    assert {s["state"] for s in status(state_dir).values()} == {"stopped"}

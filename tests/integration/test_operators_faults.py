@@ -35,7 +35,7 @@ FAST = "eo_kafka_fast"
 
 @contextmanager
 def broker_paused(stack) -> Iterator[None]:
-    pid = int((stack.state_dir / "pids" / "broker.pid").read_text().strip())
+    pid = int((stack.state_dir / "pids" / "kafka.pid").read_text().strip())
     os.kill(pid, signal.SIGSTOP)
     try:
         yield

@@ -1,0 +1,90 @@
+"""A throwaway PKI for the TLS tests: a CA, a server certificate it signs, an unrelated CA."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from airflow_provider_eo.devstack.ports import LOOPBACK
+
+
+@dataclass(frozen=True)
+class Pki:
+    """PEM files: the test CA, an unrelated CA, and the server's certificate and (PKCS#8,
+    unencrypted, mode 600) key."""
+
+    ca: Path
+    other_ca: Path
+    server_cert: Path
+    server_key: Path
+
+
+def _ca(name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A self-signed P-256 CA certificate named ``name``, valid from 5 minutes ago for 2 days."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    usage = x509.KeyUsage(
+        digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
+        key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False,
+    )  # fmt: skip
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(usage, critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return key, cert
+
+
+def make_pki(directory: Path) -> Pki:
+    """Write a CA, a server certificate it signs for ``127.0.0.1``/``localhost`` (with its
+    key) and a second, unrelated CA into ``directory`` (created if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key, ca_cert = _ca("eo security test CA")
+    _, other_cert = _ca("eo unrelated CA")
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(LOOPBACK))]
+    server_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+        .issuer_name(ca_cert.subject)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pki = Pki(
+        ca=directory / "ca.pem",
+        other_ca=directory / "other-ca.pem",
+        server_cert=directory / "server.pem",
+        server_key=directory / "server.key",
+    )
+    pki.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    pki.other_ca.write_bytes(other_cert.public_bytes(serialization.Encoding.PEM))
+    pki.server_cert.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
+    pki.server_key.touch(mode=0o600)
+    pki.server_key.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return pki
