@@ -1,7 +1,8 @@
 """Write-step throughput: the Spark application vs a plain single-process loop (not a test).
 
-Produces ``--records`` JSON records over ``--partitions`` partitions (one record per
-batch: the Tansu quirk), then measures on the same data and the same batch size:
+Produces ``--records`` JSON records over ``--partitions`` partitions (batched and
+lz4-compressed, as producers normally send), then measures on the same data and the
+same batch size:
 
 * ``spark``: one backfill epoch written by ``spark-submit .../spark/app.py`` (local
   mode by default); records/s from the vote's ``duration_s`` (tasks only) and from
@@ -38,7 +39,9 @@ from airflow_provider_eo.spark import app as app_module
 
 
 def produce(bootstrap: str, topic: str, records: int, partitions: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": "lz4", "enable.idempotence": True}
+    )
     for i in range(records):
         value = json.dumps({"user": i, "n": i % 97, "s": f"value-{i % 1013}", "ok": i % 2 == 0})
         while True:
@@ -48,8 +51,11 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int) -> None:
             except BufferError:
                 producer.poll(0.1)
         producer.poll(0)
-    if producer.flush(120):
-        raise RuntimeError("produce: undelivered records")
+    deadline = time.monotonic() + 900
+    while producer.flush(10) and time.monotonic() < deadline:
+        pass
+    if len(producer):
+        raise RuntimeError(f"produce: {len(producer)} records undelivered after 15 minutes")
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
@@ -75,7 +81,7 @@ def run_spark(
         epoch_id = ledger.reserve_backfill_epoch(
             "bench", ranges, dag_id="bench", run_id=uuid.uuid4().hex
         ).epoch_id
-    argv = ["spark-submit", "--master", args.master, "--conf", "spark.ui.enabled=false", app_module.__file__,
+    argv = [str(Path(sys.executable).parent / "spark-submit"), "--master", args.master, "--conf", "spark.ui.enabled=false", app_module.__file__,
             "--pipeline", "bench", "--epoch-id", str(epoch_id),
             "--pipelines-file", str(pipelines)]  # fmt: skip
     started = time.monotonic()

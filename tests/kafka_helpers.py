@@ -18,6 +18,13 @@ BATCHING_PRODUCER = {"linger.ms": 5, "compression.type": "lz4", "enable.idempote
 Record = tuple[bytes | str | None, bytes | str | None]
 
 
+def recent_timestamp_ms(seconds_ago: int = 600) -> int:
+    """A whole-second CreateTime (ms) ``seconds_ago`` in the past: old enough to precede the
+    records a test sends after it, recent enough that the broker's time-based retention
+    (7 days) keeps it. Fixed historical timestamps would be deleted by retention."""
+    return (int(time.time()) - seconds_ago) * 1000
+
+
 class RecordSender:
     """A long-lived producer with :data:`BATCHING_PRODUCER` settings (plus ``extra`` librdkafka
     settings): :meth:`send` queues one record, :meth:`flush` delivers everything queued and

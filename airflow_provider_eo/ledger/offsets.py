@@ -1,7 +1,7 @@
 """What the ledger needs from Kafka (implemented by ``EoKafkaHook``).
 
 A topic-partition is ``tp = (topic, partition)``. Implementations answer from the
-broker; tests use in-memory stand-ins.
+broker (the tests, too, run them against Apache Kafka).
 """
 
 from __future__ import annotations

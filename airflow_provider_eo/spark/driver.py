@@ -75,6 +75,18 @@ def task_error_message(exc: BaseException) -> str:
     return lines[0][:500] if lines else type(exc).__name__
 
 
+def warn_keep_deleted_cells(where: str, settings: TaskSettings, tombstones: int) -> None:
+    """One warning per epoch that wrote tombstones: Thrift1 cannot show ``KEEP_DELETED_CELLS``,
+    and without it a major compaction lets a replay of an older range resurrect deleted cells."""
+    log.warning(
+        "%s: wrote %d tombstone(s) (family deletes) to HBase table %r family %r; make sure the family "
+        "has KEEP_DELETED_CELLS => 'TRUE' (HBase's Thrift1 API cannot show it): without it a major "
+        "compaction drops the delete markers and a later replay or backfill of an older range brings "
+        "deleted cells back (docs/spark.md, 'Tombstones and major compaction')",
+        where, tombstones, settings.hbase_table, settings.column_family,
+    )  # fmt: skip
+
+
 def write_epoch(
     ledger: Ledger,
     pipeline: str,
@@ -120,6 +132,8 @@ def write_epoch(
         log.error("%s: %s; nothing changed in the ledger", where, exc)
         return ExitCode.FENCED_OUT
     fault_point("spark.after_vote")
+    if metrics["tombstones"]:
+        warn_keep_deleted_cells(where, settings, int(metrics["tombstones"]))
     log.info(
         "%s: voted WRITTEN records=%d cells=%d tombstones=%d bad=%d tasks=%d duration_s=%.3f",
         where, metrics["records"], metrics["cells_written"], metrics["tombstones"],

@@ -5,6 +5,14 @@ of its last record), so writing a segment again writes identical cells at the
 identical version: a failed call is retried as-is (reconnecting first), and after
 ``attempts`` failures :class:`HBaseWriteError` names the table, the offsets and the
 last error. The table prefix of the connection is applied like happybase does.
+
+Before the first segment that touches a column family is sent, the family is checked
+against the table's descriptors (Thrift1 ``getColumnDescriptors``, read once per
+connection): a family the table does not have, or a family with a TTL, raises
+:class:`UnsafeColumnFamilyError` at once (not retried; nothing of that segment is
+written). A TTL is refused because cell versions are Kafka offsets: HBase reads them as
+milliseconds after 1970, so every cell would be expired as soon as it is written.
+``KEEP_DELETED_CELLS`` cannot be checked: Thrift1 does not expose it (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -22,8 +30,44 @@ from airflow_provider_eo.spark.segments import Segment
 log = logging.getLogger(__name__)
 
 
+#: ``timeToLive`` of a family without a TTL (HBase's ``HConstants.FOREVER``).
+TTL_FOREVER = 2**31 - 1
+
+
 class HBaseWriteError(RuntimeError):
     """A segment could not be written after all attempts."""
+
+
+class UnsafeColumnFamilyError(HBaseWriteError):
+    """The table has no such family, or the family's settings would lose the written cells."""
+
+
+def segment_families(segment: Segment) -> set[bytes]:
+    """The column families a segment writes to (puts' ``family:qualifier`` and deletes)."""
+    families = {family for row_families in segment.deletes.values() for family in row_families}
+    families.update(column.split(b":", 1)[0] for cells in segment.puts.values() for column in cells)
+    return families
+
+
+def check_family(table: str, family: bytes, descriptors: Mapping[bytes, Any]) -> None:
+    """Raise :class:`UnsafeColumnFamilyError` unless ``table`` has ``family`` without a TTL.
+
+    ``descriptors`` is Thrift1 ``getColumnDescriptors``' answer (keys ``b"family:"``).
+    """
+    name = family.decode("utf-8", "backslashreplace")
+    descriptor = descriptors.get(family + b":")
+    if descriptor is None:
+        known = ", ".join(sorted(k.decode("utf-8", "backslashreplace").rstrip(":") for k in descriptors))
+        raise UnsafeColumnFamilyError(
+            f"HBase table {table!r} has no column family {name!r} (families: {known or 'none'})"
+        )
+    ttl = int(descriptor.timeToLive)
+    if ttl != TTL_FOREVER:
+        raise UnsafeColumnFamilyError(
+            f"refusing to write to HBase table {table!r} column family {name!r}: it has a TTL of {ttl} s; "
+            "cell versions are Kafka offsets, which HBase reads as milliseconds since 1970, so every "
+            "cell would expire at once; remove the TTL (TTL => 'FOREVER') or write to another family"
+        )
 
 
 def segment_mutations(segment: Segment) -> list[Any]:
@@ -59,6 +103,8 @@ class SegmentWriter:
         self.backoff_s = backoff_s
         self._connection: happybase.Connection | None = None
         self._table_name: bytes | None = None
+        self._descriptors: dict[bytes, Any] | None = None
+        self._checked_families: set[bytes] = set()
 
     def _connect(self) -> tuple[happybase.Connection, bytes]:
         if self._connection is None or self._table_name is None:
@@ -68,8 +114,19 @@ class SegmentWriter:
             self._table_name = connection.table(self.table).name  # with the table prefix
         return self._connection, self._table_name
 
+    def _check_families(self, connection: happybase.Connection, table_name: bytes, segment: Segment) -> None:
+        unchecked = segment_families(segment) - self._checked_families
+        if not unchecked:
+            return
+        if self._descriptors is None:
+            self._descriptors = dict(connection.client.getColumnDescriptors(table_name))
+        for family in sorted(unchecked):
+            check_family(self.table, family, self._descriptors)
+        self._checked_families |= unchecked
+
     def write(self, segment: Segment) -> None:
-        """Write one segment (no-op when empty); raises HBaseWriteError after ``attempts``."""
+        """Write one segment (no-op when empty); raises HBaseWriteError after ``attempts``,
+        :class:`UnsafeColumnFamilyError` at once (nothing written) for a missing or TTL family."""
         if segment.is_empty():
             return
         batches = segment_mutations(segment)
@@ -77,8 +134,11 @@ class SegmentWriter:
         for attempt in range(1, self.attempts + 1):
             try:
                 connection, table_name = self._connect()
+                self._check_families(connection, table_name, segment)
                 connection.client.mutateRowsTs(table_name, batches, segment.timestamp, {})
                 return
+            except UnsafeColumnFamilyError:
+                raise
             except Exception as exc:  # transport errors, HBase IOError: the call is idempotent
                 last_error = exc
                 self.close()
@@ -109,3 +169,4 @@ class SegmentWriter:
                 log.debug("closing a broken HBase connection failed", exc_info=True)
         self._connection = None
         self._table_name = None
+        self._descriptors = None

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from airflow_provider_eo.spark.records import TaskRange
 
-SUMMED = ("records", "cells_written", "tombstones", "bad_records", "bytes", "segments")
+SUMMED = ("records", "skipped_offsets", "cells_written", "tombstones", "bad_records", "bytes", "segments")
 
 
 class RangeLike(Protocol):
@@ -55,6 +55,9 @@ def aggregate_metrics(
 ) -> dict[str, Any]:
     """The vote's metrics: epoch totals, per-partition records, task count and duration.
 
+    Per partition and in total, ``records + skipped_offsets`` is the size of the ranges
+    (every offset is either a record read or an offset without a readable record).
+
     Raises CoverageError when the tasks do not cover every offset of every range exactly
     once (a partial range must never be voted).
     """
@@ -82,6 +85,7 @@ def aggregate_metrics(
                 "start": rng.start,
                 "end": rng.end,
                 "records": sum(int(m["records"]) for m in mine),
+                "skipped_offsets": sum(int(m["skipped_offsets"]) for m in mine),
                 "bad_records": sum(int(m["bad_records"]) for m in mine),
             }
         )

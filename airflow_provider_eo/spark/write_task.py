@@ -53,13 +53,20 @@ class TaskSettings:
 
 @dataclass
 class TaskMetrics:
-    """Counts of one task (the driver sums them per partition and per epoch)."""
+    """Counts of one task (the driver sums them per partition and per epoch).
+
+    ``records`` counts the records read (dead-lettered ones included);
+    ``skipped_offsets`` the offsets of ``[start, end)`` that hold no readable record
+    (transaction control markers, records of aborted transactions, offsets removed by
+    compaction), so ``records + skipped_offsets == end - start``.
+    """
 
     topic: str
     partition: int
     start: int
     end: int
     records: int = 0
+    skipped_offsets: int = 0
     cells_written: int = 0
     tombstones: int = 0
     bad_records: int = 0
@@ -125,11 +132,13 @@ def run_task(
         writer.close()
         ledger_sink.close()
     metrics.bad_records = handler.count
+    metrics.skipped_offsets = rng.end - rng.start - metrics.records
     metrics.duration_s = round(time.monotonic() - started, 3)
     log.info(
-        "task done %s records=%d cells=%d tombstones=%d bad=%d segments=%d",
+        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d bad=%d segments=%d",
         fields,
         metrics.records,
+        metrics.skipped_offsets,
         metrics.cells_written,
         metrics.tombstones,
         metrics.bad_records,

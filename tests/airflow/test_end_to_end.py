@@ -1,5 +1,5 @@
 """The main job end to end through real Airflow (``airflow dags test``), Spark, the
-ledger, Kafka and the HBase gateway: every component real.
+ledger, Apache Kafka and Apache HBase: every component real.
 
 One module-scoped scenario drains a pipeline in two capped epochs through the stream
 DAG (while a scanner watches every process command line for secrets) and snapshots

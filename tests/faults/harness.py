@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,16 +38,20 @@ from airflow_provider_eo.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import produce_records, sample_events
 from airflow_provider_eo.demo.verification import Verification, verify_pipeline
+from airflow_provider_eo.devstack.kafka import KafkaService
 from airflow_provider_eo.devstack.process import stop_process_group
+from airflow_provider_eo.devstack.service import Service
 from airflow_provider_eo.devstack.stack import SERVICES, LocalStack
 from airflow_provider_eo.faults import FAULT_HANG_ENV, FAULT_POINTS_ENV, FAULT_RELEASE_ENV
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.states import EpochState
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from airflow_provider_eo.spark import app as app_module
+from tests.kafka_helpers import consume_range
 
 REPO = Path(__file__).resolve().parents[2]
 SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
@@ -60,12 +65,35 @@ SIGKILLED = -signal.SIGKILL
 #: How long a restarted service may take to serve clients again (HBase replays its WAL).
 READY_TIMEOUT_S = 180.0
 OFFSETS_TOPIC = "__consumer_offsets"
+TASK_HANGING_RE = re.compile(r"EO fault point spark\.task\.after_segment: hanging \(pid (\d+)\)")
 
 
 def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -> str:
     """The suite's Kafka connection: the stack's broker with short client timeouts (+ ``more``)."""
     extra = {"bootstrap.servers": bootstrap, **KAFKA_TEST_EXTRA, **(more or {})}
     return json.dumps({"conn_type": "kafka", "extra": extra})
+
+
+class FaultKafkaService(KafkaService):
+    """The suite's broker. After a ``kill -9`` the KRaft controller (same JVM, restarted with
+    it) refuses the new incarnation's registration until the dead one's session expires:
+    9 s by default, 2.5 s here (heartbeats every 0.5 s), so a restart costs seconds less."""
+
+    def server_properties(self) -> dict[str, str]:
+        return {
+            **super().server_properties(),
+            "broker.session.timeout.ms": "2500",
+            "broker.heartbeat.interval.ms": "500",
+        }
+
+
+class FaultLocalStack(LocalStack):
+    """:class:`LocalStack` whose ``kafka`` service is :class:`FaultKafkaService`."""
+
+    def _service(self, name: str, ports: Mapping[str, int]) -> Service:
+        if name == "kafka":
+            return FaultKafkaService(self.state_dir, ports)
+        return super()._service(name, ports)
 
 
 class FaultStack:
@@ -80,12 +108,14 @@ class FaultStack:
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
-        self.local = LocalStack(state_dir)
+        self.local: LocalStack = FaultLocalStack(state_dir)
         self.restarts: list[tuple[str, float]] = []
 
     def up(self) -> None:
-        """Start every service that is not running and wait until each answers."""
+        """Start every service that is not running and wait until each answers and Kafka's
+        group coordinators serve (a new cluster creates its offsets topic on first use)."""
         self.local.up()
+        self.wait_ready("kafka")
         self.conn_env = {**self.local.conn_env(), "AIRFLOW_CONN_EO_KAFKA": kafka_conn_value(self.bootstrap)}
 
     def down(self) -> None:
@@ -163,13 +193,17 @@ class FaultStack:
                 if partition.error is not None or partition.leader < 0:
                     return f"{name}[{number}] has no leader ({partition.error})"
         offsets_topic = metadata.topics.get(OFFSETS_TOPIC)
-        for group in coordinator_probe_groups(len(offsets_topic.partitions) if offsets_topic else 0):
+        # The first group lookup of a new cluster creates the offsets topic: ask until it exists.
+        groups = (
+            coordinator_probe_groups(len(offsets_topic.partitions)) if offsets_topic else ["eo-fault-probe"]
+        )
+        for group in groups:
             try:
                 request = [ConsumerGroupTopicPartitions(group)]
                 admin.list_consumer_group_offsets(request, request_timeout=5)[group].result(6)
             except Exception as exc:
                 return f"group coordinator of {group}: {exc}"
-        return None
+        return None if offsets_topic else f"{OFFSETS_TOPIC} not created yet"
 
     def _hbase_unready(self) -> str | None:
         """None when every table answers a one-row scan through Thrift, else the first that does not."""
@@ -191,13 +225,17 @@ class FaultStack:
 
     @contextlib.contextmanager
     def broker_stalled(self) -> Iterator[None]:
-        """SIGSTOP the Kafka JVM for the block, SIGCONT afterwards (always)."""
+        """SIGSTOP the Kafka JVM for the block, SIGCONT afterwards (always); then wait until it is
+        ready again (:meth:`wait_ready`)."""
         pid = self.pid("kafka")
         os.kill(pid, signal.SIGSTOP)
         try:
             yield
         finally:
             os.kill(pid, signal.SIGCONT)
+        # The controller (same JVM) may have expired the broker's session while both were
+        # stopped: partitions are leaderless until the broker heartbeats again.
+        self.wait_ready("kafka")
 
     def healthy(self) -> bool:
         return self.local.is_up()
@@ -295,6 +333,23 @@ class WriteProc(LoggedProcess):
                     continue
             time.sleep(0.2)
         raise AssertionError(f"no Spark driver process found for epoch {self.epoch_id}")
+
+    def wait_for_hanging(self, count: int, timeout: float = 120) -> list[int]:
+        """Pids of the Python workers standing at the ``spark.task.after_segment`` hang point,
+        once ``count`` distinct ones announced it (no HBase write of theirs is then in
+        flight); AssertionError if the process exits first or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = sorted({int(pid) for pid in TASK_HANGING_RE.findall(self.output())})
+            if len(pids) >= count:
+                return pids
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"spark-submit exited {self.proc.returncode} with {len(pids)} of {count} tasks "
+                    f"hanging:\n{self.output()[-3000:]}"
+                )
+            time.sleep(0.2)
+        raise AssertionError(f"{count} Spark tasks not hanging at spark.task.after_segment after {timeout}s")
 
     def cleanup(self) -> None:
         """SIGKILL whatever is left of the session (JVM, Python workers)."""
@@ -542,6 +597,42 @@ class Case:
                 )
         finally:
             hbase.close()
+
+    def hbase_cells(self) -> dict[bytes, dict[bytes, tuple[bytes, int]]]:
+        """Every visible cell of the case's table: row -> column -> (value, version)."""
+        hbase = self.stack.hbase()
+        try:
+            table = hbase.table(self.spec.hbase_table)
+            return {row: dict(cells) for row, cells in table.scan(batch_size=1000, include_timestamp=True)}
+        finally:
+            hbase.close()
+
+    def group_offsets(self) -> dict[tuple[str, int], int | None]:
+        """The consumer group's committed offset of every produced partition (None: none)."""
+        return EoKafkaHook().committed_offsets(self.spec.group_id, list(self.ends()))
+
+    def epoch_rows(self) -> list[tuple[int, EpochState, dict[tuple[str, int], tuple[int, int]]]]:
+        """(epoch id, state, {partition: (start, end)}) of the case's epochs, oldest first."""
+        with self.ledger() as ledger:
+            epochs = ledger.list_epochs(pipeline=self.name)
+        return [
+            (e.epoch_id, e.state, {r.tp: (r.start, r.end) for r in e.ranges})
+            for e in sorted(epochs, key=lambda e: e.epoch_id)
+        ]
+
+    def topic_contents(self) -> dict[tuple[str, int], list[tuple[int, bytes | None, bytes | None]]]:
+        """What Kafka serves for each produced partition from offset 0 up to its produced end:
+        (offset, key, value); equals :meth:`produced_contents` when no record was lost."""
+        return {
+            tp: consume_range(self.stack.bootstrap, tp[0], tp[1], 0, end) for tp, end in self.ends().items()
+        }
+
+    def produced_contents(self) -> dict[tuple[str, int], list[tuple[int, bytes | None, bytes | None]]]:
+        """The produced records per partition as (offset, key, value), in offset order."""
+        contents: dict[tuple[str, int], list[tuple[int, bytes | None, bytes | None]]] = {}
+        for r in sorted(self.produced, key=lambda r: (r.topic, r.partition, r.offset)):
+            contents.setdefault((r.topic, r.partition), []).append((r.offset, r.key, r.value))
+        return contents
 
     def hbase_row_count(self) -> int:
         hbase = self.stack.hbase()

@@ -81,7 +81,7 @@ class SecureKafkaService(KafkaService):
     create). The server certificate and key of ``pki`` form a PEM keystore (mode 600)."""
 
     name = "kafka-secure"
-    port_keys = ("kafka", "kafka-controller", "kafka-ssl", "kafka-sasl-ssl")
+    tls_port_keys = ("kafka-ssl", "kafka-sasl-ssl")  # in ``ports`` next to ``port_keys``
 
     def __init__(self, state_dir: Path, ports: Mapping[str, int], pki: Pki) -> None:
         super().__init__(state_dir, ports)
@@ -191,24 +191,14 @@ class SecureKafka:
 
 def create_scram_user(bootstrap: str, user: str, password: str) -> None:
     """Create (or replace) ``user``'s SCRAM-SHA-512 credential through the AdminClient at
-    ``bootstrap`` (PLAINTEXT; the password travels in the request only); returns once the
-    broker describes it. Raises on an error or after 30 s."""
+    ``bootstrap`` (PLAINTEXT; the password travels in the request only). Raises the
+    broker's error, or after 30 s."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, SCRAM_ITERATIONS)
     upsertion = UserScramCredentialUpsertion(user, info, password.encode())
-    admin.alter_user_scram_credentials([upsertion])[user].result(30)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            described = admin.describe_user_scram_credentials([user])[user].result(10)
-            if any(i.mechanism == ScramMechanism.SCRAM_SHA_512 for i in described.scram_credential_infos):
-                return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the broker does not describe SCRAM user {user} after 30 s")
-        time.sleep(0.2)
+    futures = admin.alter_user_scram_credentials([upsertion])
+    assert isinstance(futures, dict), futures
+    futures[user].result(30)
 
 
 def wait_for_login(config: Mapping[str, str], timeout_s: float = 30) -> None:
@@ -218,7 +208,8 @@ def wait_for_login(config: Mapping[str, str], timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
-        admin = AdminClient({**config, "logger": logging.getLogger("eo.tests.secure_kafka")})
+        quiet: dict[str, Any] = {**config, "logger": logging.getLogger("eo.tests.secure_kafka")}
+        admin = AdminClient(quiet)
         try:
             admin.list_topics(timeout=5)
             return
@@ -233,10 +224,12 @@ def secure_kafka(state_dir: Path, pki: Pki, user: str, password: str) -> Iterato
     """Start a :class:`SecureKafkaService` in ``state_dir`` (free ports), create SCRAM user
     ``user`` with ``password`` and yield it; the broker is stopped (its whole process group)
     when the block exits, also on error."""
-    ports = {key: find_free_port() for key in SecureKafkaService.port_keys}
+    keys = (*SecureKafkaService.port_keys, *SecureKafkaService.tls_port_keys)
+    ports = {key: find_free_port() for key in keys}
     while len(set(ports.values())) < len(ports):  # two free-port picks may coincide
-        ports = {key: find_free_port() for key in SecureKafkaService.port_keys}
+        ports = {key: find_free_port() for key in keys}
     service = SecureKafkaService(state_dir, ports, pki)
+    service.preflight()
     service.prepare()
     service.pid_path.parent.mkdir(parents=True, exist_ok=True)
     pid = start_process(

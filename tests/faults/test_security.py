@@ -277,7 +277,7 @@ def test_tls_settings_reach_reserve_write_and_commit(scenario: Scenario, report:
         f"RESERVED (HBase empty) then WRITTEN (no group offsets)"
     )
     report["recovery"] = (
-        f"right CA: reserve, spark-submit write ({s.write_logins} TLS sessions), then "
+        f"right CA: reserve, spark-submit write ({s.write_logins} SASL_SSL connections), then "
         f"{len(s.runs)} `airflow dags test` stream run(s): recover re-committed epoch {s.first_epoch}"
     )
     report["verified"] = (
@@ -310,8 +310,10 @@ def test_sasl_credentials_reach_reserve_write_and_commit(scenario: Scenario, rep
     assert s.scanner.watched, "the scanner never saw a process of the pipeline"
     report["observed"] = (
         f"wrong password: reserve, write (exit 4) and commit each failed with `{SASL_FAILED}`, "
-        f"nothing changed; no secret in any command line ({s.scanner.scans} /proc scans, "
-        f"{len(s.scanner.watched)} processes of the pipeline seen)"
+        f"nothing changed; the broker refused {s.rejections.count(BROKER_SASL_REFUSED)} SCRAM "
+        f"logins and {s.rejections.count(BROKER_TLS_REFUSED)} TLS handshakes, nothing else; no secret "
+        f"in any command line ({s.scanner.scans} /proc scans, {len(s.scanner.watched)} processes of "
+        f"the pipeline seen)"
     )
     report["recovery"] = (
         f"right password: {s.logins} SCRAM logins "

@@ -1,6 +1,9 @@
-"""Services failing mid-epoch: HBase gateway kill -9 + restart, PostgreSQL restart, broker stall.
+"""Services failing mid-epoch: Kafka, the HBase master and HBase's Thrift server killed with
+``kill -9`` and restarted, PostgreSQL killed and restarted, the broker stalled.
 
-These act on the suite's private stack (``fault_stack``) and leave it healthy.
+These act on the suite's private stack (``fault_stack``) and leave it healthy. Each case
+asserts the exact state the fault leaves (exit status, epoch rows, HBase cells with their
+versions, group offsets, the topic's records), then recovers, drains and verifies.
 """
 
 from __future__ import annotations
@@ -10,38 +13,245 @@ from typing import Any
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger.states import EpochState
-from tests.faults.harness import FaultStack, hang_env, new_case
+from airflow_provider_eo.spark.driver import ExitCode
+from tests.faults.harness import Case, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
 
+HANG = "spark.task.after_segment:hang"
 
-def test_hbase_gateway_kill9_and_restart_mid_write(
+
+def _hold_tasks_then(case: Case, tmp_path: Path, epoch_id: int, act: Any) -> tuple[int, str]:
+    """Write ``epoch_id`` with both tasks (one per partition) held after their first HBase
+    segment; once both stand there, call ``act()``, release them and wait. Returns the
+    spark-submit exit status and its output."""
+    release = tmp_path / f"release-{epoch_id}"
+    proc = case.start_write(epoch_id, faults=HANG, **hang_env(240, release))
+    proc.wait_for_hanging(case.partitions)
+    act()
+    release.touch()
+    return proc.wait(), proc.output()
+
+
+def _after_write(case: Case, epoch_id: int, rc: int) -> EpochState:
+    """The epoch's state must follow the write's exit status (0: WRITTEN, task failed:
+    RESERVED); recover re-commits or aborts exactly that epoch. Returns the state it found."""
+    state = case.epoch(epoch_id).state
+    assert state is (EpochState.WRITTEN if rc == 0 else EpochState.RESERVED), (rc, state)
+    recovered = case.recover("recovery-run")
+    if rc == 0:
+        assert (recovered["recommitted"], recovered["aborted"]) == ([epoch_id], [])
+    else:
+        assert (recovered["recommitted"], recovered["aborted"]) == ([], [epoch_id])
+    return state
+
+
+def _final_epochs(case: Case, first: int, rc: int) -> None:
+    """The ledger's epoch rows after draining: the faulted epoch COMMITTED (rc 0) or ABORTED,
+    its ranges then re-read from the same starts by the next epoch; every later epoch
+    COMMITTED; the group at the produced ends."""
+    rows = case.epoch_rows()
+    assert rows[0][:2] == (first, EpochState.COMMITTED if rc == 0 else EpochState.ABORTED), rows
+    assert all(state is EpochState.COMMITTED for _, state, _ in rows[1:]), rows
+    if rc != 0:
+        starts = [{tp: start for tp, (start, _end) in ranges.items()} for _, _, ranges in rows[:2]]
+        assert starts[1] == starts[0], rows
+    assert case.group_offsets() == case.ends()
+
+
+def test_hbase_kill9_and_restart_mid_write(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(
-        order=6, fault="HBase Thrift gateway kill -9 and restart while the Spark tasks are mid-write"
+        order=6,
+        fault="HBase master JVM (master + region server + ZooKeeper) kill -9 while the Spark tasks stand "
+        "between two HBase segments, then restarted (WAL replay)",
     )
     case = new_case(fault_stack, tmp_path, "hbkill", records=200, cap=None)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
-    release = tmp_path / "release-hbase"
-    proc = case.start_write(epoch_id, faults="spark.task.after_segment:hang", **hang_env(120, release))
-    case.wait_for_rows()
-    fault_stack.kill_and_restart("hbase")
-    release.touch()
-    rc = proc.wait()
-    assert rc in (0, 4), proc.output()[-3000:]
-    state = case.epoch(epoch_id).state
-    assert state is (EpochState.WRITTEN if rc == 0 else EpochState.RESERVED)
+    cells: dict[str, Any] = {}
+
+    def kill_hbase() -> None:
+        cells["before"] = case.hbase_cells()
+        fault_stack.kill_and_restart("hbase")
+        cells["after"] = case.hbase_cells()
+
+    rc, output = _hold_tasks_then(case, tmp_path, epoch_id, kill_hbase)
+    assert rc in (ExitCode.OK, ExitCode.TASK_FAILED), output[-3000:]
+    before, after = cells["before"], cells["after"]
+    assert before, "the tasks had written their first segments"
+    assert after == before  # every acknowledged cell back after WAL replay, same value and version
+    state = _after_write(case, epoch_id, rc)
     report["observed"] = (
-        f"spark-submit exit {rc} ({'writer reconnected' if rc == 0 else 'task failed'}); epoch {state.value}"
+        f"{len(before)} rows written before the kill all back after the restart (cells and versions "
+        f"identical); spark-submit exit {rc} "
+        f"({'writers reconnected' if rc == 0 else 'a task failed'}); epoch {state.value}"
     )
-    recovered = case.recover("recovery-run")
     epochs = case.drain()
+    _final_epochs(case, epoch_id, rc)
     verification = case.verify()
     assert verification.problems == []
     assert fault_stack.healthy()
     report["recovery"] = (
-        f"direct: recover {recovered['recommitted'] or recovered['aborted']}; {epochs} epoch(s) drained"
+        f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
+        f"{epochs} epoch(s) drained"
     )
+    report["verified"] = _verified(verification)
+
+
+def test_hbase_thrift_kill9_and_restart_mid_write(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(
+        order=31,
+        fault="HBase Thrift server JVM kill -9 while the Spark tasks stand between two HBase segments "
+        "(their connections open), then restarted",
+    )
+    case = new_case(fault_stack, tmp_path, "thrkill", records=200, cap=None)
+    epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
+    cells: dict[str, Any] = {}
+
+    def kill_thrift() -> None:
+        cells["before"] = case.hbase_cells()
+        fault_stack.kill_and_restart("hbase-thrift")
+        cells["after"] = case.hbase_cells()
+
+    rc, output = _hold_tasks_then(case, tmp_path, epoch_id, kill_thrift)
+    assert rc == ExitCode.OK, output[-3000:]
+    assert cells["before"] and cells["after"] == cells["before"]
+    # Each task's next segment failed once on its dead connection, then went through a new one.
+    assert output.count("attempt=1/4") == case.partitions, output[-3000:]
+    assert "attempt=2/4" not in output
+    state = _after_write(case, epoch_id, rc)
+    report["observed"] = (
+        f"each of the {case.partitions} tasks: one failed segment write (attempt 1/4), reconnected, "
+        f"retried the same segment (same version); spark-submit exit 0; epoch {state.value}"
+    )
+    epochs = case.drain()
+    _final_epochs(case, epoch_id, rc)
+    verification = case.verify()
+    assert verification.problems == []
+    assert fault_stack.healthy()
+    report["recovery"] = f"direct: recover re-committed epoch {epoch_id}; {epochs} epoch(s) drained"
+    report["verified"] = _verified(verification)
+
+
+def test_broker_kill9_and_restart_mid_write(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(
+        order=29,
+        fault="Kafka broker JVM kill -9 as the Spark tasks start reading their ranges, restarted at once "
+        "(log recovery); more records produced after the restart",
+    )
+    case = new_case(fault_stack, tmp_path, "brkill", records=200, cap=None)
+    produced = case.produced_contents()
+    epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
+    proc = case.start_write(epoch_id)
+    proc.wait_for_output("task start")
+    fault_stack.kill_and_restart("kafka")
+    rc = proc.wait()
+    output = proc.output()
+    assert rc in (ExitCode.OK, ExitCode.TASK_FAILED), output[-3000:]
+    if rc == ExitCode.TASK_FAILED:
+        assert "RangeReadError" in output, output[-3000:]
+    assert case.topic_contents() == produced  # every record back at its offset, nothing more
+    assert case.group_offsets() == {tp: None for tp in case.ends()}
+    ends = case.ends()
+    more = case.produce(40, seed=36)
+    first_new: dict[tuple[str, int], int] = {}
+    for r in more:
+        tp = (r.topic, r.partition)
+        first_new[tp] = min(first_new.get(tp, r.offset), r.offset)
+    assert first_new == {tp: ends[tp] for tp in first_new}  # appended right after the old ends
+    state = _after_write(case, epoch_id, rc)
+    report["observed"] = (
+        f"spark-submit exit {rc} "
+        f"({'the tasks read after the restart' if rc == 0 else 'RangeReadError: no progress'}), "
+        f"epoch {state.value}; after log recovery the topic serves exactly the {len(case.produced) - 40} "
+        "records produced before, new records continue at the old ends; group offsets untouched"
+    )
+    epochs = case.drain()
+    _final_epochs(case, epoch_id, rc)
+    assert case.topic_contents() == case.produced_contents()
+    verification = case.verify()
+    assert verification.problems == []
+    assert fault_stack.healthy()
+    report["recovery"] = (
+        f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
+        f"{epochs} epoch(s) drained"
+    )
+    report["verified"] = _verified(verification)
+
+
+def test_broker_kill9_and_restart_mid_commit(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    report.update(
+        order=30,
+        fault="Kafka broker JVM kill -9 while commit stands (a) before publishing the group offsets "
+        "(it publishes to the dead broker, restarted afterwards), (b) after publishing, before "
+        "COMMITTED (restarted at once)",
+    )
+    case = new_case(fault_stack, tmp_path, "brcommit", records=240, cap=80)
+    group = case.spec.group_id
+    hook = EoKafkaHook()
+    observed = []
+
+    # (a) the publish meets a dead broker
+    a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
+    assert case.write(a) == 0
+    release = tmp_path / "release-a"
+    commit = case.start_step(
+        "commit", "run-a", epoch_id=a, faults="commit.before_publish:hang", extra_env=hang_env(120, release)
+    )
+    commit.wait_for_output("EO fault point commit.before_publish: hanging")
+    fault_stack.kill("kafka")
+    release.touch()
+    failed = commit.result(60)
+    assert failed.returncode == 1, failed.output[-3000:]
+    assert f"EoKafkaError: commit to group '{group}' of " in failed.output, failed.output[-3000:]
+    fault_stack.restart("kafka")
+    ends_a = case.epoch(a).end_offsets
+    assert case.epoch(a).state is EpochState.WRITTEN
+    assert hook.committed_offsets(group, list(ends_a)) == {tp: None for tp in ends_a}
+    assert case.recover("recover-a")["recommitted"] == [a]
+    assert hook.committed_offsets(group, list(ends_a)) == ends_a
+    observed.append(
+        f"(a) commit exit 1 (EoKafkaError naming group and offsets), epoch {a} WRITTEN, group without "
+        "offsets after the restart; recover re-committed it"
+    )
+
+    # (b) published, then the broker dies before the ledger marks COMMITTED
+    b = int(case.reserve("run-b")["epoch_id"])  # type: ignore[index]
+    assert case.write(b) == 0
+    release = tmp_path / "release-b"
+    commit = case.start_step(
+        "commit", "run-b", epoch_id=b, faults="commit.after_publish:hang", extra_env=hang_env(120, release)
+    )
+    commit.wait_for_output("EO fault point commit.after_publish: hanging")
+    ends_b = case.epoch(b).end_offsets
+    assert hook.committed_offsets(group, list(ends_b)) == ends_b
+    fault_stack.kill_and_restart("kafka")
+    assert hook.committed_offsets(group, list(ends_b)) == ends_b  # __consumer_offsets recovered
+    release.touch()
+    done = commit.result(60)
+    assert done.returncode == 0, done.output[-3000:]
+    assert case.epoch(b).state is EpochState.COMMITTED
+    observed.append(
+        f"(b) the group's offsets (epoch {b}'s ends) survived the kill; commit resumed, exit 0, COMMITTED"
+    )
+    report["observed"] = "; ".join(observed)
+    epochs = case.drain()
+    rows = case.epoch_rows()
+    assert [(e, s) for e, s, _ in rows] == [(a, EpochState.COMMITTED), (b, EpochState.COMMITTED)] + [
+        (e, EpochState.COMMITTED) for e, _, _ in rows[2:]
+    ]
+    assert case.group_offsets() == case.ends()
+    assert case.topic_contents() == case.produced_contents()
+    verification = case.verify()
+    assert verification.problems == []
+    assert fault_stack.healthy()
+    report["recovery"] = f"direct: recover re-committed (a); {epochs} epoch(s) drained"
     report["verified"] = _verified(verification)
 
 

@@ -1,7 +1,8 @@
 """The "eo" UI plugin: exact JSON, the HTML page, escaping, auth and Airflow discovery.
 
-Real PostgreSQL (fresh ledger database per test), FastAPI's TestClient on the app;
-the last test starts a real ``airflow api-server`` and fetches ``/eo/`` over HTTP.
+Real PostgreSQL (fresh ledger database per test) and real topics read through the real
+``EoKafkaHook``, FastAPI's TestClient on the app; the last test starts a real
+``airflow api-server`` and fetches ``/eo/`` over HTTP.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,21 +27,58 @@ from fastapi.testclient import TestClient
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.devstack.ports import find_free_port
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.models import PartitionRange
 from airflow_provider_eo.plugins import epochs as plugin_module
 from airflow_provider_eo.plugins.app import create_app
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import FakeOffsetSource, fresh_database, make_spec, run_epoch
+from tests.integration.ledger_support import TP, fresh_database, make_spec, run_epoch, stack_kafka_hook
+from tests.kafka_helpers import RecordSender
 
 pytestmark = pytest.mark.integration
 
 EVIL = "<script>alert(1)</script>"
 
 
+class TopicShownAs:
+    """The real hook serving one real topic under another name (the one stand-in here).
+
+    Kafka accepts only topic names made of ``[a-zA-Z0-9._-]``, so a name carrying markup
+    can reach the ledger, and so the page, only through a source that is not a broker.
+    Every offset and group commit still goes to the real topic ``real``.
+    """
+
+    def __init__(self, hook: EoKafkaHook, real: str, shown: str) -> None:
+        self.hook, self.real, self.shown = hook, real, shown
+
+    def _to_real(self, tps: Iterable[TP]) -> list[TP]:
+        return [(self.real, p) for t, p in tps if t == self.shown]
+
+    def _to_shown(self, by_tp: Mapping[TP, Any]) -> dict[TP, Any]:
+        return {(self.shown, p): v for (_, p), v in by_tp.items()}
+
+    def list_partitions(self, topics: Sequence[str] | None, pattern: str | None) -> list[TP]:
+        assert (list(topics or []), pattern) == ([self.shown], None)
+        return [(self.shown, p) for _, p in self.hook.list_partitions([self.real], None)]
+
+    def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        return self._to_shown(self.hook.watermarks(self._to_real(tps)))
+
+    def offsets_for_timestamp(self, tps: Iterable[TP], ts_ms: int) -> dict[TP, int]:
+        return self._to_shown(self.hook.offsets_for_timestamp(self._to_real(tps), ts_ms))
+
+    def committed_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
+        return self._to_shown(self.hook.committed_offsets(group_id, self._to_real(tps)))
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
+        self.hook.commit_offsets(group_id, {(self.real, p): o for (_, p), o in offsets.items()})
+
+
 @dataclass
 class Ledgered:
     dsn: str
+    topic: str
     committed: Epoch
     aborted: Epoch
     open: Epoch
@@ -68,30 +106,37 @@ def conn_json(dsn: str) -> str:
 
 
 @pytest.fixture
-def ledgered(stack: StackInfo) -> Iterator[Ledgered]:
-    """orders: COMMITTED, ABORTED, open RESERVED stream epochs and a WRITTEN backfill;
-    a second pipeline whose topic name is hostile HTML."""
+def ledgered(stack: StackInfo, kafka_topic_factory: Callable[..., str]) -> Iterator[Ledgered]:
+    """orders (a real two-partition topic): COMMITTED, ABORTED, open RESERVED stream epochs
+    and a WRITTEN backfill; a second pipeline whose topic name is hostile HTML."""
+    hook = stack_kafka_hook(stack)
+    topic = kafka_topic_factory(partitions=2, prefix="orders")
+    evil_topic = kafka_topic_factory(partitions=1, prefix="evil")
+    sender = RecordSender(stack.kafka_bootstrap)
+    for i in range(5):
+        sender.send(topic, f"k{i}", "{}", partition=0)
+    sender.send(evil_topic, "k", "{}", partition=0)
+    sender.flush()
     with fresh_database(stack.ledger_dsn) as dsn, Ledger(dsn) as ledger:
-        spec = make_spec("orders", topics=["t"])
-        source = FakeOffsetSource({"t": 2})
-        source.produce("t", 0, 5)
-        committed = run_epoch(ledger, spec, source, "r1", dag_id="eo_stream__orders")
-        source.produce("t", 1, 3)
-        doomed = ledger.reserve_stream_epoch(spec, source, dag_id="eo_stream__orders", run_id="r2")
+        spec = make_spec("orders", topics=[topic])
+        committed = run_epoch(ledger, spec, hook, "r1", dag_id="eo_stream__orders")
+        for i in range(3):
+            sender.send(topic, f"k{i}", "{}", partition=1)
+        sender.flush()
+        doomed = ledger.reserve_stream_epoch(spec, hook, dag_id="eo_stream__orders", run_id="r2")
         assert committed is not None and doomed is not None
         aborted = ledger.abort(doomed.epoch_id, "worker lost")
-        opened = ledger.reserve_stream_epoch(spec, source, dag_id="eo_stream__orders", run_id="r3")
+        opened = ledger.reserve_stream_epoch(spec, hook, dag_id="eo_stream__orders", run_id="r3")
         assert opened is not None
         back = ledger.reserve_backfill_epoch(
-            spec, [PartitionRange("t", 0, 1, 3)], dag_id="eo_backfill__orders", run_id="b1"
+            spec, [PartitionRange(topic, 0, 1, 3)], dag_id="eo_backfill__orders", run_id="b1"
         )
         backfill = ledger.vote_written(back.epoch_id, back.fencing_token, {"records": 2, "cells": 4})
         evil_spec = make_spec("evil", topics=[EVIL])
-        evil_source = FakeOffsetSource({EVIL: 1})
-        evil_source.produce(EVIL, 0, 1)
+        evil_source = TopicShownAs(hook, evil_topic, EVIL)
         evil = run_epoch(ledger, evil_spec, evil_source, "r<b>1</b>", dag_id="eo_stream__evil")
         assert evil is not None
-        yield Ledgered(dsn, committed, aborted, opened, backfill, evil)
+        yield Ledgered(dsn, topic, committed, aborted, opened, backfill, evil)
 
 
 @pytest.fixture
@@ -124,8 +169,8 @@ def test_pipelines_json(client: TestClient, ledgered: Ledgered) -> None:
                 },
             ],
             "cursors": [
-                {"topic": "t", "partition": 0, "cursor": 5},
-                {"topic": "t", "partition": 1, "cursor": 0},
+                {"topic": ledgered.topic, "partition": 0, "cursor": 5},
+                {"topic": ledgered.topic, "partition": 1, "cursor": 0},
             ],
             "dead_letters": 0,
             "gaps": [],
@@ -146,8 +191,8 @@ def test_epochs_json_filters_and_by_id(client: TestClient, ledgered: Ledgered) -
     first = client.get(f"/api/epochs/{ledgered.committed.epoch_id}").json()
     assert first == detail(ledgered.committed)
     assert first["ranges"] == [
-        {"topic": "t", "partition": 0, "start": 0, "end": 5, "records": 5},
-        {"topic": "t", "partition": 1, "start": 0, "end": 0, "records": 0},
+        {"topic": ledgered.topic, "partition": 0, "start": 0, "end": 5, "records": 5},
+        {"topic": ledgered.topic, "partition": 1, "start": 0, "end": 0, "records": 0},
     ]
     assert detail(ledgered.aborted)["error"] == "worker lost"
 
@@ -188,7 +233,8 @@ def test_html_page_rows_and_escaping(client: TestClient, ledgered: Ledgered) -> 
         f"<td>{ledgered.backfill.epoch_id}</td><td>orders</td><td>backfill</td>"
         '<td><span class="s s-WRITTEN">WRITTEN</span></td>'
         "<td><code>eo_backfill__orders</code><br><code>b1</code></td>"
-        '<td><span class="nw"><code>t[0] [1, 3)</code> <span class="muted">2</span></span></td><td>2</td>'
+        f'<td><span class="nw"><code>{ledgered.topic}[0] [1, 3)</code> '
+        '<span class="muted">2</span></span></td><td>2</td>'
         "<td><code>{&quot;cells&quot;: 4, &quot;records&quot;: 2}</code></td>"
         f'<td class="muted nw" title="{written}">{written[:19].replace("T", " ")}</td><td class="err"></td>'
     )

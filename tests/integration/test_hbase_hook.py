@@ -1,4 +1,4 @@
-"""EoHBaseHook against the project's HBase Thrift1 gateway over TCP."""
+"""EoHBaseHook against Apache HBase's Thrift1 server (the local stack's) over TCP."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def hbase_env(stack, monkeypatch: pytest.MonkeyPatch):
-    if not stack.hbase_port:
-        pytest.skip("the local stack runs without the HBase gateway (EO_STACK_SKIP_HBASE or module missing)")
     for name, value in stack.conn_env.items():
         monkeypatch.setenv(name, value)
     return stack

@@ -13,7 +13,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Epoch, Ledger
 from airflow_provider_eo.ledger.cli import main
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import FakeOffsetSource, fresh_database, make_spec, run_epoch
+from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import produce
 
 pytestmark = pytest.mark.integration
@@ -45,14 +45,20 @@ def test_migrate(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(capsys, "migrate") == (0, {"applied": [], "versions": [1]})
 
 
-def test_pipelines_and_epochs(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = make_spec("orders", topics=["t"])
-    source = FakeOffsetSource({"t": 1})
-    source.produce("t", 0, 5)
+def test_pipelines_and_epochs(
+    stack: StackInfo,
+    ledger_dsn: str,
+    capsys: pytest.CaptureFixture[str],
+    kafka_topic_factory: Callable[..., str],
+) -> None:
+    topic = kafka_topic_factory(partitions=1)
+    produce(stack.kafka_bootstrap, topic, [(b"k", b"{}")] * 5, partition=0)
+    spec = make_spec("orders", topics=[topic])
+    hook = EoKafkaHook()
     with Ledger(ledger_dsn) as ledger:
-        first = run_epoch(ledger, spec, source, "r1")
-        source.produce("t", 0, 2)
-        second = ledger.reserve_stream_epoch(spec, source, dag_id="d", run_id="r2")
+        first = run_epoch(ledger, spec, hook, "r1")
+        produce(stack.kafka_bootstrap, topic, [(b"k", b"{}")] * 2, partition=0)
+        second = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
         assert first is not None and second is not None
     assert cli(capsys, "pipelines") == (
         0,
@@ -63,7 +69,7 @@ def test_pipelines_and_epochs(ledger_dsn: str, capsys: pytest.CaptureFixture[str
                 "open_epochs": [
                     {"epoch_id": second.epoch_id, "kind": "stream", "state": "RESERVED", "run_id": "r2"}
                 ],
-                "cursors": [{"topic": "t", "partition": 0, "cursor": 5}],
+                "cursors": [{"topic": topic, "partition": 0, "cursor": 5}],
                 "dead_letters": 0,
                 "gaps": [],
             }
@@ -80,7 +86,7 @@ def test_pipelines_and_epochs(ledger_dsn: str, capsys: pytest.CaptureFixture[str
             "dag_id": "d",
             "run_id": "r1",
             "records": 5,
-            "ranges": [{"topic": "t", "partition": 0, "start": 0, "end": 5, "records": 5}],
+            "ranges": [{"topic": topic, "partition": 0, "start": 0, "end": 5, "records": 5}],
             "metrics": {"records": 5},
             "error": None,
             "created_at": first.created_at.isoformat(),
@@ -96,14 +102,20 @@ def test_pipelines_and_epochs(ledger_dsn: str, capsys: pytest.CaptureFixture[str
     )
     assert cli(capsys, "epochs", "--max-id", str(first.epoch_id)) == (0, [epochs[0]])
     assert cli(capsys, "epoch", str(second.epoch_id)) == (0, detail(second))
+    assert ranges_of(second) == [(topic, 0, 5, 7)]
 
 
-def test_commit_and_abort_guards(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = make_spec(topics=["t"])
-    source = FakeOffsetSource({"t": 1})
-    source.produce("t", 0, 5)
+def test_commit_and_abort_guards(
+    stack: StackInfo,
+    ledger_dsn: str,
+    capsys: pytest.CaptureFixture[str],
+    kafka_topic_factory: Callable[..., str],
+) -> None:
+    topic = kafka_topic_factory(partitions=1)
+    produce(stack.kafka_bootstrap, topic, [(b"k", b"{}")] * 5, partition=0)
+    spec = make_spec(topics=[topic])
     with Ledger(ledger_dsn) as ledger:
-        epoch = ledger.reserve_stream_epoch(spec, source, dag_id="d", run_id="r1")
+        epoch = ledger.reserve_stream_epoch(spec, EoKafkaHook(), dag_id="d", run_id="r1")
         assert epoch is not None
         assert cli(capsys, "commit", str(epoch.epoch_id)) == (
             2,

@@ -1,27 +1,43 @@
-"""Two reservers racing (threads and separate processes) never both open a stream epoch."""
+"""Two reservers racing (threads and separate processes) never both open a stream epoch.
+
+They reserve through the real ``EoKafkaHook`` on one real topic that nobody writes to
+after the module fills it: its watermarks stay put, so every round races for the same
+offsets and only the ledger's serialization decides the winner.
+"""
 
 from __future__ import annotations
 
 import multiprocessing
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from airflow_provider_eo.config import PipelineSpec
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger, OpenEpochConflict
-from tests.integration.ledger_support import FakeOffsetSource, assert_contiguous, make_spec
+from tests.conftest import StackInfo
+from tests.integration.ledger_support import assert_contiguous, make_spec, stack_kafka_hook
+from tests.kafka_helpers import created_topic, produce
 
 pytestmark = pytest.mark.integration
 ROUNDS = 50
 
 
-def source() -> FakeOffsetSource:
-    fake = FakeOffsetSource({"t": 2})
-    fake.produce("t", 0, 1000)
-    fake.produce("t", 1, 1000)
-    return fake
+@pytest.fixture(scope="module")
+def hook(stack: StackInfo) -> EoKafkaHook:
+    return stack_kafka_hook(stack)
+
+
+@pytest.fixture(scope="module")
+def topic(stack: StackInfo) -> Iterator[str]:
+    """Two partitions of 1000 records each, written once before the races."""
+    with created_topic(stack.kafka_bootstrap, partitions=2, prefix="race") as name:
+        for partition in (0, 1):
+            produce(stack.kafka_bootstrap, name, [(f"k{i}", "{}") for i in range(1000)], partition=partition)
+        yield name
 
 
 def run_id_for(round_no: int, worker: int) -> str:
@@ -30,11 +46,11 @@ def run_id_for(round_no: int, worker: int) -> str:
 
 
 def attempt(
-    ledger: Ledger, spec: PipelineSpec, fake: FakeOffsetSource, round_no: int, worker: int
+    ledger: Ledger, spec: PipelineSpec, hook: EoKafkaHook, round_no: int, worker: int
 ) -> tuple[Any, ...]:
     run_id = run_id_for(round_no, worker)
     try:
-        epoch = ledger.reserve_stream_epoch(spec, fake, dag_id="d", run_id=run_id)
+        epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id=run_id)
     except OpenEpochConflict as exc:
         return (round_no, worker, "conflict", exc.epoch_id, exc.run_id)
     assert epoch is not None
@@ -61,9 +77,8 @@ def check_rounds(results: list[tuple[Any, ...]], ledger: Ledger, pipeline: str) 
             assert loser[4] == winner[4]
 
 
-def test_threads_racing_never_both_reserve(ledger_dsn: str) -> None:
-    spec = make_spec(topics=["t"], total=5)
-    fake = source()
+def test_threads_racing_never_both_reserve(ledger_dsn: str, hook: EoKafkaHook, topic: str) -> None:
+    spec = make_spec(topics=[topic], total=5)
     local = threading.local()
     barrier = threading.Barrier(2, timeout=60)
 
@@ -71,7 +86,7 @@ def test_threads_racing_never_both_reserve(ledger_dsn: str) -> None:
         if not hasattr(local, "ledger"):
             local.ledger = Ledger(ledger_dsn)
         barrier.wait()
-        return attempt(local.ledger, spec, fake, round_no, worker)
+        return attempt(local.ledger, spec, hook, round_no, worker)
 
     results: list[tuple[Any, ...]] = []
     with Ledger(ledger_dsn) as ledger, ThreadPoolExecutor(max_workers=2) as pool:
@@ -84,13 +99,16 @@ def test_threads_racing_never_both_reserve(ledger_dsn: str) -> None:
         assert {e.state for e in ledger.list_epochs(pipeline=spec.name)} == {EpochState.ABORTED}
 
 
-def process_worker(dsn: str, spec: PipelineSpec, worker: int, barrier: Any, results: Any) -> None:
-    """One reserver process: every round, reserve at the barrier; worker 0 then commits the winner."""
-    fake = source()
+def process_worker(
+    dsn: str, spec: PipelineSpec, hook: EoKafkaHook, worker: int, barrier: Any, results: Any
+) -> None:
+    """One reserver process: every round, reserve at the barrier; worker 0 then commits the winner.
+    ``hook`` is inherited through fork with its connection already resolved; it opens its
+    own Kafka clients in this process."""
     with Ledger(dsn) as ledger:
         for round_no in range(ROUNDS):
             barrier.wait()
-            results.put(attempt(ledger, spec, fake, round_no, worker))
+            results.put(attempt(ledger, spec, hook, round_no, worker))
             barrier.wait()
             if worker == 0:
                 for epoch in ledger.open_epochs(spec.name, EpochKind.STREAM):
@@ -99,13 +117,13 @@ def process_worker(dsn: str, spec: PipelineSpec, worker: int, barrier: Any, resu
             barrier.wait()
 
 
-def test_processes_racing_never_both_reserve(ledger_dsn: str) -> None:
-    spec = make_spec(topics=["t"], total=5)
+def test_processes_racing_never_both_reserve(ledger_dsn: str, hook: EoKafkaHook, topic: str) -> None:
+    spec = make_spec(topics=[topic], total=5)
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(2, timeout=60)
     queue = context.Queue()
     workers = [
-        context.Process(target=process_worker, args=(ledger_dsn, spec, worker, barrier, queue))
+        context.Process(target=process_worker, args=(ledger_dsn, spec, hook, worker, barrier, queue))
         for worker in (0, 1)
     ]
     for process in workers:

@@ -23,12 +23,9 @@ from airflow_provider_eo.ledger import (
 from airflow_provider_eo.ledger.commit import commit_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec, ranges_of, run_epoch, stack_kafka_hook
-from tests.kafka_helpers import delete_records_before, produce
+from tests.kafka_helpers import delete_records_before, produce, recent_timestamp_ms
 
 pytestmark = pytest.mark.integration
-
-T0 = 1_700_000_000_000
-"""CreateTime (ms) of the first timestamped record: 2023-11-14T22:13:20Z."""
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +65,13 @@ def test_first_epoch_starts_at_existing_group_offsets(
 def test_first_epoch_without_group_offsets_uses_starting_policy(
     stack: StackInfo, ledger: Ledger, hook: EoKafkaHook, kafka_topic_factory: Callable[..., str]
 ) -> None:
-    """Partition 0: 10 records stamped T0 + 1 s * i, offsets below 2 deleted (DeleteRecords);
-    partition 1: 6 records stamped T0 + 2 s * i. Each batch holds several records, so the
-    broker resolves a timestamp inside a compressed batch."""
+    """Partition 0: 10 records stamped t0 + 1 s * i (t0: 10 minutes ago), offsets below 2
+    deleted (DeleteRecords); partition 1: 6 records stamped t0 + 2 s * i. Each batch holds
+    several records, so the broker resolves a timestamp inside a compressed batch."""
     topic = kafka_topic_factory(partitions=2)
-    fill(stack, topic, 0, 10, [T0 + 1000 * i for i in range(10)])
-    fill(stack, topic, 1, 6, [T0 + 2000 * i for i in range(6)])
+    t0 = recent_timestamp_ms()
+    fill(stack, topic, 0, 10, [t0 + 1000 * i for i in range(10)])
+    fill(stack, topic, 1, 6, [t0 + 2000 * i for i in range(6)])
     assert delete_records_before(stack.kafka_bootstrap, topic, 0, 2) == 2
 
     def first_ranges(**starting: object) -> list[tuple[str, int, int, int]]:
@@ -81,19 +79,19 @@ def test_first_epoch_without_group_offsets_uses_starting_policy(
         return ranges_of(ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r"))
 
     assert first_ranges(policy="earliest") == [(topic, 0, 2, 10), (topic, 1, 0, 6)]
-    # the first record stamped at or after the configured time: 7 (T0+7s) and 4 (T0+8s)
-    between = make_spec(topics=[topic], policy="timestamp", timestamp_ms=T0 + 6500)
+    # the first record stamped at or after the configured time: 7 (t0+7s) and 4 (t0+8s)
+    between = make_spec(topics=[topic], policy="timestamp", timestamp_ms=t0 + 6500)
     assert ranges_of(ledger.reserve_stream_epoch(between, hook, dag_id="d", run_id="r")) == [
         (topic, 0, 7, 10),
         (topic, 1, 4, 6),
     ]
     assert pins(ledger, between.name) == [(topic, 0, 7, "timestamp"), (topic, 1, 4, "timestamp")]
     # a record stamped exactly at the time is included
-    assert first_ranges(policy="timestamp", timestamp_ms=T0 + 6000) == [(topic, 0, 6, 10), (topic, 1, 3, 6)]
+    assert first_ranges(policy="timestamp", timestamp_ms=t0 + 6000) == [(topic, 0, 6, 10), (topic, 1, 3, 6)]
     # before every record: the first offset still held (2 on partition 0: 0 and 1 are deleted)
-    assert first_ranges(policy="timestamp", timestamp_ms=T0 - 1) == [(topic, 0, 2, 10), (topic, 1, 0, 6)]
+    assert first_ranges(policy="timestamp", timestamp_ms=t0 - 1) == [(topic, 0, 2, 10), (topic, 1, 0, 6)]
     # after every record: pinned at the high watermarks, nothing to read, no epoch
-    after = make_spec(topics=[topic], policy="timestamp", timestamp_ms=T0 + 60_000)
+    after = make_spec(topics=[topic], policy="timestamp", timestamp_ms=t0 + 60_000)
     assert ledger.reserve_stream_epoch(after, hook, dag_id="d", run_id="r") is None
     assert pins(ledger, after.name) == [(topic, 0, 10, "timestamp"), (topic, 1, 6, "timestamp")]
 

@@ -69,7 +69,14 @@ def test_retention_gap_recorded_when_the_pipeline_says_so(
     assert epoch is not None
     assert ranges_of(epoch) == [(topic, 0, 8, 10), (topic, 1, 1, 1)]
     assert ledger.gaps(spec.name) == [
-        {"topic": topic, "partition": 0, "start": 5, "end": 8, "epoch_id": epoch.epoch_id, "reason": "retention"}
+        {
+            "topic": topic,
+            "partition": 0,
+            "start": 5,
+            "end": 8,
+            "epoch_id": epoch.epoch_id,
+            "reason": "retention",
+        }
     ]
     assert ledger.cursors(spec.name) == {(topic, 0): 10, (topic, 1): 1}
     assert hook.committed_offsets(spec.group_id, [(topic, 0), (topic, 1)]) == {(topic, 0): 10, (topic, 1): 1}
@@ -122,5 +129,12 @@ def test_group_offset_below_the_low_watermark_is_data_loss_and_stays_pinned(
     epoch = run_epoch(ledger, lenient, hook, "r2")
     assert epoch is not None and ranges_of(epoch) == [(topic, 0, 3, 10)]
     assert ledger.gaps(spec.name) == [
-        {"topic": topic, "partition": 0, "start": 1, "end": 3, "epoch_id": epoch.epoch_id, "reason": "retention"}
+        {
+            "topic": topic,
+            "partition": 0,
+            "start": 1,
+            "end": 3,
+            "epoch_id": epoch.epoch_id,
+            "reason": "retention",
+        }
     ]

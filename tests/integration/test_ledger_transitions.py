@@ -1,10 +1,17 @@
-"""Every epoch transition and guard of the ledger, against real PostgreSQL."""
+"""Every epoch transition and guard of the ledger, against real PostgreSQL.
+
+Stream epochs are reserved through the real ``EoKafkaHook`` on one module topic of five
+records; every test uses its own pipeline, so each first epoch is exactly ``[0, 5)``.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
 
 import psycopg2
 import pytest
 
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import (
     EpochKind,
     EpochNotFound,
@@ -16,34 +23,57 @@ from airflow_provider_eo.ledger import (
     PartitionRange,
 )
 from airflow_provider_eo.ledger.models import Epoch
-from tests.integration.ledger_support import FakeOffsetSource, make_spec
+from tests.conftest import StackInfo
+from tests.integration.ledger_support import make_spec, stack_kafka_hook
+from tests.kafka_helpers import created_topic, produce
 
 pytestmark = pytest.mark.integration
 
 
-def reserved(ledger: Ledger) -> Epoch:
-    spec = make_spec(topics=["t"])
-    source = FakeOffsetSource({"t": 1})
-    source.produce("t", 0, 5)
-    epoch = ledger.reserve_stream_epoch(spec, source, dag_id="d", run_id="r")
-    assert epoch is not None
-    return epoch
+@pytest.fixture(scope="module")
+def five_records(stack: StackInfo) -> Iterator[tuple[EoKafkaHook, str]]:
+    """The real hook and a one-partition topic holding offsets 0..4."""
+    with created_topic(stack.kafka_bootstrap, prefix="transitions") as topic:
+        produce(stack.kafka_bootstrap, topic, [(f"k{i}", "{}") for i in range(5)], partition=0)
+        yield stack_kafka_hook(stack), topic
 
 
-def written(ledger: Ledger) -> Epoch:
-    epoch = reserved(ledger)
-    return ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5})
+@pytest.fixture
+def reserved(ledger: Ledger, five_records: tuple[EoKafkaHook, str]) -> Callable[[], Epoch]:
+    """``reserved()``: a new pipeline's first stream epoch, RESERVED, covering [0, 5)."""
+    hook, topic = five_records
+
+    def reserve() -> Epoch:
+        epoch = ledger.reserve_stream_epoch(make_spec(topics=[topic]), hook, dag_id="d", run_id="r")
+        assert epoch is not None
+        return epoch
+
+    return reserve
 
 
-def test_reserve_vote_commit_happy_path(ledger: Ledger) -> None:
-    epoch = reserved(ledger)
+@pytest.fixture
+def written(ledger: Ledger, reserved: Callable[[], Epoch]) -> Callable[[], Epoch]:
+    """``written()``: as ``reserved()``, then voted WRITTEN with ``{"records": 5}``."""
+
+    def write() -> Epoch:
+        epoch = reserved()
+        return ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5})
+
+    return write
+
+
+def test_reserve_vote_commit_happy_path(
+    ledger: Ledger, reserved: Callable[[], Epoch], five_records: tuple[EoKafkaHook, str]
+) -> None:
+    _, topic = five_records
+    epoch = reserved()
     assert (epoch.state, epoch.kind, epoch.dag_id, epoch.run_id) == (
         EpochState.RESERVED,
         EpochKind.STREAM,
         "d",
         "r",
     )
-    assert epoch.ranges == (PartitionRange("t", 0, 0, 5),)
+    assert epoch.ranges == (PartitionRange(topic, 0, 0, 5),)
     voted = ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5, "cells": 10})
     assert voted.state is EpochState.WRITTEN
     assert voted.metrics == {"records": 5, "cells": 10}
@@ -51,19 +81,19 @@ def test_reserve_vote_commit_happy_path(ledger: Ledger) -> None:
     committed = ledger.mark_committed(epoch.epoch_id)
     assert committed.state is EpochState.COMMITTED
     assert committed.committed_at is not None
-    assert ledger.cursors(epoch.pipeline) == {("t", 0): 5}
+    assert ledger.cursors(epoch.pipeline) == {(topic, 0): 5}
 
 
-def test_commit_of_committed_epoch_is_a_noop_success(ledger: Ledger) -> None:
-    epoch = written(ledger)
+def test_commit_of_committed_epoch_is_a_noop_success(ledger: Ledger, written: Callable[[], Epoch]) -> None:
+    epoch = written()
     first = ledger.mark_committed(epoch.epoch_id)
     again = ledger.mark_committed(epoch.epoch_id)
     assert again.state is EpochState.COMMITTED
     assert again.committed_at == first.committed_at
 
 
-def test_commit_of_reserved_epoch_is_rejected(ledger: Ledger) -> None:
-    epoch = reserved(ledger)
+def test_commit_of_reserved_epoch_is_rejected(ledger: Ledger, reserved: Callable[[], Epoch]) -> None:
+    epoch = reserved()
     with pytest.raises(IllegalTransition) as info:
         ledger.mark_committed(epoch.epoch_id)
     assert str(info.value) == (
@@ -78,8 +108,8 @@ def test_commit_of_reserved_epoch_is_rejected(ledger: Ledger) -> None:
     assert ledger.get_epoch(epoch.epoch_id).state is EpochState.RESERVED
 
 
-def test_commit_of_aborted_epoch_is_rejected(ledger: Ledger) -> None:
-    epoch = reserved(ledger)
+def test_commit_of_aborted_epoch_is_rejected(ledger: Ledger, reserved: Callable[[], Epoch]) -> None:
+    epoch = reserved()
     ledger.abort(epoch.epoch_id, "test")
     with pytest.raises(
         IllegalTransition, match=r"is ABORTED: transition ABORTED -> COMMITTED is not allowed"
@@ -87,17 +117,20 @@ def test_commit_of_aborted_epoch_is_rejected(ledger: Ledger) -> None:
         ledger.mark_committed(epoch.epoch_id)
 
 
-def test_abort_reserved_returns_its_ranges(ledger: Ledger) -> None:
-    epoch = reserved(ledger)
+def test_abort_reserved_returns_its_ranges(
+    ledger: Ledger, reserved: Callable[[], Epoch], five_records: tuple[EoKafkaHook, str]
+) -> None:
+    _, topic = five_records
+    epoch = reserved()
     aborted = ledger.abort(epoch.epoch_id, "stale")
     assert (aborted.state, aborted.error) == (EpochState.ABORTED, "stale")
     assert aborted.aborted_at is not None
-    assert ledger.cursors(epoch.pipeline) == {("t", 0): 0}
+    assert ledger.cursors(epoch.pipeline) == {(topic, 0): 0}
     assert ledger.abort(epoch.epoch_id, "again").error == "stale"  # idempotent no-op
 
 
-def test_abort_written_needs_explicit_operator_action(ledger: Ledger) -> None:
-    epoch = written(ledger)
+def test_abort_written_needs_explicit_operator_action(ledger: Ledger, written: Callable[[], Epoch]) -> None:
+    epoch = written()
     with pytest.raises(IllegalTransition) as info:
         ledger.abort(epoch.epoch_id, "recover")
     assert str(info.value) == (
@@ -108,8 +141,10 @@ def test_abort_written_needs_explicit_operator_action(ledger: Ledger) -> None:
     assert ledger.abort(epoch.epoch_id, "operator", allow_written=True).state is EpochState.ABORTED
 
 
-def test_abort_committed_is_rejected_even_with_allow_written(ledger: Ledger) -> None:
-    epoch = written(ledger)
+def test_abort_committed_is_rejected_even_with_allow_written(
+    ledger: Ledger, written: Callable[[], Epoch]
+) -> None:
+    epoch = written()
     ledger.mark_committed(epoch.epoch_id)
     with pytest.raises(
         IllegalTransition, match=r"is COMMITTED: transition COMMITTED -> ABORTED is not allowed"
@@ -118,8 +153,10 @@ def test_abort_committed_is_rejected_even_with_allow_written(ledger: Ledger) -> 
     assert ledger.get_epoch(epoch.epoch_id).state is EpochState.COMMITTED
 
 
-def test_vote_with_wrong_token_is_fenced_out_and_changes_nothing(ledger: Ledger) -> None:
-    epoch = reserved(ledger)
+def test_vote_with_wrong_token_is_fenced_out_and_changes_nothing(
+    ledger: Ledger, reserved: Callable[[], Epoch]
+) -> None:
+    epoch = reserved()
     with pytest.raises(FencedOut) as info:
         ledger.vote_written(epoch.epoch_id, "00000000-0000-0000-0000-000000000000", {"records": 99})
     assert str(info.value) == (
@@ -129,24 +166,24 @@ def test_vote_with_wrong_token_is_fenced_out_and_changes_nothing(ledger: Ledger)
     assert ledger.get_epoch(epoch.epoch_id) == epoch
 
 
-def test_vote_after_token_rotation_is_fenced_out(ledger: Ledger) -> None:
-    epoch = reserved(ledger)
+def test_vote_after_token_rotation_is_fenced_out(ledger: Ledger, reserved: Callable[[], Epoch]) -> None:
+    epoch = reserved()
     new_token = ledger.rotate_fencing_token(epoch.epoch_id)
     with pytest.raises(FencedOut):
         ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
     assert ledger.vote_written(epoch.epoch_id, new_token, {}).state is EpochState.WRITTEN
 
 
-def test_vote_on_aborted_epoch_is_fenced_out(ledger: Ledger) -> None:
-    epoch = reserved(ledger)
+def test_vote_on_aborted_epoch_is_fenced_out(ledger: Ledger, reserved: Callable[[], Epoch]) -> None:
+    epoch = reserved()
     aborted = ledger.abort(epoch.epoch_id, "recovered")
     with pytest.raises(FencedOut, match="the epoch is no longer RESERVED"):
         ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5})
     assert ledger.get_epoch(epoch.epoch_id) == aborted
 
 
-def test_repeated_vote_with_same_token_is_a_noop(ledger: Ledger) -> None:
-    epoch = written(ledger)
+def test_repeated_vote_with_same_token_is_a_noop(ledger: Ledger, written: Callable[[], Epoch]) -> None:
+    epoch = written()
     again = ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 123})
     assert again.metrics == {"records": 5}
     assert again.written_at == epoch.written_at
@@ -157,8 +194,10 @@ def test_unknown_epoch(ledger: Ledger) -> None:
         ledger.mark_committed(987654)
 
 
-def test_database_trigger_rejects_illegal_transition(ledger: Ledger, ledger_dsn: str) -> None:
-    epoch = reserved(ledger)
+def test_database_trigger_rejects_illegal_transition(
+    ledger: Ledger, ledger_dsn: str, reserved: Callable[[], Epoch]
+) -> None:
+    epoch = reserved()
     conn = psycopg2.connect(ledger_dsn)
     try:
         with (
@@ -176,8 +215,10 @@ def test_database_trigger_rejects_illegal_transition(ledger: Ledger, ledger_dsn:
         conn.close()
 
 
-def test_one_open_stream_epoch_enforced_by_unique_index(ledger: Ledger, ledger_dsn: str) -> None:
-    epoch = reserved(ledger)
+def test_one_open_stream_epoch_enforced_by_unique_index(
+    ledger: Ledger, ledger_dsn: str, reserved: Callable[[], Epoch]
+) -> None:
+    epoch = reserved()
     conn = psycopg2.connect(ledger_dsn)
     try:
         with pytest.raises(psycopg2.errors.UniqueViolation), conn.cursor() as cur:

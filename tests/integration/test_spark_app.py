@@ -181,6 +181,7 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
     value_bytes = sum(len(k or "") + len(v or b"") for k, v in partition_records(0))
     assert metrics == {
         "records": 30,
+        "skipped_offsets": 0,
         "cells_written": 3 * 10,  # per partition, tasks [0,3) [3,6) [6,10): segments 4 + 1 + 3 + 2 cells
         "tombstones": 3,
         "bad_records": 6,
@@ -188,7 +189,15 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
         "segments": 3 * 4,
         "tasks": 9,
         "partitions": [
-            {"topic": world.topic, "partition": p, "start": 0, "end": 10, "records": 10, "bad_records": 2}
+            {
+                "topic": world.topic,
+                "partition": p,
+                "start": 0,
+                "end": 10,
+                "records": 10,
+                "skipped_offsets": 0,
+                "bad_records": 2,
+            }
             for p in range(3)
         ],
     }

@@ -2,12 +2,13 @@
 
 Covers what a spark-submit run cannot reach deterministically: the token rotated
 *while* tasks run (the vote is fenced out and changes nothing), task failure
-(not voted), tasks that do not cover the ranges (never voted), empty epochs.
+(not voted), tasks that do not cover the ranges (never voted), empty epochs. Epochs are
+reserved through the real ``EoKafkaHook`` on one real two-partition topic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -18,7 +19,8 @@ from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import CoverageError
 from airflow_provider_eo.spark.write_task import TaskMetrics, TaskSettings
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import FakeOffsetSource, fresh_database, make_spec
+from tests.integration.ledger_support import fresh_database, make_spec, stack_kafka_hook
+from tests.kafka_helpers import created_topic, produce
 
 pytestmark = pytest.mark.integration
 
@@ -31,13 +33,25 @@ def ledger(stack: StackInfo) -> Iterator[Ledger]:
         yield ledger
 
 
-def reserve(ledger: Ledger) -> Epoch:
-    """A stream epoch of pipeline ``p``: t/0 [0, 5) and the empty range t/1 [0, 0)."""
-    source = FakeOffsetSource({"t": 2})
-    source.produce("t", 0, 5)
-    epoch = ledger.reserve_stream_epoch(make_spec("p", topics=["t"]), source, dag_id="d", run_id="r")
-    assert epoch is not None
-    return epoch
+@pytest.fixture(scope="module")
+def topic(stack: StackInfo) -> Iterator[str]:
+    """Two partitions: five records in partition 0, none in partition 1."""
+    with created_topic(stack.kafka_bootstrap, partitions=2, prefix="write-epoch") as name:
+        produce(stack.kafka_bootstrap, name, [(f"k{i}", "{}") for i in range(5)], partition=0)
+        yield name
+
+
+@pytest.fixture
+def reserve(stack: StackInfo, ledger: Ledger, topic: str) -> Callable[[], Epoch]:
+    """``reserve()``: pipeline ``p``'s first stream epoch: topic/0 [0, 5), empty topic/1 [0, 0)."""
+    hook = stack_kafka_hook(stack)
+
+    def first_epoch() -> Epoch:
+        epoch = ledger.reserve_stream_epoch(make_spec("p", topics=[topic]), hook, dag_id="d", run_id="r")
+        assert epoch is not None
+        return epoch
+
+    return first_epoch
 
 
 def fake_runner(tasks_seen: list[TaskRange]) -> Any:
@@ -51,30 +65,36 @@ def fake_runner(tasks_seen: list[TaskRange]) -> Any:
     return run
 
 
-def test_success_votes_written_with_aggregated_metrics(ledger: Ledger) -> None:
-    epoch = reserve(ledger)
+def test_success_votes_written_with_aggregated_metrics(
+    ledger: Ledger, reserve: Callable[[], Epoch], topic: str
+) -> None:
+    epoch = reserve()
     seen: list[TaskRange] = []
     code = write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 2, runner=fake_runner(seen))
     assert code == ExitCode.OK
-    assert seen == [TaskRange("t", 0, 0, 1), TaskRange("t", 0, 1, 3), TaskRange("t", 0, 3, 5)]
+    assert seen == [TaskRange(topic, 0, 0, 1), TaskRange(topic, 0, 1, 3), TaskRange(topic, 0, 3, 5)]
     voted = ledger.get_epoch(epoch.epoch_id)
     metrics = dict(voted.metrics or {})
     metrics.pop("duration_s")
     assert (voted.state, metrics) == (
         EpochState.WRITTEN,
         {
-            "records": 5, "cells_written": 0, "tombstones": 0, "bad_records": 0, "bytes": 0, "segments": 0,
-            "tasks": 3,
+            "records": 5, "skipped_offsets": 0, "cells_written": 0, "tombstones": 0, "bad_records": 0,
+            "bytes": 0, "segments": 0, "tasks": 3,
             "partitions": [
-                {"topic": "t", "partition": 0, "start": 0, "end": 5, "records": 5, "bad_records": 0},
-                {"topic": "t", "partition": 1, "start": 0, "end": 0, "records": 0, "bad_records": 0},
+                {"topic": topic, "partition": 0, "start": 0, "end": 5, "records": 5, "skipped_offsets": 0,
+                 "bad_records": 0},
+                {"topic": topic, "partition": 1, "start": 0, "end": 0, "records": 0, "skipped_offsets": 0,
+                 "bad_records": 0},
             ],
         },
     )  # fmt: skip
 
 
-def test_token_rotated_while_tasks_run_fences_out_the_vote(ledger: Ledger) -> None:
-    epoch = reserve(ledger)
+def test_token_rotated_while_tasks_run_fences_out_the_vote(
+    ledger: Ledger, reserve: Callable[[], Epoch]
+) -> None:
+    epoch = reserve()
     inner = fake_runner([])
 
     def rotating_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
@@ -88,8 +108,8 @@ def test_token_rotated_while_tasks_run_fences_out_the_vote(ledger: Ledger) -> No
     assert after.fencing_token != epoch.fencing_token
 
 
-def test_task_failure_is_not_voted(ledger: Ledger) -> None:
-    epoch = reserve(ledger)
+def test_task_failure_is_not_voted(ledger: Ledger, reserve: Callable[[], Epoch]) -> None:
+    epoch = reserve()
 
     def failing(_settings: TaskSettings, _tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
         raise TaskFailed("RangeReadError: cannot read t partition 0 up to end offset 5: ...")
@@ -100,25 +120,31 @@ def test_task_failure_is_not_voted(ledger: Ledger) -> None:
     assert ledger.get_epoch(epoch.epoch_id) == epoch
 
 
-def test_partial_task_results_are_never_voted(ledger: Ledger) -> None:
-    epoch = reserve(ledger)
+def test_partial_task_results_are_never_voted(
+    ledger: Ledger, reserve: Callable[[], Epoch], topic: str
+) -> None:
+    epoch = reserve()
 
     def partial(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
         return fake_runner([])(settings, tasks[:-1])  # type: ignore[no-any-return]
 
-    with pytest.raises(CoverageError, match=r"tasks cover \[\(0, 2\)\] of t/0, expected \[0, 5\)"):
+    with pytest.raises(CoverageError, match=rf"tasks cover \[\(0, 2\)\] of {topic}/0, expected \[0, 5\)"):
         write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 3, runner=partial)
     assert ledger.get_epoch(epoch.epoch_id) == epoch
 
 
-def test_epoch_of_another_pipeline_is_invalid_and_unchanged(ledger: Ledger) -> None:
-    epoch = reserve(ledger)
+def test_epoch_of_another_pipeline_is_invalid_and_unchanged(
+    ledger: Ledger, reserve: Callable[[], Epoch]
+) -> None:
+    epoch = reserve()
     assert write_epoch(ledger, "other", epoch.epoch_id, lambda: SETTINGS, 10) == ExitCode.INVALID
     assert ledger.get_epoch(epoch.epoch_id) == epoch
 
 
-def test_retry_under_the_same_token_after_the_vote_is_a_no_op(ledger: Ledger) -> None:
-    epoch = reserve(ledger)
+def test_retry_under_the_same_token_after_the_vote_is_a_no_op(
+    ledger: Ledger, reserve: Callable[[], Epoch]
+) -> None:
+    epoch = reserve()
     token = epoch.fencing_token
     assert write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, fencing_token=token,
                        runner=fake_runner([])) == ExitCode.OK  # fmt: skip

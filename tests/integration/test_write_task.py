@@ -1,6 +1,6 @@
-"""The write task without Spark, against the real broker, HBase gateway and ledger.
+"""The write task without Spark, against Apache Kafka, Apache HBase (Thrift1) and the ledger.
 
-* cell versions against the real gateway: random histories, random splits, batch
+* cell versions against real HBase: random histories, random splits, batch
   sizes and replay orders; the visible state is always "last record wins";
 * ``run_task``: exact HBase cells, exact metrics, dead letters, the fail policy;
 * the writer's clear error when HBase refuses the segment.
@@ -74,7 +74,7 @@ def _prefixed(mutation: RowMutation | None, prefix: bytes) -> RowMutation | None
     return None if mutation is None else dataclasses.replace(mutation, row=prefix + mutation.row)
 
 
-def test_cell_versions_against_the_real_gateway(stack: StackInfo, table: str) -> None:
+def test_cell_versions_against_real_hbase(stack: StackInfo, table: str) -> None:
     writer = SegmentWriter(_hbase_kwargs(stack), table)
     expected = {}
     for seed in range(40):

@@ -1,4 +1,4 @@
-"""Reference models for the cell-version tests (unit and gateway integration).
+"""Reference models for the cell-version tests (unit, and integration against real HBase).
 
 * :class:`HBaseVersionModel`: HBase's visible-state semantics for what the writer
   sends (puts at a timestamp; family deletes masking every version <= their ts;

@@ -48,11 +48,12 @@ def _m(topic: str, p: int, start: int, end: int, **counts: int) -> dict:
 def test_aggregate_sums_and_lists_partitions() -> None:
     ranges = [TaskRange("a", 0, 0, 4), TaskRange("a", 1, 3, 3)]
     tasks = [
-        _m("a", 0, 2, 4, records=1, cells_written=5, bad_records=1, bytes=10, segments=1),
+        _m("a", 0, 2, 4, records=1, skipped_offsets=1, cells_written=5, bad_records=1, bytes=10, segments=1),
         _m("a", 0, 0, 2, records=2, cells_written=1, tombstones=2, bytes=3, segments=2),
     ]
     assert aggregate_metrics(ranges, tasks, 1.23456) == {
         "records": 3,
+        "skipped_offsets": 1,
         "cells_written": 6,
         "tombstones": 2,
         "bad_records": 1,
@@ -61,8 +62,24 @@ def test_aggregate_sums_and_lists_partitions() -> None:
         "tasks": 2,
         "duration_s": 1.235,
         "partitions": [
-            {"topic": "a", "partition": 0, "start": 0, "end": 4, "records": 3, "bad_records": 1},
-            {"topic": "a", "partition": 1, "start": 3, "end": 3, "records": 0, "bad_records": 0},
+            {
+                "topic": "a",
+                "partition": 0,
+                "start": 0,
+                "end": 4,
+                "records": 3,
+                "skipped_offsets": 1,
+                "bad_records": 1,
+            },
+            {
+                "topic": "a",
+                "partition": 1,
+                "start": 3,
+                "end": 3,
+                "records": 0,
+                "skipped_offsets": 0,
+                "bad_records": 0,
+            },
         ],
     }
 

@@ -1,0 +1,162 @@
+"""Whole epochs in-process against the local stack: reserve, write (the real driver and
+tasks, without Spark), commit. For proofs that need real Kafka and real HBase but not
+spark-submit (test_spark_app.py covers that path).
+
+:class:`EpochRoundTrip` resolves its connections from ``AIRFLOW_CONN_*`` values exactly as
+the write application does (``spark.settings.task_settings``), so a Kafka connection
+``extra`` given here reaches the hook and the range reader alike.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import happybase
+import pytest
+from psycopg2.extensions import parse_dsn
+
+from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
+from airflow_provider_eo.ledger.commit import commit_epoch
+from airflow_provider_eo.spark.driver import ExitCode, write_epoch
+from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.settings import task_settings
+from airflow_provider_eo.spark.write_task import TaskSettings, run_task
+from tests.conftest import StackInfo
+
+Rows = dict[bytes, dict[bytes, bytes]]
+
+
+def ledger_connection(dsn: str) -> str:
+    """``AIRFLOW_CONN_EO_LEDGER`` (JSON form) for the ledger database of ``dsn``."""
+    p = parse_dsn(dsn)
+    return json.dumps(
+        {"conn_type": "postgres", "host": p["host"], "port": int(p["port"]), "login": p["user"],
+         "password": p["password"], "schema": p["dbname"]}
+    )  # fmt: skip
+
+
+def kafka_connection(bootstrap: str, extra: Mapping[str, object] | None = None) -> str:
+    """``AIRFLOW_CONN_EO_KAFKA`` (JSON form): the broker plus further librdkafka ``extra``."""
+    return json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap, **(extra or {})}})
+
+
+def pipeline_spec(name: str, topic: str, table: str, **options: Any) -> PipelineSpec:
+    """One pipeline validated as the pipelines YAML is (``options`` are further YAML fields)."""
+    entry = {"name": name, "topics": [topic], "hbase": {"table": table}, **options}
+    return parse_pipelines_text(json.dumps({"pipelines": [entry]}), "<test>")[name]
+
+
+def in_process_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+    """The driver's runner without Spark: every task in this process, in order."""
+    return [run_task(settings, task).to_dict() for task in tasks]
+
+
+def scan(stack: StackInfo, table: str) -> Rows:
+    """Visible state of ``table``: every row's newest cells."""
+    connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    try:
+        return dict(connection.table(table).scan())
+    finally:
+        connection.close()
+
+
+@dataclass(frozen=True)
+class EpochRow:
+    """What the ledger holds about one epoch, without ids, tokens and timestamps."""
+
+    kind: str
+    state: str
+    ranges: tuple[tuple[int, int, int], ...]  # (partition, start, end)
+    metrics: tuple[tuple[int, int, int], ...]  # per partition: (partition, records, skipped_offsets)
+
+
+def epoch_row(epoch: Epoch) -> EpochRow:
+    """The comparable form of an epoch (metrics of a voted epoch, () otherwise)."""
+    partitions = (epoch.metrics or {}).get("partitions", [])
+    return EpochRow(
+        epoch.kind.value,
+        epoch.state.value,
+        tuple((r.partition, r.start, r.end) for r in epoch.ranges),
+        tuple((p["partition"], p["records"], p["skipped_offsets"]) for p in partitions),
+    )
+
+
+class EpochRoundTrip:
+    """Runs one pipeline's epochs in-process; connections come from ``env`` (``AIRFLOW_CONN_*``)."""
+
+    def __init__(self, spec: PipelineSpec, ledger_dsn: str, env: Mapping[str, str]) -> None:
+        self.spec = spec
+        self.ledger_dsn = ledger_dsn
+        self.env = dict(env)
+        with self.connections():
+            self.kafka = EoKafkaHook()
+            assert self.kafka.settings.config  # resolved now, while the variables are set: kept
+
+    @contextmanager
+    def connections(self) -> Iterator[None]:
+        """The pipeline's ``AIRFLOW_CONN_*`` variables set for the duration."""
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in self.env.items():
+                patch.setenv(name, value)
+            yield
+
+    def reserve(self, run_id: str | None = None) -> Epoch | None:
+        """Reserve the next stream epoch (None: no new data)."""
+        with Ledger(self.ledger_dsn) as ledger:
+            return ledger.reserve_stream_epoch(
+                self.spec, self.kafka, dag_id="d", run_id=run_id or uuid.uuid4().hex
+            )
+
+    def reserve_backfill(self, ranges: Sequence[PartitionRange]) -> Epoch:
+        """Reserve a backfill epoch over ``ranges`` (checked against the watermarks)."""
+        with Ledger(self.ledger_dsn) as ledger:
+            watermarks = self.kafka.watermarks([r.tp for r in ranges])
+            return ledger.reserve_backfill_epoch(
+                self.spec, ranges, dag_id="b", run_id=uuid.uuid4().hex, watermarks=watermarks
+            )
+
+    def write(self, epoch_id: int) -> ExitCode:
+        """The write step as the application runs it, tasks in-process."""
+        with self.connections(), Ledger(self.ledger_dsn) as ledger:
+            return write_epoch(
+                ledger,
+                self.spec.name,
+                epoch_id,
+                lambda: task_settings(self.spec, epoch_id),
+                self.spec.spark.split_size,
+                runner=in_process_runner,
+            )
+
+    def commit(self, epoch_id: int) -> Epoch:
+        """Publish (stream) and mark COMMITTED."""
+        with Ledger(self.ledger_dsn) as ledger:
+            return commit_epoch(ledger, epoch_id, self.kafka, self.spec.group_id).epoch
+
+    def write_and_commit(self, epoch: Epoch) -> Epoch:
+        """Write ``epoch`` (must exit OK), then commit it."""
+        code = self.write(epoch.epoch_id)
+        assert code == ExitCode.OK, f"epoch {epoch.epoch_id} write exited {code!r}"
+        return self.commit(epoch.epoch_id)
+
+    def run_stream_epoch(self) -> Epoch | None:
+        """Reserve, write, commit one stream epoch; None when there was no new data."""
+        epoch = self.reserve()
+        return None if epoch is None else self.write_and_commit(epoch)
+
+    def epochs(self) -> list[EpochRow]:
+        """Every epoch of the pipeline, oldest first."""
+        with Ledger(self.ledger_dsn) as ledger:
+            return [epoch_row(e) for e in ledger.list_epochs(pipeline=self.spec.name)]
+
+    def group_offsets(self, partitions: Sequence[int] = (0,)) -> dict[int, int | None]:
+        """The consumer group's committed offset per partition of the pipeline's topic."""
+        topic = self.spec.topics[0]
+        committed = self.kafka.committed_offsets(self.spec.group_id, [(topic, p) for p in partitions])
+        return {p: committed[(topic, p)] for p in partitions}
