@@ -40,7 +40,12 @@ from airflow_provider_eo.spark import app as app_module
 
 def produce(bootstrap: str, topic: str, records: int, partitions: int) -> None:
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": "lz4", "enable.idempotence": True}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "compression.type": "lz4",
+            "enable.idempotence": True,
+        }
     )
     for i in range(records):
         value = json.dumps({"user": i, "n": i % 97, "s": f"value-{i % 1013}", "ok": i % 2 == 0})
@@ -81,7 +86,8 @@ def run_spark(
         epoch_id = ledger.reserve_backfill_epoch(
             "bench", ranges, dag_id="bench", run_id=uuid.uuid4().hex
         ).epoch_id
-    argv = [str(Path(sys.executable).parent / "spark-submit"), "--master", args.master, "--conf", "spark.ui.enabled=false", app_module.__file__,
+    spark_submit = str(Path(sys.executable).parent / "spark-submit")
+    argv = [spark_submit, "--master", args.master, "--conf", "spark.ui.enabled=false", app_module.__file__,
             "--pipeline", "bench", "--epoch-id", str(epoch_id),
             "--pipelines-file", str(pipelines)]  # fmt: skip
     started = time.monotonic()

@@ -46,7 +46,12 @@ def produce_records(
     Raises RuntimeError naming the topic if any delivery fails.
     """
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": "lz4", "enable.idempotence": True}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "compression.type": "lz4",
+            "enable.idempotence": True,
+        }
     )
     produced: list[ProducedRecord] = []
     errors: list[str] = []

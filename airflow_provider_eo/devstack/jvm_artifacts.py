@@ -117,9 +117,9 @@ def java_binary() -> str:
     banner = subprocess.run([candidate, "-version"], capture_output=True, text=True, check=False).stderr
     match = re.search(r'version "(\d+)', banner)
     if match is None or int(match.group(1)) < MIN_JAVA:
+        first_line = banner.splitlines()[0] if banner else "no version banner"
         raise MissingBinaryError(
-            f"java: {candidate} is not Java {MIN_JAVA}+ ({banner.splitlines()[0] if banner else 'no banner'}); "
-            "set JAVA_HOME to a JDK 17"
+            f"java: {candidate} is not Java {MIN_JAVA}+ ({first_line}); set JAVA_HOME to a JDK 17"
         )
     return candidate
 
@@ -129,7 +129,8 @@ def main() -> int:
     for component in COMPONENTS:
         cached = is_resolved(component)
         path = resolve(component)
-        print(f"{component}: {'cached' if cached else 'resolved'} {len(list(path.glob('*.jar')))} jars in {path}")
+        jars = len(list(path.glob("*.jar")))
+        print(f"{component}: {'cached' if cached else 'resolved'} {jars} jars in {path}")
     return 0
 
 

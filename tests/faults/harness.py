@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import happybase
 import yaml
 from airflow.sdk.exceptions import AirflowSkipException
-from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
@@ -198,11 +198,15 @@ class FaultStack:
             coordinator_probe_groups(len(offsets_topic.partitions)) if offsets_topic else ["eo-fault-probe"]
         )
         for group in groups:
+            consumer = Consumer(
+                {"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False}
+            )
             try:
-                request = [ConsumerGroupTopicPartitions(group)]
-                admin.list_consumer_group_offsets(request, request_timeout=5)[group].result(6)
-            except Exception as exc:
+                consumer.committed([TopicPartition(OFFSETS_TOPIC, 0)], timeout=5)
+            except KafkaException as exc:
                 return f"group coordinator of {group}: {exc}"
+            finally:
+                consumer.close()
         return None if offsets_topic else f"{OFFSETS_TOPIC} not created yet"
 
     def _hbase_unready(self) -> str | None:

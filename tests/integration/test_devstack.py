@@ -102,8 +102,12 @@ def test_the_servers_are_apache_kafka_and_apache_hbase(state_dir: Path) -> None:
     assert any(" kafka.Kafka " in c and "kafka_2.13" not in c for c in cmdlines)
     assert any(" org.apache.hadoop.hbase.master.HMaster start" in c for c in cmdlines)
     assert any(" org.apache.hadoop.hbase.thrift.ThriftServer " in c for c in cmdlines)
-    jars = {p.name for p in Path(next(c for c in cmdlines if " kafka.Kafka " in c).split(" -cp ")[1]
-                                 .split()[0].split(":")[-1]).parent.glob("*.jar")}
+    jars = {
+        p.name
+        for p in Path(
+            next(c for c in cmdlines if " kafka.Kafka " in c).split(" -cp ")[1].split()[0].split(":")[-1]
+        ).parent.glob("*.jar")
+    }
     assert "kafka_2.13-4.1.1.jar" in jars
 
 
@@ -268,7 +272,9 @@ def test_a_server_that_does_not_come_up_fails_with_the_tail_of_its_log() -> None
         result = eo_stack("up", "--state-dir", str(other_dir))
         assert result.returncode == 1
         assert "eo-stack up: kafka (pid " in result.stderr
-        assert "exited during startup; last lines of " + str(other_dir / "logs" / "kafka.log") in result.stderr
+        assert (
+            "exited during startup; last lines of " + str(other_dir / "logs" / "kafka.log") in result.stderr
+        )
         assert "meta.properties" in result.stderr  # Kafka's own words, from the log tail
     finally:
         eo_stack("down", "--state-dir", str(other_dir))

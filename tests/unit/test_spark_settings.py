@@ -88,7 +88,9 @@ def test_py_files_zip_is_importable_and_reproducible(tmp_path: Path) -> None:
     assert "airflow_provider_eo/spark/app.py" in names
     assert "airflow_provider_eo/ledger/migrations/0001_initial.sql" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    assert not [n for n in names if n.startswith("airflow_provider_eo/devstack/")]  # the local stack stays home
+    assert not [
+        n for n in names if n.startswith("airflow_provider_eo/devstack/")
+    ]  # the local stack stays home
     probe = "import airflow_provider_eo.spark.segments as s; print(s.__file__)"
     out = subprocess.run(
         [sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(first)!r}); {probe}"],

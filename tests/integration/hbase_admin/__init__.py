@@ -3,14 +3,15 @@ flush + major compaction with a bounded wait, and raw scans (delete markers incl
 
 :class:`HBaseTableTool` runs ``HBaseTableTool.java`` (HBase's own Java ``Admin`` API) with
 the HBase client jars the local stack already resolved and the stack's ``hbase/conf`` dir
-(``hbase-site.xml`` says where ZooKeeper is). The Java source is compiled once per test
-process with the JDK's ``javac`` (the single-file source launcher is used when there is no
-``javac`` next to ``java``). Each call is one short JVM (about 2-4 s).
+(``hbase-site.xml`` says where ZooKeeper is). The Java source is compiled once per version
+of the source with the JDK's ``javac`` (the single-file source launcher is used when there
+is no ``javac`` next to ``java``). Each call is one short JVM (about 2-4 s).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
 import subprocess
@@ -38,22 +39,34 @@ class RawCell:
 
 @functools.cache
 def _compiled_classes() -> Path | None:
-    """A directory holding the compiled tool, or None to run the source file directly."""
+    """A directory holding the compiled tool, or None to run the source file directly.
+
+    Compiled once per source version into ``<tmp>/eo-hbase-tool-<digest>`` (reused by later
+    test runs; a staging directory renamed into place, so concurrent runs never see half).
+    """
     javac = Path(os.path.realpath(java_binary())).parent / "javac"
     if not javac.is_file():
         return None
-    out = Path(tempfile.mkdtemp(prefix="eo-hbase-tool-"))
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"eo-hbase-tool-{digest}"
+    if (target / "HBaseTableTool.class").is_file():
+        return target
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}-", dir=target.parent))
     done = subprocess.run(
-        [str(javac), "-nowarn", "-cp", classpath("hbase"), "-d", str(out), str(SOURCE)],
+        [str(javac), "-nowarn", "-cp", classpath("hbase"), "-d", str(staging), str(SOURCE)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     if done.returncode != 0:
-        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         raise RuntimeError(f"javac {SOURCE.name} failed:\n{done.stdout}{done.stderr}")
-    return out
+    try:
+        staging.rename(target)
+    except OSError:  # another run put it there first
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 class HBaseTableTool:
