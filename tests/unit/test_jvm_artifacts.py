@@ -1,0 +1,70 @@
+"""The JVM servers' pinned poms and their cache (resolved by scripts/setup.sh before the tests)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from airflow_provider_eo.devstack.jvm_artifacts import COMPONENTS, lib_dir, pom_path
+
+POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def _versions(component: str) -> dict[str, str]:
+    """artifactId -> version (properties substituted) of the pom's direct dependencies."""
+    root = ET.parse(pom_path(component)).getroot()
+    properties = {el.tag.split("}")[1]: el.text or "" for el in root.find("m:properties", POM_NS) or []}
+
+    def substitute(text: str) -> str:
+        for _ in range(3):
+            text = re.sub(r"\$\{([^}]+)\}", lambda m: properties[m.group(1)], text)
+        return text
+
+    return {
+        dep.findtext("m:artifactId", namespaces=POM_NS) or "": substitute(
+            dep.findtext("m:version", namespaces=POM_NS) or ""
+        )
+        for dep in root.findall("m:dependencies/m:dependency", POM_NS)
+    }
+
+
+def test_every_dependency_is_pinned_to_an_exact_release() -> None:
+    assert _versions("kafka") == {"kafka_2.13": "4.1.1", "log4j-slf4j-impl": "2.24.3"}
+    assert _versions("hbase") == {
+        "hbase-server": "2.6.1-hadoop3",
+        "hbase-zookeeper": "2.6.1-hadoop3",
+        "hbase-thrift": "2.6.1",
+    }
+
+
+def test_cached_jars_need_neither_maven_nor_the_network() -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no mvn on PATH
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_eo.devstack.jvm_artifacts"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert [line.split(" jars in ")[1] for line in result.stdout.splitlines()] == [
+        str(lib_dir(c)) for c in COMPONENTS
+    ]
+    assert all(": cached " in line for line in result.stdout.splitlines())
+    kafka_jars = {p.name for p in lib_dir("kafka").glob("*.jar")}
+    hbase_jars = {p.name for p in lib_dir("hbase").glob("*.jar")}
+    assert {"kafka_2.13-4.1.1.jar", "kafka-clients-4.1.1.jar", "log4j-slf4j-impl-2.24.3.jar"} <= kafka_jars
+    assert {
+        "hbase-server-2.6.1-hadoop3.jar",
+        "hbase-zookeeper-2.6.1-hadoop3.jar",
+        "hbase-thrift-2.6.1.jar",
+    } <= (hbase_jars)
+    # Only hbase-thrift is the Hadoop 2 build (no -hadoop3 one on Maven Central); the rest are -hadoop3.
+    assert sorted(j for j in hbase_jars if re.fullmatch(r"hbase-[a-z0-9-]+-2\.6\.1\.jar", j)) == [
+        "hbase-thrift-2.6.1.jar"
+    ]
