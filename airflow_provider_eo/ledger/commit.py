@@ -1,7 +1,7 @@
 """Committing an epoch: publish its range ends to the consumer group, then mark COMMITTED.
 
 Shared by ``CommitEpochOperator``, recovery and ``eo-ledger commit`` so every path
-keeps the same order (DESIGN.md section 2 step 3): the group learns offsets only for
+keeps the same order (docs/DESIGN.md section 2 step 3): the group learns offsets only for
 data already durable in HBase, and the ledger records COMMITTED only after the group
 has them. A crash between the two leaves the epoch WRITTEN; re-committing republishes
 the same offsets (idempotent) and then marks it.

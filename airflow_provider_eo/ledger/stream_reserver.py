@@ -1,4 +1,4 @@
-"""The stream reservation transaction (DESIGN.md section 2, step 1).
+"""The stream reservation transaction (docs/DESIGN.md section 2, step 1).
 
 Runs inside the caller's transaction, after the pipeline row is locked
 (``SELECT ... FOR UPDATE``), so reservations of one pipeline are serialized.

@@ -12,7 +12,7 @@ from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 
 
 class CommitEpochOperator(PipelineOperator):
-    """Step 3 of DESIGN.md section 2 for one epoch.
+    """Step 3 of docs/DESIGN.md section 2 for one epoch.
 
     WRITTEN: a stream epoch publishes the end offset of every range that moved to the
     pipeline's consumer group (read back to verify), then the ledger marks it COMMITTED;

@@ -17,7 +17,7 @@ LIVE_RUN_STATES = ("queued", "running")
 
 
 class RecoverEpochsOperator(PipelineOperator):
-    """Step 4 of DESIGN.md section 2: first task of every run, and its own DAG.
+    """Step 4 of docs/DESIGN.md section 2: first task of every run, and its own DAG.
 
     For each open epoch of ``pipeline`` (of ``kind``; all kinds when None), oldest first:
     WRITTEN -> re-committed exactly as ``CommitEpochOperator`` does (publish, COMMITTED);

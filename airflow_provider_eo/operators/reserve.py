@@ -1,6 +1,6 @@
 """ReserveEpochOperator: open the pipeline's next stream epoch (backfills: ``backfill.py``).
 
-Step 1 of DESIGN.md section 2. All decisions (partitions, start offsets, caps, data
+Step 1 of docs/DESIGN.md section 2. All decisions (partitions, start offsets, caps, data
 loss, one open epoch per pipeline, idempotent retry within a run) are the Ledger's;
 these operators resolve the pipeline, the hooks and the run identity, call it, and
 turn "no new data" into a skip.

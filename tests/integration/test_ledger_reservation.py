@@ -1,4 +1,4 @@
-"""Stream reservation rules (DESIGN.md section 2 step 1) on real topics through ``EoKafkaHook``.
+"""Stream reservation rules (docs/DESIGN.md section 2 step 1) on real topics through ``EoKafkaHook``.
 
 Starting offsets (group, earliest, latest, timestamp), conflicts, caps, the commit that
 publishes exact ends, and a topic deleted and recreated. Retention gaps are in

@@ -1,4 +1,4 @@
-"""Broker unreachable (SIGSTOP, see ENVIRONMENT.md) during a commit: a clear, bounded
+"""Broker unreachable (SIGSTOP) during a commit: a clear, bounded
 error; the epoch stays WRITTEN; recovery re-commits it once the broker is back.
 
 Each hook call uses a fresh client, which cannot finish its handshake with a stopped
