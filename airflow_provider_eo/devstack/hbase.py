@@ -87,6 +87,9 @@ class HBaseService(JavaService):
             # write its WAL there unless told not to check.
             "hbase.unsafe.stream.capability.enforce": "false",
             "hbase.wal.provider": "filesystem",
+            # One region server: the master need not wait its default 4.5 s for more.
+            "hbase.master.wait.on.regionservers.mintostart": "1",
+            "hbase.master.wait.on.regionservers.maxtostart": "1",
             "hbase.thrift.info.port": "-1",
             "hbase.regionserver.thrift.port": str(self.ports.get("hbase-thrift", 9090)),
         }

@@ -9,13 +9,14 @@ so TLS/SASL settings reach every client this hook creates.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any
 
 from airflow.sdk import BaseHook
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
@@ -24,6 +25,21 @@ from airflow_provider_eo.hooks.connections import connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 TP = tuple[str, int]
+
+_COORDINATOR_NOT_READY = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+
+def _coordinator_not_ready(error: object) -> bool:
+    """True for the transient answers of a group coordinator that is moving or loading."""
+    return isinstance(error, KafkaError) and error.code() in _COORDINATOR_NOT_READY
+
+
 _PROBE_GROUP = "airflow-provider-eo-probe"  # never committed to: used only for reads
 
 
@@ -152,18 +168,32 @@ class EoKafkaHook(BaseHook):
         return result
 
     def committed_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
-        """The group's committed offset per partition; ``None`` where it has none."""
+        """The group's committed offset per partition; ``None`` where it has none.
+
+        While the group's coordinator is moving or loading (a broker just restarted, a new
+        cluster creating its offsets topic) the lookup is retried until the connection's
+        timeout. Raises :class:`EoKafkaError` naming the group (and partition) otherwise.
+        """
         tps = list(tps)
         if not tps:
             return {}
+        deadline = time.monotonic() + self.settings.timeout_s
         with self._consumer(group_id) as consumer:
-            try:
-                answer = consumer.committed(
-                    [TopicPartition(t, p) for t, p in tps], timeout=self.settings.timeout_s
-                )
-            except KafkaException as exc:
-                why = f"{exc}{self._client_errors.explain(consumer)}"
-                raise EoKafkaError(f"committed offsets of group {group_id!r} for {list(tps)}: {why}") from exc
+            while True:
+                try:
+                    answer = consumer.committed(
+                        [TopicPartition(t, p) for t, p in tps],
+                        timeout=max(0.5, deadline - time.monotonic()),
+                    )
+                    break
+                except KafkaException as exc:
+                    if _coordinator_not_ready(exc.args[0]) and time.monotonic() < deadline:
+                        time.sleep(0.2)
+                        continue
+                    why = f"{exc}{self._client_errors.explain(consumer)}"
+                    raise EoKafkaError(
+                        f"committed offsets of group {group_id!r} for {list(tps)}: {why}"
+                    ) from exc
         result: dict[TP, int | None] = {}
         for tp in answer:
             if tp.error is not None:

@@ -1,7 +1,8 @@
 """Fixtures of the fault suite: a private local stack, Airflow, and the report rows.
 
-The suite runs its own LocalStack (it kills and restarts PostgreSQL and the HBase
-gateway, and stalls the broker), so other suites' ``stack`` is never disturbed.
+The suite runs its own LocalStack (it kills and restarts PostgreSQL, Kafka, the HBase
+master and HBase's Thrift server, and stalls the broker), so other suites' ``stack`` is
+never disturbed.
 Each test fills a ``report`` row; at session end the rows regenerate RELIABILITY.md.
 """
 

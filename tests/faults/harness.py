@@ -38,9 +38,7 @@ from airflow_provider_eo.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import produce_records, sample_events
 from airflow_provider_eo.demo.verification import Verification, verify_pipeline
-from airflow_provider_eo.devstack.kafka import KafkaService
 from airflow_provider_eo.devstack.process import stop_process_group
-from airflow_provider_eo.devstack.service import Service
 from airflow_provider_eo.devstack.stack import SERVICES, LocalStack
 from airflow_provider_eo.faults import FAULT_HANG_ENV, FAULT_POINTS_ENV, FAULT_RELEASE_ENV
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
@@ -74,28 +72,6 @@ def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -
     return json.dumps({"conn_type": "kafka", "extra": extra})
 
 
-class FaultKafkaService(KafkaService):
-    """The suite's broker. After a ``kill -9`` the KRaft controller (same JVM, restarted with
-    it) refuses the new incarnation's registration until the dead one's session expires:
-    9 s by default, 2.5 s here (heartbeats every 0.5 s), so a restart costs seconds less."""
-
-    def server_properties(self) -> dict[str, str]:
-        return {
-            **super().server_properties(),
-            "broker.session.timeout.ms": "2500",
-            "broker.heartbeat.interval.ms": "500",
-        }
-
-
-class FaultLocalStack(LocalStack):
-    """:class:`LocalStack` whose ``kafka`` service is :class:`FaultKafkaService`."""
-
-    def _service(self, name: str, ports: Mapping[str, int]) -> Service:
-        if name == "kafka":
-            return FaultKafkaService(self.state_dir, ports)
-        return super()._service(name, ports)
-
-
 class FaultStack:
     """The suite's private local stack, with the service-level faults.
 
@@ -108,7 +84,7 @@ class FaultStack:
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
-        self.local: LocalStack = FaultLocalStack(state_dir)
+        self.local = LocalStack(state_dir)
         self.restarts: list[tuple[str, float]] = []
 
     def up(self) -> None:

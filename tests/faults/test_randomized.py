@@ -3,15 +3,17 @@
 Knobs (environment): ``EO_FAULT_RANDOM_SEED`` (default 20261122),
 ``EO_FAULT_RANDOM_COUNT`` (faults to inject; default 2, what CI runs) and
 ``EO_FAULT_RANDOM_KINDS`` (comma-separated subset of ``FAULT_KINDS``; default all). A
-long run::
+long run (``-s`` prints one line per fault and, at the end, seconds per kind)::
 
-    EO_FAULT_RANDOM_SEED=7 EO_FAULT_RANDOM_COUNT=200 pytest tests/faults -k randomized
+    EO_FAULT_RANDOM_SEED=7 EO_FAULT_RANDOM_COUNT=200 pytest -s tests/faults/test_randomized.py
 
-Each round produces a random number of new records (random keys, updates,
-tombstones, bad records), injects one random fault at its point (with a random
-delay where the point is a moment in time), then runs one stream run (recover first).
-At the end the pipeline is drained and every invariant verified. The run is recorded
-in RELIABILITY.md (seed, count, faults by kind, lost / wrong rows).
+Each round produces a random number of new records (random keys, updates, tombstones,
+bad records), injects the next fault of the schedule (:func:`fault_schedule`: shuffled
+passes over the kinds, so every kind comes once before any comes twice) at its point
+(with a random delay where the point is a moment in time), then runs one stream run
+(recover first). At the end the pipeline is drained and every invariant verified. A
+run of more than 2 faults is recorded in RELIABILITY.md (seed, count, faults by kind,
+lost / wrong rows, duration, seconds per fault).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger.states import EpochState
+from tests.faults import reliability
 from tests.faults.harness import SIGKILLED, Case, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
 
@@ -41,8 +45,10 @@ WRITE_FAULTS = (
     "driver.sigkill_mid_write",
     "spark.after_last_batch",
     "spark.after_vote",
-    "hbase.kill9_mid_write",
+    "hbase.kill9_mid_write",  # the HMaster JVM (master, region server, ZooKeeper): WAL replay
+    "thrift.kill9_mid_write",  # HBase's Thrift server JVM: the tasks' connections break
     "postgres.kill9_mid_write",
+    "broker.kill9_mid_write",  # the Kafka JVM, as the tasks start reading: log recovery
     "broker.stall_during_write",
 )
 #: Faults after a clean write (epoch WRITTEN), around commit.
@@ -50,8 +56,15 @@ COMMIT_FAULTS = (
     "commit.before_publish",
     "commit.after_publish",
     "postgres.kill9_before_commit",
+    "broker.kill9_mid_commit",  # the Kafka JVM while commit stands before/after publishing
     "broker.stall_during_commit",
 )
+#: Write faults that kill and restart a service while the tasks stand after a segment.
+SERVICE_KILLS_MID_WRITE = {
+    "hbase.kill9_mid_write": "hbase",
+    "thrift.kill9_mid_write": "hbase-thrift",
+    "postgres.kill9_mid_write": "postgres",
+}
 FAULT_KINDS = RESERVE_FAULTS + WRITE_FAULTS + COMMIT_FAULTS
 KINDS_ENV = "EO_FAULT_RANDOM_KINDS"
 
@@ -66,6 +79,16 @@ def fault_kinds() -> tuple[str, ...]:
     return tuple(wanted) or FAULT_KINDS
 
 
+def fault_schedule(rng: random.Random, kinds: tuple[str, ...], count: int) -> list[str]:
+    """``count`` fault kinds in random order, drawn in shuffled passes over ``kinds``: every
+    kind comes once before any comes twice, so a run of ``len(kinds)`` faults or more
+    covers every kind and longer runs stay balanced (counts differ by at most one)."""
+    schedule: list[str] = []
+    while len(schedule) < count:
+        schedule += rng.sample(kinds, len(kinds))
+    return schedule[:count]
+
+
 def inject(case: Case, kind: str, rng: random.Random, tag: str, workdir: Path) -> str:
     """Inject one fault of ``kind``; asserts and returns what was observed."""
     if kind in RESERVE_FAULTS:
@@ -77,7 +100,7 @@ def inject(case: Case, kind: str, rng: random.Random, tag: str, workdir: Path) -
     if kind in WRITE_FAULTS:
         return _write_fault(case, kind, epoch_id, rng, tag, workdir)
     assert case.write(epoch_id) == 0
-    return _commit_fault(case, kind, epoch_id, tag)
+    return _commit_fault(case, kind, epoch_id, rng, tag, workdir)
 
 
 def _reserve_fault(case: Case, kind: str, tag: str) -> str:
@@ -108,14 +131,22 @@ def _write_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: 
         if proc.proc.poll() is None:
             os.kill(proc.driver_pid(), signal.SIGKILL)
         rc = proc.wait()
+    elif kind == "broker.kill9_mid_write":
+        proc = case.start_write(epoch_id)
+        proc.wait_for_output("task start")
+        time.sleep(rng.uniform(0, 1.0))
+        case.stack.kill_and_restart("kafka")
+        rc = proc.wait()
+        assert rc in (0, 4), proc.output()[-3000:]  # 4: RangeReadError (no progress while it was down)
+        assert case.topic_contents() == case.produced_contents()  # the log recovered every record
     elif kind == "broker.stall_during_write":
         proc = case.start_write(epoch_id)
         proc.wait_for_output("writing ranges=")
         with case.stack.broker_stalled():
             rc = proc.wait(180)
         assert rc in (0, 4), proc.output()[-3000:]  # 0: the tasks had read before the stall
-    else:  # a service killed and restarted while the tasks stand after a segment
-        service = {"hbase.kill9_mid_write": "hbase", "postgres.kill9_mid_write": "postgres"}[kind]
+    else:  # a service killed and restarted while the tasks write or stand after a segment
+        service = SERVICE_KILLS_MID_WRITE[kind]
         release = workdir / f"release-{tag}"
         proc = case.start_write(epoch_id, faults="spark.task.after_segment:hang", **hang_env(120, release))
         proc.wait_for_output("task start")
@@ -130,7 +161,9 @@ def _write_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: 
     return f"exit {rc}, epoch {state.value}"
 
 
-def _commit_fault(case: Case, kind: str, epoch_id: int, tag: str) -> str:
+def _commit_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: str, workdir: Path) -> str:
+    if kind == "broker.kill9_mid_commit":
+        return _broker_kill_mid_commit(case, epoch_id, rng, tag, workdir)
     if kind in ("commit.before_publish", "commit.after_publish"):
         step = case.step("commit", tag, epoch_id=epoch_id, faults=kind)
         assert step.returncode == SIGKILLED, step.output[-2000:]
@@ -146,35 +179,93 @@ def _commit_fault(case: Case, kind: str, epoch_id: int, tag: str) -> str:
     return "epoch WRITTEN"
 
 
+def _broker_kill_mid_commit(case: Case, epoch_id: int, rng: random.Random, tag: str, workdir: Path) -> str:
+    """kill -9 the broker while commit stands at a random side of publishing; release the
+    commit before or after the restart (random). Before publishing + released while the
+    broker is down: the publish fails (exit 1, WRITTEN, group untouched); otherwise the
+    commit completes (exit 0, COMMITTED). Offsets published before the kill survive it."""
+    point = rng.choice(("commit.before_publish", "commit.after_publish"))
+    restart_first = rng.random() < 0.5
+    release = workdir / f"release-{tag}"
+    step = case.start_step(
+        "commit", tag, epoch_id=epoch_id, faults=f"{point}:hang", extra_env=hang_env(120, release)
+    )
+    step.wait_for_output(f"EO fault point {point}: hanging")
+    ends = case.epoch(epoch_id).end_offsets
+    hook = EoKafkaHook()
+    before = hook.committed_offsets(case.spec.group_id, list(ends))
+    case.stack.kill("kafka")
+    if restart_first:
+        case.stack.restart("kafka")
+    release.touch()
+    result = step.result(60)
+    if not restart_first:
+        case.stack.restart("kafka")
+    state = case.epoch(epoch_id).state
+    group = hook.committed_offsets(case.spec.group_id, list(ends))
+    if result.returncode == 0:
+        assert (state, group) == (EpochState.COMMITTED, ends), (state, group, ends)
+    else:
+        assert result.returncode == 1, result.output[-2000:]
+        assert "EoKafkaError: commit to group" in result.output, result.output[-2000:]
+        assert point == "commit.before_publish" and state is EpochState.WRITTEN, (point, state)
+        assert group == before, (group, before)  # nothing of this epoch published
+    when = "after the restart" if restart_first else "while it was down"
+    return f"at {point}, released {when}: commit exit {result.returncode}, epoch {state.value}"
+
+
+def _restart_means(restarts: list[tuple[str, float]]) -> list[str]:
+    by_service: dict[str, list[float]] = {}
+    for service, seconds in restarts:
+        by_service.setdefault(service, []).append(seconds)
+    return [f"{s}: {len(v)} x {sum(v) / len(v):.1f}" for s, v in sorted(by_service.items())]
+
+
 def test_randomized_faults(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any], random_runs: list[dict[str, Any]]
 ) -> None:
     seed = int(os.environ.get("EO_FAULT_RANDOM_SEED", "20261122"))
     count = int(os.environ.get("EO_FAULT_RANDOM_COUNT", "2"))
-    kinds_pool = fault_kinds()
     rng = random.Random(seed)
+    schedule = fault_schedule(rng, fault_kinds(), count)
     started = time.monotonic()
     row: dict[str, Any] = report if count <= 2 else {}  # long runs go to the randomized-runs table
     row.update(order=15, fault=f"randomized: seed {seed}, {count} random faults across epochs (CI bound)")
     case = new_case(fault_stack, tmp_path, "rand", partitions=3, records=90, cap=60, seed=seed % 1000)
     kinds: Counter[str] = Counter()
+    seconds: dict[str, float] = {}  # per kind: fault plus the stream run after it
     run: dict[str, Any] = {
         "seed": seed,
         "count": count,
         "outcome": "FAIL",
+        "servers": reliability.SERVERS,
         "date": datetime.date.today().isoformat(),
     }
     if count > 2:
         random_runs.append(run)  # recorded even when the run fails part-way (outcome says where)
     for i in range(count):
         case.produce(rng.randint(10, 60), seed=rng.randrange(1_000_000))
-        kind = rng.choice(kinds_pool)
+        kind = schedule[i]
         kinds[kind] += 1
         run.update(kinds=dict(kinds), outcome=f"FAIL at fault {i + 1} ({kind})")
+        fault_started = time.monotonic()
         observed = inject(case, kind, rng, f"fault-{i}", tmp_path)
         case.run_epoch(f"recover-{i}")  # the next stream run: recover first, then one epoch
+        took = time.monotonic() - fault_started
+        seconds[kind] = seconds.get(kind, 0.0) + took
         run["duration_s"] = round(time.monotonic() - started)
-        print(f"fault {i + 1}/{count} {kind}: {observed}; {run['duration_s']} s", flush=True)  # -s: progress
+        run["per_fault_s"] = round((time.monotonic() - started) / (i + 1), 1)
+        print(
+            f"fault {i + 1}/{count} {kind}: {observed}; {took:.0f} s (total {run['duration_s']} s)",
+            flush=True,
+        )
+    print(  # -s: where the time goes
+        "mean seconds per fault by kind: "
+        + ", ".join(f"{k} {seconds[k] / kinds[k]:.1f}" for k in sorted(kinds))
+        + "; restarts (service: count x mean s): "
+        + ", ".join(_restart_means(fault_stack.restarts)),
+        flush=True,
+    )
     run["outcome"] = "FAIL draining or verifying"
     epochs = case.drain(max_epochs=count + 10)
     verification = case.verify()
