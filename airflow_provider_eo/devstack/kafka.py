@@ -21,26 +21,18 @@ from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary
 from airflow_provider_eo.devstack.ports import LOOPBACK, accepts_connections
 from airflow_provider_eo.devstack.process import ServiceStartError
 
-_LOG4J2 = """\
-Configuration:
-  Appenders:
-    Console:
-      name: STDOUT
-      PatternLayout:
-        Pattern: "[%d] %p %m (%c)%n"
-  Loggers:
-    Logger:
-      - name: kafka.request.logger
-        level: WARN
-      - name: org.apache.kafka.controller
-        level: WARN
-      - name: state.change.logger
-        level: WARN
-    Root:
-      level: INFO
-      AppenderRef:
-        - ref: STDOUT
-"""
+
+def log4j2_config(pattern: str, logger_levels: dict[str, str]) -> str:
+    """A log4j2 YAML configuration: INFO to stdout in ``pattern``, with ``logger_levels``."""
+    loggers = "".join(
+        f"      - name: {name}\n        level: {level}\n" for name, level in logger_levels.items()
+    )
+    return (
+        "Configuration:\n  Appenders:\n    Console:\n      name: STDOUT\n      PatternLayout:\n"
+        f'        Pattern: "{pattern}"\n'
+        f"  Loggers:\n    Logger:\n{loggers}"
+        "    Root:\n      level: INFO\n      AppenderRef:\n        - ref: STDOUT\n"
+    )
 
 
 def random_cluster_id() -> str:
@@ -58,6 +50,13 @@ class KafkaService(JavaService):
     heap = "768m"
     stop_grace_s = 30.0
     startup_timeout_s = 90.0
+    log_pattern = "[%d] %p %m (%c)%n"
+    #: Chatty loggers quietened; a subclass may add (e.g. DEBUG for one it reads).
+    logger_levels: dict[str, str] = {
+        "kafka.request.logger": "WARN",
+        "org.apache.kafka.controller": "WARN",
+        "state.change.logger": "WARN",
+    }
 
     @property
     def home(self) -> Path:
@@ -134,7 +133,7 @@ class KafkaService(JavaService):
         self.home.mkdir(parents=True, exist_ok=True)
         properties = "".join(f"{key}={value}\n" for key, value in self.server_properties().items())
         (self.home / "server.properties").write_text(properties)
-        (self.home / "log4j2.yaml").write_text(_LOG4J2)
+        (self.home / "log4j2.yaml").write_text(log4j2_config(self.log_pattern, self.logger_levels))
         if (self.data_dir / "meta.properties").exists():
             return
         result = subprocess.run(

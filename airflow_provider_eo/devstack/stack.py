@@ -46,6 +46,31 @@ PORT_ENV_VARS: Mapping[str, str] = {
 """The ports clients use can be fixed by environment; the others are chosen freely."""
 
 
+def start_service(service: Service) -> int:
+    """Start ``service`` (ports checked free, prepared, launched) and wait until it is healthy.
+
+    Returns its pid (also its process group). Raises :class:`PortBusyError`,
+    :class:`MissingBinaryError` or :class:`ServiceStartError` (with the tail of its log).
+    """
+    for key in service.port_keys:
+        ensure_port_free(service.ports[key], f"{service.name} ({key})")
+    service.prepare()
+    service.pid_path.parent.mkdir(parents=True, exist_ok=True)
+    pid = start_process(
+        service.argv(),
+        log_path=service.log_path,
+        pid_path=service.pid_path,
+        env=service.environment(),
+        cwd=service.cwd(),
+        user=service.run_as(),
+    )
+    wait_until_healthy(
+        service.name, pid, service.healthy, log_path=service.log_path, timeout_s=service.startup_timeout_s
+    )
+    service.after_start()
+    return pid
+
+
 class LocalStack:
     """The local stack rooted at ``state_dir``; ``ports`` overrides (port key -> port) apply on start."""
 
@@ -120,21 +145,16 @@ class LocalStack:
     def _ensure_running(self, service: Service) -> None:
         pid = self._pid(service.name)
         if pid is None:
-            for key in service.port_keys:
-                ensure_port_free(service.ports[key], f"{service.name} ({key})")
-            service.prepare()
-            pid = start_process(
-                service.argv(),
+            start_service(service)
+        else:
+            wait_until_healthy(
+                service.name,
+                pid,
+                service.healthy,
                 log_path=service.log_path,
-                pid_path=service.pid_path,
-                env=service.environment(),
-                cwd=service.cwd(),
-                user=service.run_as(),
+                timeout_s=service.startup_timeout_s,
             )
-        wait_until_healthy(
-            service.name, pid, service.healthy, log_path=service.log_path, timeout_s=service.startup_timeout_s
-        )
-        service.after_start()
+            service.after_start()
 
     def down(self) -> None:
         """Stop every service of this stack; returns when none of their processes is left."""

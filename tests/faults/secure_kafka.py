@@ -40,7 +40,8 @@ from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import partition_for, sample_events
 from airflow_provider_eo.devstack.kafka import KafkaService
 from airflow_provider_eo.devstack.ports import LOOPBACK, find_free_port
-from airflow_provider_eo.devstack.process import start_process, stop_process_group, wait_until_healthy
+from airflow_provider_eo.devstack.process import read_pid, stop_process_group
+from airflow_provider_eo.devstack.stack import start_service
 from tests.faults.harness import KAFKA_TEST_EXTRA, Case, FaultStack, declare_pipeline, pipeline_entry
 from tests.faults.pki import Pki
 from tests.kafka_helpers import BATCHING_PRODUCER
@@ -48,31 +49,6 @@ from tests.kafka_helpers import BATCHING_PRODUCER
 SCRAM_MECHANISM = "SCRAM-SHA-512"
 SCRAM_ITERATIONS = 8192
 SASL_SSL = "SASL_SSL"
-
-# Like the devstack's, plus the thread name (a network thread names its listener) and DEBUG
-# for the selector, which logs every connection it authenticated ("Successfully authenticated").
-_LOG4J2 = """\
-Configuration:
-  Appenders:
-    Console:
-      name: STDOUT
-      PatternLayout:
-        Pattern: "[%d] %p [%t] %m (%c)%n"
-  Loggers:
-    Logger:
-      - name: kafka.request.logger
-        level: WARN
-      - name: org.apache.kafka.controller
-        level: WARN
-      - name: state.change.logger
-        level: WARN
-      - name: org.apache.kafka.common.network.Selector
-        level: DEBUG
-    Root:
-      level: INFO
-      AppenderRef:
-        - ref: STDOUT
-"""
 
 
 class SecureKafkaService(KafkaService):
@@ -82,6 +58,10 @@ class SecureKafkaService(KafkaService):
 
     name = "kafka-secure"
     tls_port_keys = ("kafka-ssl", "kafka-sasl-ssl")  # in ``ports`` next to ``port_keys``
+    # The thread name (a network thread names its listener) and DEBUG for the selector,
+    # which logs every connection it authenticated ("Successfully authenticated").
+    log_pattern = "[%d] %p [%t] %m (%c)%n"
+    logger_levels = {**KafkaService.logger_levels, "org.apache.kafka.common.network.Selector": "DEBUG"}
 
     def __init__(self, state_dir: Path, ports: Mapping[str, int], pki: Pki) -> None:
         super().__init__(state_dir, ports)
@@ -109,13 +89,11 @@ class SecureKafkaService(KafkaService):
         }
 
     def prepare(self) -> None:
-        """The keystore (key, then certificate), the devstack's preparation, then a log4j2
-        configuration that names threads and logs authentications."""
+        """The keystore (key, then certificate), then the devstack's preparation."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.keystore.touch(mode=0o600)
         self.keystore.write_bytes(self.pki.server_key.read_bytes() + self.pki.server_cert.read_bytes())
         super().prepare()
-        (self.home / "log4j2.yaml").write_text(_LOG4J2)
 
     def bootstrap(self, listener: str) -> str:
         """``host:port`` of ``listener`` (``PLAINTEXT``, ``SSL`` or ``SASL_SSL``)."""
@@ -230,19 +208,8 @@ def secure_kafka(state_dir: Path, pki: Pki, user: str, password: str) -> Iterato
         ports = {key: find_free_port() for key in keys}
     service = SecureKafkaService(state_dir, ports, pki)
     service.preflight()
-    service.prepare()
-    service.pid_path.parent.mkdir(parents=True, exist_ok=True)
-    pid = start_process(
-        service.argv(),
-        log_path=service.log_path,
-        pid_path=service.pid_path,
-        env=service.environment(),
-        cwd=service.cwd(),
-    )
     try:
-        wait_until_healthy(
-            service.name, pid, service.healthy, log_path=service.log_path, timeout_s=service.startup_timeout_s
-        )
+        pid = start_service(service)
         create_scram_user(service.bootstrap("PLAINTEXT"), user, password)
         tls_config = {
             "bootstrap.servers": service.bootstrap("SSL"),
@@ -260,7 +227,9 @@ def secure_kafka(state_dir: Path, pki: Pki, user: str, password: str) -> Iterato
         wait_for_login(client_config)
         yield SecureKafka(service, pid, client_config, tls_config, ListenerLog(service.log_path, SASL_SSL))
     finally:
-        stop_process_group(pid, grace_s=service.stop_grace_s)
+        started = read_pid(service.pid_path)
+        if started is not None:
+            stop_process_group(started, grace_s=service.stop_grace_s)
 
 
 # -- pipelines on the secure broker --------------------------------------------------------

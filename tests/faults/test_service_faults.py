@@ -58,6 +58,16 @@ def _final_epochs(case: Case, first: int, rc: int) -> None:
     assert case.group_offsets() == case.ends()
 
 
+def _record_verified_end(case: Case, fault_stack: FaultStack, report: dict[str, Any], recovery: str) -> None:
+    """Assert the drained pipeline verifies without a problem on a healthy stack; record
+    ``recovery`` and the verified end state in the case's report row."""
+    verification = case.verify()
+    assert verification.problems == []
+    assert fault_stack.healthy()
+    report["recovery"] = recovery
+    report["verified"] = _verified(verification)
+
+
 def test_hbase_kill9_and_restart_mid_write(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
@@ -88,14 +98,15 @@ def test_hbase_kill9_and_restart_mid_write(
     )
     epochs = case.drain()
     _final_epochs(case, epoch_id, rc)
-    verification = case.verify()
-    assert verification.problems == []
-    assert fault_stack.healthy()
-    report["recovery"] = (
-        f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
-        f"{epochs} epoch(s) drained"
+    _record_verified_end(
+        case,
+        fault_stack,
+        report,
+        recovery=(
+            f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
+            f"{epochs} epoch(s) drained"
+        ),
     )
-    report["verified"] = _verified(verification)
 
 
 def test_hbase_thrift_kill9_and_restart_mid_write(
@@ -128,11 +139,12 @@ def test_hbase_thrift_kill9_and_restart_mid_write(
     )
     epochs = case.drain()
     _final_epochs(case, epoch_id, rc)
-    verification = case.verify()
-    assert verification.problems == []
-    assert fault_stack.healthy()
-    report["recovery"] = f"direct: recover re-committed epoch {epoch_id}; {epochs} epoch(s) drained"
-    report["verified"] = _verified(verification)
+    _record_verified_end(
+        case,
+        fault_stack,
+        report,
+        recovery=f"direct: recover re-committed epoch {epoch_id}; {epochs} epoch(s) drained",
+    )
 
 
 def test_broker_kill9_and_restart_mid_write(
@@ -173,14 +185,15 @@ def test_broker_kill9_and_restart_mid_write(
     epochs = case.drain()
     _final_epochs(case, epoch_id, rc)
     assert case.topic_contents() == case.produced_contents()
-    verification = case.verify()
-    assert verification.problems == []
-    assert fault_stack.healthy()
-    report["recovery"] = (
-        f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
-        f"{epochs} epoch(s) drained"
+    _record_verified_end(
+        case,
+        fault_stack,
+        report,
+        recovery=(
+            f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
+            f"{epochs} epoch(s) drained"
+        ),
     )
-    report["verified"] = _verified(verification)
 
 
 def test_broker_kill9_and_restart_mid_commit(
@@ -248,11 +261,9 @@ def test_broker_kill9_and_restart_mid_commit(
     ]
     assert case.group_offsets() == case.ends()
     assert case.topic_contents() == case.produced_contents()
-    verification = case.verify()
-    assert verification.problems == []
-    assert fault_stack.healthy()
-    report["recovery"] = f"direct: recover re-committed (a); {epochs} epoch(s) drained"
-    report["verified"] = _verified(verification)
+    _record_verified_end(
+        case, fault_stack, report, recovery=f"direct: recover re-committed (a); {epochs} epoch(s) drained"
+    )
 
 
 def test_postgres_restart_mid_epoch_each_phase(
@@ -290,11 +301,9 @@ def test_postgres_restart_mid_epoch_each_phase(
     observed.append(f"(b) write exit {rc_b}, epoch {case.epoch(b).state.value}")
     report["observed"] = "; ".join(observed)
     epochs = case.drain()
-    verification = case.verify()
-    assert verification.problems == []
-    assert fault_stack.healthy()
-    report["recovery"] = f"direct: recover (re-commit / abort), {epochs} epoch(s) drained"
-    report["verified"] = _verified(verification)
+    _record_verified_end(
+        case, fault_stack, report, recovery=f"direct: recover (re-commit / abort), {epochs} epoch(s) drained"
+    )
 
 
 def test_broker_stalled_during_reserve_write_commit(
@@ -414,8 +423,9 @@ def test_postgres_restart_during_reserve_and_commit(
         )
     report["observed"] = "; ".join(observed)
     epochs = case.drain()
-    verification = case.verify()
-    assert verification.problems == []
-    assert fault_stack.healthy()
-    report["recovery"] = f"direct: next reserve / recover re-commit; {epochs} epoch(s) drained"
-    report["verified"] = _verified(verification)
+    _record_verified_end(
+        case,
+        fault_stack,
+        report,
+        recovery=f"direct: next reserve / recover re-commit; {epochs} epoch(s) drained",
+    )
