@@ -23,7 +23,6 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import happybase
@@ -50,6 +49,7 @@ from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from airflow_provider_eo.spark import app as app_module
 from tests.kafka_helpers import consume_range
+from tests.task_context import task_context
 
 REPO = Path(__file__).resolve().parents[2]
 SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
@@ -359,11 +359,6 @@ class StepProc(LoggedProcess):
         return StepResult(self.proc.returncode, result, text, timed_out)
 
 
-def ctx(run_id: str, dag_id: str) -> dict[str, Any]:
-    """The part of the Airflow context the operators read (a run Airflow does not know)."""
-    return {"ti": SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id="t", try_number=1), "params": {}}
-
-
 @dataclass
 class Case:
     """One pipeline of the suite and the protocol's steps on it."""
@@ -423,14 +418,14 @@ class Case:
         op = RecoverEpochsOperator(
             task_id="recover", pipeline=self.name, pipelines_file=str(self.pipelines_file)
         )
-        return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
+        return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
 
     def reserve(self, run_id: str) -> dict[str, Any] | None:
         op = ReserveEpochOperator(
             task_id="reserve", pipeline=self.name, pipelines_file=str(self.pipelines_file)
         )
         try:
-            return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
+            return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
         except AirflowSkipException:
             return None
 
@@ -441,7 +436,7 @@ class Case:
             epoch_id=str(epoch_id),
             pipelines_file=str(self.pipelines_file),
         )
-        return op.execute(ctx(run_id, self.dag_id))  # type: ignore[arg-type]
+        return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
 
     # -- steps in child processes -----------------------------------------------------
 

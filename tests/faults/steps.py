@@ -13,7 +13,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
@@ -21,11 +20,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
-
-
-def context(dag_id: str, run_id: str) -> dict[str, Any]:
-    """The part of the Airflow context the operators read."""
-    return {"ti": SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id="t", try_number=1), "params": {}}
+from tests.task_context import task_context
 
 
 def run_step(
@@ -43,7 +38,7 @@ def run_step(
     else:
         raise ValueError(f"unknown step {step!r}")
     try:
-        return op.execute(context(dag_id, run_id))
+        return op.execute(task_context(run_id, dag_id))
     except AirflowSkipException:
         return {"skipped": True}
 

@@ -38,7 +38,6 @@ from tests.faults.harness import (
     Case,
     FaultStack,
     create_topic,
-    ctx,
     delete_topic,
     kafka_conn_value,
     ledger_snapshot,
@@ -47,6 +46,7 @@ from tests.faults.harness import (
     produce_to,
 )
 from tests.faults.test_process_faults import _verified
+from tests.task_context import task_context
 
 TIMEOUT_S = f"{KAFKA_TEST_EXTRA['eo.timeout.ms'] / 1000:g}"  # the suite's Kafka client timeout
 UNCHANGED = "ledger: every eo row and table byte-identical before/after"
@@ -226,7 +226,7 @@ def test_unknown_topic_in_the_pipeline(
 
     before = ledger_snapshot(fault_stack.ledger_dsn)
     with pytest.raises(EoKafkaError) as raised:
-        _reserve_op(case, bad_file).execute(ctx("unk-run", case.dag_id))  # type: ignore[arg-type]
+        _reserve_op(case, bad_file).execute(task_context("unk-run", case.dag_id))  # type: ignore[arg-type]
     assert str(raised.value) == message
     step = Case(case.stack, case.spec, bad_file, tmp_path).step("reserve", "unk-step")
     assert step.returncode == 1, step.output[-3000:]
@@ -269,7 +269,7 @@ def test_connection_id_not_defined(
     case = new_case(fault_stack, tmp_path, "noconn", records=10, cap=None)
     before = ledger_snapshot(fault_stack.ledger_dsn)
     with pytest.raises(AirflowNotFoundException) as raised:
-        _reserve_op(case, **{f"{which}_conn_id": conn_id}).execute(ctx("noconn", case.dag_id))  # type: ignore[arg-type]
+        _reserve_op(case, **{f"{which}_conn_id": conn_id}).execute(task_context("noconn", case.dag_id))  # type: ignore[arg-type]
     assert str(raised.value) == f"The conn_id `{conn_id}` isn't defined"
     assert ledger_snapshot(fault_stack.ledger_dsn) == before
     report["observed"] = f"reserve: {type(raised.value).__name__}: {raised.value}"
@@ -390,7 +390,7 @@ def test_invalid_yaml_value_mid_run(fault_stack: FaultStack, tmp_path: Path, rep
     ]
     for op in operators:
         with pytest.raises(PipelineConfigError) as raised:
-            op.execute(ctx("badyaml-next", case.dag_id))  # type: ignore[arg-type]
+            op.execute(task_context("badyaml-next", case.dag_id))  # type: ignore[arg-type]
         assert str(raised.value) == message, type(op).__name__
     assert ledger_snapshot(fault_stack.ledger_dsn) == before
     assert case.epoch(epoch_id).state is EpochState.RESERVED
@@ -494,7 +494,7 @@ def test_hostile_yaml_value_is_rejected_naming_the_field(
     before = ledger_snapshot(fault_stack.ledger_dsn)
     op = ReserveEpochOperator(task_id="reserve", pipeline=name, pipelines_file=str(file))
     with pytest.raises(PipelineConfigError) as raised:
-        op.execute(ctx("hostile", f"eo_stream__{name}"))  # type: ignore[arg-type]
+        op.execute(task_context("hostile", f"eo_stream__{name}"))  # type: ignore[arg-type]
     error = raised.value
     assert (error.file, error.pipeline, error.field) == (str(file), pipeline, _field_path(dotted))
     assert error.problem.startswith(problem), error.problem

@@ -15,8 +15,9 @@ from airflow_provider_eo.demo.expected_state import ProducedRecord
 from airflow_provider_eo.demo.sample_events import produce_records
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
-from tests.faults.harness import Case, FaultStack, ctx, ledger_snapshot, new_case
+from tests.faults.harness import Case, FaultStack, ledger_snapshot, new_case
 from tests.faults.test_process_faults import _verified
+from tests.task_context import task_context
 
 MAX_RECORD_BYTES = 2000
 BAD_INPUTS: list[tuple[str, bytes | None, bytes | None]] = [
@@ -94,7 +95,7 @@ def test_hostile_backfill_params_cannot_inject(
     op = ReserveBackfillEpochOperator(
         task_id="reserve", pipeline=case.name, pipelines_file=str(case.pipelines_file)
     )
-    context: Any = {**ctx("hostile-run", backfill_dag_id(case.name)), "params": params}
+    context: Any = {**task_context("hostile-run", backfill_dag_id(case.name)), "params": params}
     with pytest.raises(Exception) as raised:
         op.execute(context)
     message = str(raised.value)

@@ -10,8 +10,9 @@ from typing import Any
 from airflow_provider_eo.dags.factory import backfill_dag_id
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
-from tests.faults.harness import REPO, FaultStack, ctx, hang_env, new_case
+from tests.faults.harness import REPO, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
+from tests.task_context import task_context
 
 
 def test_two_stream_runs_racing(fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
@@ -109,7 +110,7 @@ def test_backfill_concurrent_with_stream_overlapping(
     backfill_op = ReserveBackfillEpochOperator(
         task_id="reserve", pipeline=case.name, pipelines_file=str(case.pipelines_file)
     )
-    context: Any = {**ctx("backfill-run", backfill_dag_id(case.name)), "params": {"start_offset": 0}}
+    context: Any = {**task_context("backfill-run", backfill_dag_id(case.name)), "params": {"start_offset": 0}}
     backfill = backfill_op.execute(context)
     assert backfill["kind"] == EpochKind.BACKFILL.value
     assert backfill["records_total"] == 200

@@ -11,7 +11,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from tests.kafka_helpers import produce
+from tests.task_context import task_context
 
 
 @pytest.fixture(autouse=True, name="conn_env")
@@ -57,28 +57,19 @@ def pipeline_fixture(tmp_path: Path) -> Callable[..., tuple[str, str, str]]:
     return make
 
 
-def ctx(run_id: str = "run-1", dag_id: str = "eo_stream", **extra: Any) -> dict[str, Any]:
-    """A context with a stand-in ``ti``; ``extra`` adds ``params`` or ``ti`` attributes."""
-    params = extra.pop("params", {})
-    return {
-        "ti": SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id="t", try_number=1, **extra),
-        "params": params,
-    }
-
-
 def reserve(name: str, file: str, run_id: str = "run-1") -> dict[str, Any]:
     op = ReserveEpochOperator(task_id="reserve", pipeline=name, pipelines_file=file)
-    return op.execute(ctx(run_id))  # type: ignore[arg-type]
+    return op.execute(task_context(run_id))  # type: ignore[arg-type]
 
 
 def commit(name: str, file: str, epoch_id: int | str) -> dict[str, Any]:
     op = CommitEpochOperator(task_id="commit", pipeline=name, epoch_id=epoch_id, pipelines_file=file)
-    return op.execute(ctx())  # type: ignore[arg-type]
+    return op.execute(task_context())  # type: ignore[arg-type]
 
 
 def recover(name: str, file: str, run_id: str, kind: str | None = "stream", **extra: Any) -> dict[str, Any]:
     op = RecoverEpochsOperator(task_id="recover", pipeline=name, kind=kind, pipelines_file=file)
-    return op.execute(ctx(run_id, **extra))  # type: ignore[arg-type]
+    return op.execute(task_context(run_id, **extra))  # type: ignore[arg-type]
 
 
 def fill(stack, topic: str, counts: list[int]) -> None:

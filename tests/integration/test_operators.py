@@ -22,7 +22,6 @@ from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     commit,
     conn_env_fixture,
-    ctx,
     fill,
     kafka_fixture,
     ledger_fixture,
@@ -32,6 +31,7 @@ from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     reserve,
     vote,
 )
+from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
 
@@ -156,7 +156,7 @@ def test_recovery_decisions(stack, ledger, kafka, pipeline, kafka_topic_factory)
         pipeline=name,
         pipelines_file=file,
         ranges=[{"topic": topic, "partition": 0, "start": 0, "end": 2}],
-    ).execute(ctx("backfill-run", dag_id="eo_backfill"))  # type: ignore[arg-type]
+    ).execute(task_context("backfill-run", dag_id="eo_backfill"))  # type: ignore[arg-type]
     result = recover(name, file, run_id="run-3")
     assert (result["recommitted"], result["aborted"], result["kept"]) == ([], [stale["epoch_id"]], [])
     assert ledger.get_epoch(stale["epoch_id"]).state == "ABORTED"
@@ -177,7 +177,7 @@ def test_backfill_epoch_commit_publishes_nothing(stack, ledger, kafka, pipeline,
     op = ReserveBackfillEpochOperator(
         task_id="bf", pipeline=name, pipelines_file=file, ranges=f'[["{topic}", 1, 1, 3]]'
     )
-    summary = op.execute(ctx("bf-1", dag_id="eo_backfill"))  # type: ignore[arg-type]
+    summary = op.execute(task_context("bf-1", dag_id="eo_backfill"))  # type: ignore[arg-type]
     assert (summary["kind"], ranges(summary), summary["records_total"]) == ("backfill", [(topic, 1, 1, 3)], 2)
     vote(ledger, summary)
     result = commit(name, file, summary["epoch_id"])
@@ -194,7 +194,7 @@ def test_backfill_range_outside_watermarks_is_an_error(stack, pipeline, kafka_to
     def attempt(start: int, end: int) -> None:
         rng = [{"topic": topic, "partition": 0, "start": start, "end": end}]
         op = ReserveBackfillEpochOperator(task_id="bf", pipeline=name, pipelines_file=file, ranges=rng)
-        op.execute(ctx("bf-bad", dag_id="eo_backfill"))  # type: ignore[arg-type]
+        op.execute(task_context("bf-bad", dag_id="eo_backfill"))  # type: ignore[arg-type]
 
     with pytest.raises(
         InvalidRanges, match=rf"{topic}\[0\] \[1, 5\) is outside the available offsets \[0, 3\)"
@@ -205,7 +205,7 @@ def test_backfill_range_outside_watermarks_is_an_error(stack, pipeline, kafka_to
     ):
         rng = [{"topic": "someone-else", "partition": 0, "start": 0, "end": 1}]
         ReserveBackfillEpochOperator(task_id="bf", pipeline=name, pipelines_file=file, ranges=rng).execute(
-            ctx("bf-bad")  # type: ignore[arg-type]
+            task_context("bf-bad")  # type: ignore[arg-type]
         )
 
 

@@ -13,7 +13,6 @@ from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.conftest import StackInfo
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     conn_env_fixture,
-    ctx,
     fill,
     kafka_fixture,
     ledger_fixture,
@@ -24,6 +23,7 @@ from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     vote,
 )
 from tests.kafka_helpers import delete_records_before, produce, recent_timestamp_ms
+from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ def backfill(name: str, file: str, run_id: str = "bf-1", **params: object) -> di
     op = ReserveBackfillEpochOperator(task_id="reserve", pipeline=name, pipelines_file=file)
     form = {"topics": [], "partitions": [], "start_offset": None, "end_offset": None}
     form |= {"start_time": None, "end_time": None, **params}
-    return op.execute(ctx(run_id, dag_id="eo_backfill", params=form))  # type: ignore[arg-type]
+    return op.execute(task_context(run_id, dag_id="eo_backfill", params=form))  # type: ignore[arg-type]
 
 
 def test_params_offsets_all_partitions_default_end(stack, pipeline, kafka_topic_factory) -> None:

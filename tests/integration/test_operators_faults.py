@@ -19,7 +19,6 @@ from airflow_provider_eo.hooks.kafka import EoKafkaError, EoKafkaHook
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     conn_env_fixture,
-    ctx,
     fill,
     kafka_fixture,
     ledger_fixture,
@@ -28,6 +27,7 @@ from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     reserve,
     vote,
 )
+from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
 FAST = "eo_kafka_fast"
@@ -77,7 +77,7 @@ def test_commit_during_outage_leaves_written_then_recovery_commits(
         task_id="commit", pipeline=name, epoch_id=summary["epoch_id"], pipelines_file=file, kafka_conn_id=FAST
     )
     with broker_paused(stack), pytest.raises(EoKafkaError, match=f"commit to group '{group}'"):
-        op.execute(ctx("run-1"))  # type: ignore[arg-type]
+        op.execute(task_context("run-1"))  # type: ignore[arg-type]
     assert ledger.get_epoch(summary["epoch_id"]).state == "WRITTEN"
     tps = [(topic, 0), (topic, 1)]
     assert kafka.committed_offsets(group, tps) == {(topic, 0): None, (topic, 1): None}
