@@ -1,4 +1,4 @@
-"""Fixtures shared by the ledger test modules."""
+"""Fixtures shared by the ledger test modules: a fresh ledger database, the Kafka hook."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import fresh_database
+from tests.integration.ledger_support import fresh_database, stack_kafka_hook
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +24,9 @@ def ledger(ledger_dsn: str) -> Iterator[Ledger]:
     """A ledger session on the module's database."""
     with Ledger(ledger_dsn) as instance:
         yield instance
+
+
+@pytest.fixture(scope="module")
+def hook(stack: StackInfo) -> EoKafkaHook:
+    """The real ``EoKafkaHook`` on the stack's broker (the ledger's offset source and publisher)."""
+    return stack_kafka_hook(stack)

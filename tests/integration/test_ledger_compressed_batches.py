@@ -18,17 +18,12 @@ import pytest
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import make_spec, ranges_of, run_epoch, stack_kafka_hook
+from tests.integration.ledger_support import make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import BATCHING_PRODUCER, RecordSender, consume_range
 
 pytestmark = pytest.mark.integration
 
 COUNTS = [1000, 700, 301]  # records per partition
-
-
-@pytest.fixture(scope="module")
-def hook(stack: StackInfo) -> EoKafkaHook:
-    return stack_kafka_hook(stack)
 
 
 def value(partition: int, i: int) -> str:

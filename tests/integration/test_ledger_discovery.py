@@ -22,16 +22,10 @@ from tests.integration.ledger_support import (
     make_spec,
     ranges_of,
     run_epoch,
-    stack_kafka_hook,
 )
 from tests.kafka_helpers import RecordSender, grow_partitions, produce
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def hook(stack: StackInfo) -> EoKafkaHook:
-    return stack_kafka_hook(stack)
 
 
 def fill(stack: StackInfo, topic: str, partition: int, n: int) -> None:

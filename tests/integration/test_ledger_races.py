@@ -19,16 +19,11 @@ from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger, OpenEpochConflict
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import assert_contiguous, make_spec, stack_kafka_hook
+from tests.integration.ledger_support import assert_contiguous, make_spec
 from tests.kafka_helpers import created_topic, produce
 
 pytestmark = pytest.mark.integration
 ROUNDS = 50
-
-
-@pytest.fixture(scope="module")
-def hook(stack: StackInfo) -> EoKafkaHook:
-    return stack_kafka_hook(stack)
 
 
 @pytest.fixture(scope="module")

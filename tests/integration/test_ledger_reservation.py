@@ -22,15 +22,10 @@ from airflow_provider_eo.ledger import (
 )
 from airflow_provider_eo.ledger.commit import commit_epoch
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import make_spec, ranges_of, run_epoch, stack_kafka_hook
+from tests.integration.ledger_support import make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import delete_records_before, produce, recent_timestamp_ms
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def hook(stack: StackInfo) -> EoKafkaHook:
-    return stack_kafka_hook(stack)
 
 
 def fill(stack: StackInfo, topic: str, partition: int, n: int, timestamps: list[int] | None = None) -> None:

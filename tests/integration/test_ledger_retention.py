@@ -10,15 +10,10 @@ import pytest
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DataLossError, EpochKind, EpochState, Ledger
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import make_spec, ranges_of, run_epoch, stack_kafka_hook
+from tests.integration.ledger_support import make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import delete_records_before, produce
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def hook(stack: StackInfo) -> EoKafkaHook:
-    return stack_kafka_hook(stack)
 
 
 def fill(stack: StackInfo, topic: str, partition: int, n: int) -> None:
