@@ -68,6 +68,18 @@ def _record_verified_end(case: Case, fault_stack: FaultStack, report: dict[str, 
     report["verified"] = _verified(verification)
 
 
+def _drain_and_verify(
+    case: Case, fault_stack: FaultStack, report: dict[str, Any], epoch_id: int, rc: int
+) -> None:
+    """Drain with recovery, check the faulted epoch's fate by the write's exit code
+    (:func:`_final_epochs`), then the verified end state (:func:`_record_verified_end`)."""
+    epochs = case.drain()
+    _final_epochs(case, epoch_id, rc)
+    outcome = "re-committed" if rc == 0 else "aborted"
+    recovery = f"direct: recover {outcome} epoch {epoch_id}; {epochs} epoch(s) drained"
+    _record_verified_end(case, fault_stack, report, recovery=recovery)
+
+
 def test_hbase_kill9_and_restart_mid_write(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
@@ -96,17 +108,7 @@ def test_hbase_kill9_and_restart_mid_write(
         f"identical); spark-submit exit {rc} "
         f"({'writers reconnected' if rc == 0 else 'a task failed'}); epoch {state.value}"
     )
-    epochs = case.drain()
-    _final_epochs(case, epoch_id, rc)
-    _record_verified_end(
-        case,
-        fault_stack,
-        report,
-        recovery=(
-            f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
-            f"{epochs} epoch(s) drained"
-        ),
-    )
+    _drain_and_verify(case, fault_stack, report, epoch_id, rc)
 
 
 def test_hbase_thrift_kill9_and_restart_mid_write(
@@ -182,18 +184,8 @@ def test_broker_kill9_and_restart_mid_write(
         f"epoch {state.value}; after log recovery the topic serves exactly the {len(case.produced) - 40} "
         "records produced before, new records continue at the old ends; group offsets untouched"
     )
-    epochs = case.drain()
-    _final_epochs(case, epoch_id, rc)
+    _drain_and_verify(case, fault_stack, report, epoch_id, rc)
     assert case.topic_contents() == case.produced_contents()
-    _record_verified_end(
-        case,
-        fault_stack,
-        report,
-        recovery=(
-            f"direct: recover {'re-committed' if rc == 0 else 'aborted'} epoch {epoch_id}; "
-            f"{epochs} epoch(s) drained"
-        ),
-    )
 
 
 def test_broker_kill9_and_restart_mid_commit(
