@@ -91,7 +91,6 @@ class HBaseService(JavaService):
             "hbase.master.wait.on.regionservers.mintostart": "1",
             "hbase.master.wait.on.regionservers.maxtostart": "1",
             "hbase.thrift.info.port": "-1",
-            "hbase.regionserver.thrift.port": str(self.ports.get("hbase-thrift", 9090)),
         }
 
     def config_dirs(self) -> list[Path]:

@@ -10,7 +10,7 @@ from airflow_provider_eo.devstack.service import Service
 
 
 class JavaService(Service):
-    """Runs ``main_class`` of ``component``'s jars with ``heap`` as both -Xms floor and -Xmx cap.
+    """Runs ``main_class`` of ``component``'s jars, its heap capped at ``heap`` (G1 collector).
 
     Subclasses add configuration files in :meth:`prepare`, name the directories that go on
     the classpath before the jars (:meth:`config_dirs`) and the program's arguments.

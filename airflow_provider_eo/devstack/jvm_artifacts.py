@@ -12,6 +12,7 @@ runs it).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -114,14 +115,20 @@ def java_binary() -> str:
             "java: no Java runtime found (JAVA_HOME or PATH); Apache Kafka and HBase need Java "
             f"{MIN_JAVA}+: run scripts/setup.sh (it installs openjdk-17-jdk-headless with apt)"
         )
-    banner = subprocess.run([candidate, "-version"], capture_output=True, text=True, check=False).stderr
+    _require_java_17(candidate)
+    return candidate
+
+
+@functools.cache
+def _require_java_17(java: str) -> None:
+    """Raise :class:`MissingBinaryError` unless ``java -version`` says 17+ (asked once per binary)."""
+    banner = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
     match = re.search(r'version "(\d+)', banner)
     if match is None or int(match.group(1)) < MIN_JAVA:
         first_line = banner.splitlines()[0] if banner else "no version banner"
         raise MissingBinaryError(
-            f"java: {candidate} is not Java {MIN_JAVA}+ ({first_line}); set JAVA_HOME to a JDK 17"
+            f"java: {java} is not Java {MIN_JAVA}+ ({first_line}); set JAVA_HOME to a JDK 17"
         )
-    return candidate
 
 
 def main() -> int:

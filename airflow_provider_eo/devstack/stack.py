@@ -101,9 +101,10 @@ class LocalStack:
         """Port key -> port: a running service keeps its ports, then requests, env, record, free."""
         chosen: dict[str, int] = {}
         for name, cls in SERVICE_CLASSES.items():
+            running = self._pid(name) is not None
             for key in cls.port_keys:
                 env_var = PORT_ENV_VARS.get(key)
-                if self._pid(name) is not None and key in recorded:
+                if running and key in recorded:
                     port = recorded[key]
                 elif key in self._requested_ports:
                     port = self._requested_ports[key]
