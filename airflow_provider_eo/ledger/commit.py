@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from airflow_provider_eo.faults import fault_point
+from airflow_provider_eo import protocol_points
 from airflow_provider_eo.ledger.errors import IllegalTransition
 from airflow_provider_eo.ledger.ledger import Ledger
 from airflow_provider_eo.ledger.models import Epoch
@@ -46,10 +46,10 @@ def commit_epoch(ledger: Ledger, epoch_id: int, publisher: OffsetPublisher, grou
         hint = "the epoch has not been written yet" if epoch.state is EpochState.RESERVED else ""
         raise IllegalTransition(epoch_id, epoch.state.value, EpochState.COMMITTED.value, hint)
     published = epoch.end_offsets if epoch.kind is EpochKind.STREAM else {}
-    fault_point("commit.before_publish")
+    protocol_points.passed("commit.before_publish")
     if published:
         publisher.commit_offsets(group_id, published)
-        fault_point("commit.after_publish")
+        protocol_points.passed("commit.after_publish")
         log.info(
             "epoch %s pipeline=%s published %s to group %s", epoch_id, epoch.pipeline, published, group_id
         )

@@ -14,7 +14,7 @@ from typing import Any
 from psycopg2.extras import execute_values
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.faults import fault_point
+from airflow_provider_eo import protocol_points
 from airflow_provider_eo.ledger.epoch_rows import fetch_epochs, insert_epoch
 from airflow_provider_eo.ledger.errors import LedgerError, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch
@@ -96,7 +96,7 @@ def reserve_stream(
             "pipeline %s: recorded gap %s[%s] [%s, %s) (data lost to retention)",
             spec.name, gap.topic, gap.partition, gap.start, gap.end,
         )  # fmt: skip
-    fault_point("reserve.in_transaction")
+    protocol_points.passed("reserve.in_transaction")
     return StreamReservation(epoch)
 
 

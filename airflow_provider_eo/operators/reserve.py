@@ -13,7 +13,7 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_eo.faults import fault_point
+from airflow_provider_eo import protocol_points
 from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.operators.common import epoch_summary, log_epoch, run_identity
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
@@ -46,5 +46,5 @@ class ReserveEpochOperator(PipelineOperator):
             )
             raise AirflowSkipException(f"pipeline {spec.name!r}: no new data, no epoch opened")
         log_epoch(self.log, "reserved epoch", epoch)
-        fault_point("reserve.after_insert")
+        protocol_points.passed("reserve.after_insert")
         return epoch_summary(epoch)

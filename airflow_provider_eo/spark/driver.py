@@ -17,22 +17,21 @@ Contract of :func:`write_epoch` (returns the process exit code):
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from enum import IntEnum
 from typing import Any
 
-from airflow_provider_eo.faults import fault_point
+from airflow_provider_eo import protocol_points
 from airflow_provider_eo.ledger import EpochState, FencedOut, Ledger
 from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task_runner import TaskFailed, run_on_spark
 from airflow_provider_eo.spark.task_plan import aggregate_metrics, plan_tasks
-from airflow_provider_eo.spark.write_task import TaskSettings, task_partition_function
+from airflow_provider_eo.spark.write_task import TaskSettings
 
 log = logging.getLogger(__name__)
 
 SparkRunner = Callable[[TaskSettings, Sequence[TaskRange]], list[dict[str, Any]]]
-_TASK_ERROR = re.compile(r"^airflow_provider_eo\.[\w.]+\.(\w+(?:Error|Record)): (.+)$", re.MULTILINE)
 
 
 class ExitCode(IntEnum):
@@ -43,36 +42,6 @@ class ExitCode(IntEnum):
     INVALID = 2
     FENCED_OUT = 3
     TASK_FAILED = 4
-
-
-class TaskFailed(RuntimeError):
-    """A Spark task raised; the message is the task's error."""
-
-
-def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
-    """One Spark task per TaskRange; returns each task's metrics dict."""
-    from pyspark import SparkConf, SparkContext
-
-    conf = SparkConf().setAppName(f"eo-write-{settings.pipeline}-epoch-{settings.epoch_id}")
-    sc = SparkContext.getOrCreate(conf)
-    try:
-        rdd = sc.parallelize(list(tasks), len(tasks)).mapPartitions(task_partition_function(settings))
-        return rdd.collect()
-    except Exception as exc:
-        raise TaskFailed(task_error_message(exc)) from None
-    finally:
-        sc.stop()
-
-
-def task_error_message(exc: BaseException) -> str:
-    """The executor's own error line (``RangeReadError: ...``) out of Spark's wrapping."""
-    text = str(exc)
-    found = _TASK_ERROR.findall(text)
-    if found:
-        name, message = found[-1]
-        return f"{name}: {message.strip()}"
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[0][:500] if lines else type(exc).__name__
 
 
 def warn_keep_deleted_cells(where: str, settings: TaskSettings, tombstones: int) -> None:
@@ -125,13 +94,13 @@ def write_epoch(
         log.error("%s: task failed, epoch not voted: %s", where, exc)
         return ExitCode.TASK_FAILED
     metrics = aggregate_metrics(epoch.ranges, results, time.monotonic() - started)
-    fault_point("spark.after_last_batch")
+    protocol_points.passed("spark.after_last_batch")
     try:
         ledger.vote_written(epoch_id, token, metrics)
     except FencedOut as exc:
         log.error("%s: %s; nothing changed in the ledger", where, exc)
         return ExitCode.FENCED_OUT
-    fault_point("spark.after_vote")
+    protocol_points.passed("spark.after_vote")
     if metrics["tombstones"]:
         warn_keep_deleted_cells(where, settings, int(metrics["tombstones"]))
     log.info(

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from airflow_provider_eo.faults import fault_point
+from airflow_provider_eo import protocol_points
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
@@ -108,7 +108,7 @@ def run_task(
         writer.write(segment)
         metrics.segments += 0 if segment.is_empty() else 1
         metrics.cells_written += segment.cell_count
-        fault_point("spark.task.after_segment")
+        protocol_points.passed("spark.task.after_segment")
 
     try:
         for record in read_range(settings.kafka_config, rng, settings.batch_size, settings.read_timeout_s):
