@@ -13,8 +13,8 @@ from typing import Any
 
 from psycopg2.extras import execute_values
 
-from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo import protocol_points
+from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.epoch_rows import fetch_epochs, insert_epoch
 from airflow_provider_eo.ledger.errors import LedgerError, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch

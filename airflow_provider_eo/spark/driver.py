@@ -25,8 +25,8 @@ from typing import Any
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.ledger import EpochState, FencedOut, Ledger
 from airflow_provider_eo.spark.records import TaskRange
-from airflow_provider_eo.spark.task_runner import TaskFailed, run_on_spark
 from airflow_provider_eo.spark.task_plan import aggregate_metrics, plan_tasks
+from airflow_provider_eo.spark.task_runner import TaskFailed, run_on_spark
 from airflow_provider_eo.spark.write_task import TaskSettings
 
 log = logging.getLogger(__name__)

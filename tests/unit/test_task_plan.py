@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eo.spark.task_runner import task_error_message
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import CoverageError, aggregate_metrics, plan_tasks, split_range
+from airflow_provider_eo.spark.task_runner import task_error_message
 from airflow_provider_eo.spark.write_task import TaskMetrics
 
 
