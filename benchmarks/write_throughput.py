@@ -33,9 +33,9 @@ import happybase
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eo.devstack.stack import LocalStack
 from airflow_provider_eo.ledger import Ledger, PartitionRange
 from airflow_provider_eo.spark import app as app_module
+from eo_devtools.stack.stack import LocalStack
 
 
 def produce(bootstrap: str, topic: str, records: int, partitions: int) -> None:

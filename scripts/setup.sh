@@ -2,10 +2,11 @@
 # One-command, idempotent setup of a development machine (Debian, Python 3.11):
 #   - OS packages when missing: a JDK 17 (Kafka, HBase, Spark), Maven (resolves Kafka and
 #     HBase from Maven Central), PostgreSQL server (ledger), python3-venv
-#   - .venv in the repository root, the package editable with dev extras, pinned by constraints.txt
+#   - .venv in the repository root, the provider editable with dev extras and the dev-only
+#     devtools/ (local stack, demo) editable, both pinned by constraints.txt
 #   - Apache Kafka and Apache HBase jars, pinned by the poms under
-#     airflow_provider_eo/devstack/jvm/, copied into ~/.cache/airflow-provider-eo/jvm
-# Re-installs Python packages only when pyproject.toml or constraints.txt changed since the
+#     devtools/eo_devtools/stack/jvm/, copied into ~/.cache/airflow-provider-eo/jvm
+# Re-installs Python packages only when a pyproject.toml or constraints.txt changed since the
 # last install (hash stamp in .venv), and runs Maven only when a pom changed, so a second
 # run takes seconds, changes nothing and needs no network.
 set -euo pipefail
@@ -39,10 +40,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
-wanted="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
+wanted="$(cat pyproject.toml devtools/pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$wanted" ]; then
-  echo "setup: installing Python packages (pyproject.toml or constraints.txt changed)"
-  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+  echo "setup: installing Python packages (a pyproject.toml or constraints.txt changed)"
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]' -e ./devtools
   # apache-airflow-providers-apache-spark pulls pyspark-client, which overwrites files of
   # pyspark; reinstalling pyspark last restores them.
   pyspark_pin="$(grep -E '^pyspark==' constraints.txt)"
@@ -51,10 +52,10 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$wanted" ]; then
 fi
 # The editable install keeps its metadata in .venv; an in-tree egg-info left by a
 # build would make Python (run from the repo root) see the package twice.
-rm -rf airflow_provider_eo.egg-info
+rm -rf airflow_provider_eo.egg-info devtools/airflow_provider_eo_devtools.egg-info
 
 # Apache Kafka and Apache HBase from Maven Central (a no-op once cached).
-.venv/bin/python -m airflow_provider_eo.devstack.jvm_artifacts
+.venv/bin/python -m eo_devtools.stack.jvm_artifacts
 
 expected="${pyspark_pin:-$(grep -E '^pyspark==' constraints.txt)}"
 actual="pyspark==$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')"

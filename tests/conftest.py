@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eo.devstack.stack import LocalStack
+from eo_devtools.stack.stack import LocalStack
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from airflow_provider_eo.config.errors import PipelineConfigError
+from airflow_provider_eo.config.errors import PipelineConfigError, PipelineNotDeclared
 from airflow_provider_eo.config.loader import (
     PIPELINES_FILE_ENV,
+    load_pipeline,
     load_pipelines,
     parse_pipelines_text,
     resolve_pipelines_file,
+    select_pipeline,
 )
 from airflow_provider_eo.config.specs import (
     CapsSpec,
@@ -24,12 +26,15 @@ __all__ = [
     "CapsSpec",
     "MappingSpec",
     "PipelineConfigError",
+    "PipelineNotDeclared",
     "PipelineSpec",
     "SparkResources",
     "SparkSpec",
     "StartingSpec",
     "TimeoutsSpec",
+    "load_pipeline",
     "load_pipelines",
     "parse_pipelines_text",
     "resolve_pipelines_file",
+    "select_pipeline",
 ]

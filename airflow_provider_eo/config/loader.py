@@ -8,35 +8,44 @@ File layout::
         hbase: {table: orders}
 
 Resolution of the file (first match wins): the ``path`` argument; the environment
-variable ``EO_PIPELINES_FILE``; ``pipelines.yaml`` inside ``default_dir`` (DAG
-templates pass their own directory); ``dags/pipelines.yaml`` of this repository.
+variable ``EO_PIPELINES_FILE``; ``pipelines.yaml`` inside ``default_dir`` (the DAG
+template passes its own directory). Nothing else is guessed: with none of the three,
+``PipelineConfigError`` says to pass the path or set ``EO_PIPELINES_FILE``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
-from airflow_provider_eo.config.errors import PipelineConfigError
+from airflow_provider_eo.config.errors import PipelineConfigError, PipelineNotDeclared
 from airflow_provider_eo.config.parsing import MAX_NAME_LENGTH, NAME_RE, parse_pipeline
 from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.specs import PipelineSpec
 
 PIPELINES_FILE_ENV = "EO_PIPELINES_FILE"
 DEFAULT_FILE_NAME = "pipelines.yaml"
-REPO_DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
 
 
 def resolve_pipelines_file(path: str | Path | None = None, *, default_dir: str | Path | None = None) -> Path:
-    """The pipelines file to read, following the resolution order of this module."""
+    """The pipelines file to read, following the resolution order of this module.
+
+    The file is not opened here. Raises ``PipelineConfigError`` when neither ``path``,
+    ``EO_PIPELINES_FILE`` nor ``default_dir`` is given.
+    """
     if path is not None:
         return Path(path)
     from_env = os.environ.get(PIPELINES_FILE_ENV)
     if from_env:
         return Path(from_env)
-    return Path(default_dir if default_dir is not None else REPO_DAGS_DIR) / DEFAULT_FILE_NAME
+    if default_dir is not None:
+        return Path(default_dir) / DEFAULT_FILE_NAME
+    raise PipelineConfigError(
+        "pipelines file", None, None, f"not given: pass its path or set {PIPELINES_FILE_ENV}"
+    )
 
 
 def load_pipelines(
@@ -55,6 +64,27 @@ def load_pipelines(
         problem = f"cannot read pipelines file: {exc.strerror}"
         raise PipelineConfigError(str(file), None, None, problem) from exc
     return parse_pipelines_text(text, str(file))
+
+
+def load_pipeline(
+    name: str, path: str | Path | None = None, *, default_dir: str | Path | None = None
+) -> PipelineSpec:
+    """The spec of pipeline ``name`` from the resolved pipelines file.
+
+    Raises ``PipelineNotDeclared`` (naming the file, ``name`` and the declared names)
+    when the file has no such pipeline, and ``PipelineConfigError`` for any problem of
+    :func:`load_pipelines`.
+    """
+    file = resolve_pipelines_file(path, default_dir=default_dir)
+    return select_pipeline(load_pipelines(file), name, str(file))
+
+
+def select_pipeline(specs: Mapping[str, PipelineSpec], name: str, file: str) -> PipelineSpec:
+    """``specs[name]``, or ``PipelineNotDeclared`` naming ``file``, ``name`` and ``specs``' names."""
+    spec = specs.get(name)
+    if spec is None:
+        raise PipelineNotDeclared(file, name, specs)
+    return spec
 
 
 def parse_pipelines_text(text: str, file: str) -> dict[str, PipelineSpec]:

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from airflow_provider_eo.errors import ConfigError
+
 EXTRA_QUERY_KEY = "__extra__"
 
 
-class ConnectionNotFound(LookupError):
+class ConnectionNotFound(ConfigError, LookupError):
     """No definition exists for the connection id (message names the id, never a value)."""
 
 

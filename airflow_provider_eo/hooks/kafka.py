@@ -19,6 +19,7 @@ from airflow.sdk import BaseHook
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
 from airflow_provider_eo.hooks.client_errors import ClientErrorLog
 from airflow_provider_eo.hooks.connections import connection_from_airflow
@@ -43,7 +44,7 @@ def _coordinator_not_ready(error: object) -> bool:
 _PROBE_GROUP = "airflow-provider-eo-probe"  # never committed to: used only for reads
 
 
-class EoKafkaError(RuntimeError):
+class EoKafkaError(KafkaAccessError, RuntimeError):
     """A Kafka metadata/offset call failed; the message names the topic/partition or group."""
 
 

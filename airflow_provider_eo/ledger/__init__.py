@@ -1,4 +1,5 @@
-"""The PostgreSQL epoch ledger: migrations, the epoch state machine, reservation, CLI."""
+"""The epoch ledger: the epoch protocol (``protocol.EpochProtocol``, start there), its
+PostgreSQL store (``ledger.Ledger``), the state machine, planning, migrations and the CLI."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from airflow_provider_eo.ledger.errors import (
     CursorBeyondHighWatermark,
     DataLossError,
     EpochNotFound,
+    EpochOfAnotherPipeline,
     FencedOut,
     IllegalTransition,
     InvalidRanges,
@@ -16,6 +18,7 @@ from airflow_provider_eo.ledger.errors import (
 from airflow_provider_eo.ledger.ledger import Ledger
 from airflow_provider_eo.ledger.models import DeadLetter, Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.ledger.states import ALLOWED_TRANSITIONS, EpochKind, EpochState
 
 __all__ = [
@@ -26,6 +29,8 @@ __all__ = [
     "Epoch",
     "EpochKind",
     "EpochNotFound",
+    "EpochOfAnotherPipeline",
+    "EpochProtocol",
     "EpochState",
     "FencedOut",
     "IllegalTransition",

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_eo.ledger import cli_commands as commands
+from airflow_provider_eo.ledger.queries import EpochFilter
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
 
 DSN_ENV = "EO_LEDGER_DSN"
 
@@ -49,8 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("pipelines", help="pipelines with epoch counts, open epochs and cursors")
     epochs = sub.add_parser("epochs", help="epochs with their ranges (oldest first)")
     epochs.add_argument("--pipeline")
-    epochs.add_argument("--state", choices=["RESERVED", "WRITTEN", "COMMITTED", "ABORTED"])
-    epochs.add_argument("--kind", choices=["stream", "backfill"])
+    epochs.add_argument("--state", choices=[state.value for state in EpochState])
+    epochs.add_argument("--kind", choices=[kind.value for kind in EpochKind])
     epochs.add_argument("--min-id", type=int)
     epochs.add_argument("--max-id", type=int)
     epochs.add_argument("--limit", type=int, help="only the N newest matching epochs")
@@ -66,9 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     commit.add_argument(
         "--group-id", help="consumer group (default: the pipeline's, from the pipelines file)"
     )
-    commit.add_argument(
-        "--pipelines-file", help="pipelines YAML (default: $EO_PIPELINES_FILE, dags/pipelines.yaml)"
-    )
+    commit.add_argument("--pipelines-file", help="pipelines YAML (default: $EO_PIPELINES_FILE)")
     abort = sub.add_parser("abort", help="abort a RESERVED epoch (WRITTEN with --allow-written)")
     abort.add_argument("epoch_id", type=int)
     abort.add_argument("--yes", action="store_true", help="confirm")
@@ -80,11 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def epoch_filter(args: argparse.Namespace) -> EpochFilter:
+    """The typed filter of ``eo-ledger epochs`` (argparse has checked state and kind)."""
+    return EpochFilter(
+        pipeline=args.pipeline,
+        state=None if args.state is None else EpochState(args.state),
+        kind=None if args.kind is None else EpochKind(args.kind),
+        min_id=args.min_id,
+        max_id=args.max_id,
+        limit=args.limit,
+    )
+
+
 def run(args: argparse.Namespace) -> Any:
     """Execute the parsed command; returns the JSON-serializable answer."""
     if args.command in ("commit", "abort") and not args.yes:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
     from airflow_provider_eo.ledger.ledger import Ledger
+    from airflow_provider_eo.ledger.protocol import EpochProtocol
 
     with Ledger(resolve_dsn(args.dsn, args.conn_id), auto_migrate=args.command != "migrate") as ledger:
         if args.command == "migrate":
@@ -92,16 +105,18 @@ def run(args: argparse.Namespace) -> Any:
         if args.command == "pipelines":
             return commands.pipelines(ledger)
         if args.command == "epochs":
-            return commands.epochs(ledger, args)
+            return commands.epochs(ledger, epoch_filter(args))
         if args.command == "epoch":
             return ledger.get_epoch(args.epoch_id).to_detail()
         if args.command == "lag":
             return commands.lag(ledger, args.pipeline, commands.kafka_hook(args.kafka_conn_id))
+        if args.command == "dead-letters":
+            return commands.dead_letters(ledger, args.pipeline, args.limit)
+        protocol = EpochProtocol(ledger, kafka=lambda: commands.kafka_hook(args.kafka_conn_id))
         if args.command == "commit":
-            return commands.commit(ledger, args)
-        if args.command == "abort":
-            return ledger.abort(args.epoch_id, args.reason, allow_written=args.allow_written).to_detail()
-        return commands.dead_letters(ledger, args.pipeline, args.limit)
+            group_id = args.group_id or commands.pipeline_group(args.pipelines_file)
+            return commands.commit(protocol, args.epoch_id, group_id)
+        return protocol.abort(args.epoch_id, args.reason, allow_written=args.allow_written).to_detail()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

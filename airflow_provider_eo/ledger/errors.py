@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from airflow_provider_eo.errors import EoError
 
-class LedgerError(Exception):
-    """Base class of every ledger error."""
+
+class LedgerError(EoError):
+    """Base class of every ledger error (the ledger category of :mod:`airflow_provider_eo.errors`)."""
 
 
 class LedgerUnavailable(LedgerError):
@@ -32,6 +34,16 @@ class EpochNotFound(LedgerError):
     def __init__(self, epoch_id: int) -> None:
         self.epoch_id = epoch_id
         super().__init__(f"epoch {epoch_id} does not exist")
+
+
+class EpochOfAnotherPipeline(LedgerError):
+    """The epoch exists but belongs to another pipeline than the one named (nothing was changed)."""
+
+    def __init__(self, epoch_id: int, pipeline: str, expected: str) -> None:
+        self.epoch_id = epoch_id
+        self.pipeline = pipeline
+        self.expected = expected
+        super().__init__(f"epoch {epoch_id} belongs to pipeline {pipeline!r}, not {expected!r}")
 
 
 class IllegalTransition(LedgerError):

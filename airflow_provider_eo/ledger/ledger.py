@@ -1,4 +1,9 @@
-"""``Ledger``: the PostgreSQL epoch ledger, the single owner of the epoch state machine.
+"""``Ledger``: the PostgreSQL epoch ledger, where epochs are stored.
+
+Each state-changing method is one guarded transaction of the state machine
+(``states.TRANSITIONS``): it can refuse, but it never decides what should happen next.
+When to call which is :class:`~airflow_provider_eo.ledger.protocol.EpochProtocol`'s;
+operators, the Spark driver and the CLI go through the protocol, not through these.
 
 Every public method runs in its own short transaction (commit on success, rollback on
 error) on one psycopg2 connection per instance, opened lazily; a broken connection is
@@ -15,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger import dead_letters, transitions
+from airflow_provider_eo.ledger import dead_letters, queries, transitions
 from airflow_provider_eo.ledger.backfill_reserver import reserve_backfill, validate_backfill_ranges
 from airflow_provider_eo.ledger.connection import LedgerConnection
 from airflow_provider_eo.ledger.epoch_rows import fetch_epoch, fetch_epochs
@@ -26,10 +31,6 @@ from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
 from airflow_provider_eo.ledger.stream_reserver import reserve_stream, stream_cursors
 
 log = logging.getLogger(__name__)
-
-
-def _ranges_text(epoch: Epoch) -> str:
-    return ", ".join(f"{r.topic}[{r.partition}]:[{r.start},{r.end})" for r in epoch.ranges)
 
 
 class Ledger:
@@ -79,7 +80,7 @@ class Ledger:
         if outcome.epoch is not None:
             log.info(
                 "reserved epoch %s pipeline=%s kind=stream run=%s/%s ranges=%s records=%s",
-                outcome.epoch.epoch_id, spec.name, dag_id, run_id, _ranges_text(outcome.epoch),
+                outcome.epoch.epoch_id, spec.name, dag_id, run_id, outcome.epoch.ranges_text,
                 outcome.epoch.record_count,
             )  # fmt: skip
         return outcome.epoch
@@ -103,7 +104,7 @@ class Ledger:
             "reserved epoch %s pipeline=%s kind=backfill ranges=%s",
             epoch.epoch_id,
             pipeline,
-            _ranges_text(epoch),
+            epoch.ranges_text,
         )
         return epoch
 
@@ -136,9 +137,7 @@ class Ledger:
         with self._transaction() as cur:
             epoch, changed = transitions.mark_committed(cur, epoch_id)
         if changed:
-            log.info(
-                "epoch %s pipeline=%s COMMITTED ranges=%s", epoch_id, epoch.pipeline, _ranges_text(epoch)
-            )
+            log.info("epoch %s pipeline=%s COMMITTED ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_text)
         return epoch
 
     def abort(self, epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch:
@@ -155,7 +154,7 @@ class Ledger:
                 epoch_id,
                 epoch.pipeline,
                 reason,
-                _ranges_text(epoch),
+                epoch.ranges_text,
             )
         return epoch
 
@@ -212,28 +211,30 @@ class Ledger:
     def gaps(self, pipeline: str) -> list[dict[str, Any]]:
         """Recorded data-loss gaps of ``pipeline`` (JSON-serializable)."""
         with self._transaction() as cur:
-            cur.execute(
-                'SELECT topic, "partition", start_offset, end_offset, epoch_id, reason FROM eo.gaps'
-                ' WHERE pipeline = %s ORDER BY topic, "partition", start_offset',
-                (pipeline,),
-            )
-            keys = ("topic", "partition", "start", "end", "epoch_id", "reason")
-            return [dict(zip(keys, row, strict=True)) for row in cur.fetchall()]
+            return [gap.to_json() for gap in queries.gaps_by_pipeline(cur, pipeline).get(pipeline, [])]
 
     def epoch_counts(self, pipeline: str) -> dict[str, int]:
         """Number of epochs of ``pipeline`` per state (every state present, zero included)."""
         with self._transaction() as cur:
-            cur.execute(
-                "SELECT state, count(*) FROM eo.epochs WHERE pipeline = %s GROUP BY state", (pipeline,)
-            )
-            found = {state: int(count) for state, count in cur.fetchall()}
-        return {state.value: found.get(state.value, 0) for state in EpochState}
+            found = queries.epoch_counts_by_pipeline(cur, pipeline).get(pipeline, {})
+        return {state.value: found.get(state, 0) for state in EpochState}
 
     def list_pipelines(self) -> list[str]:
         """Names of pipelines known to the ledger, sorted."""
         with self._transaction() as cur:
-            cur.execute("SELECT name FROM eo.pipelines ORDER BY name")
-            return [row[0] for row in cur.fetchall()]
+            return queries.pipeline_names(cur)
+
+    def epochs(self, wanted: queries.EpochFilter) -> list[Epoch]:
+        """Epochs matching ``wanted`` with their ranges, oldest first, in one transaction
+        (with ``wanted.limit``: the newest ``limit`` of them)."""
+        with self._transaction() as cur:
+            return queries.matching_epochs(cur, wanted)
+
+    def pipeline_overviews(self, pipeline: str | None = None) -> list[queries.PipelineOverview]:
+        """Every pipeline's overview (or only ``pipeline``'s; [] if unknown), sorted by name,
+        in one transaction of a fixed number of statements."""
+        with self._transaction() as cur:
+            return queries.pipeline_overviews(cur, pipeline)
 
     # -- dead letters --------------------------------------------------------------
     def record_dead_letters(self, rows: Iterable[DeadLetter | Mapping[str, Any]]) -> int:

@@ -65,6 +65,11 @@ class Epoch:
         return sum(r.record_count for r in self.ranges)
 
     @property
+    def ranges_text(self) -> str:
+        """Compact ``topic[p]=[start,end)`` list, for log lines."""
+        return ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in self.ranges)
+
+    @property
     def end_offsets(self) -> dict[tuple[str, int], int]:
         """Each range's end: what a commit publishes to the consumer group."""
         return {r.tp: r.end for r in self.ranges}

@@ -42,3 +42,8 @@ class OffsetPublisher(Protocol):
     def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit exactly ``offsets`` (next offset to read per partition) for ``group_id``."""
         ...
+
+
+@runtime_checkable
+class KafkaOffsets(OffsetSource, OffsetPublisher, Protocol):
+    """Both: what the epoch protocol needs of the broker (``EoKafkaHook`` is one)."""

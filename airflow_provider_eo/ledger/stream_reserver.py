@@ -19,6 +19,7 @@ from airflow_provider_eo.ledger.epoch_rows import fetch_epochs, insert_epoch
 from airflow_provider_eo.ledger.errors import LedgerError, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.queries import cursors_by_pipeline
 from airflow_provider_eo.ledger.reservation import choose_pins, plan_stream
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
 
@@ -148,21 +149,4 @@ def _pin_new_partitions(
 
 def stream_cursors(cur: Any, pipeline: str) -> dict[TopicPartition, int]:
     """Cursor per pinned partition: greatest(initial offset, committed stream ends, gap ends)."""
-    cur.execute(
-        """
-        SELECT p.topic, p."partition",
-               GREATEST(p.initial_offset,
-                        (SELECT max(r.end_offset)
-                           FROM eo.epoch_ranges r JOIN eo.epochs e USING (epoch_id)
-                          WHERE e.pipeline = p.pipeline AND e.kind = 'stream' AND e.state = 'COMMITTED'
-                            AND r.topic = p.topic AND r."partition" = p."partition"),
-                        (SELECT max(g.end_offset) FROM eo.gaps g
-                          WHERE g.pipeline = p.pipeline AND g.topic = p.topic
-                            AND g."partition" = p."partition"))
-          FROM eo.partitions p
-         WHERE p.pipeline = %s
-         ORDER BY p.topic, p."partition"
-        """,
-        (pipeline,),
-    )
-    return {(topic, partition): int(cursor) for topic, partition, cursor in cur.fetchall()}
+    return cursors_by_pipeline(cur, pipeline).get(pipeline, {})

@@ -1,49 +1,71 @@
 """State changes of one epoch, each a single conditional UPDATE.
 
-Each function runs in the caller's transaction. The UPDATE only matches a row in an
-allowed source state, so concurrent actors (a late vote, recovery, an operator)
-cannot both succeed; when nothing matched the current row decides the error.
+Each function runs in the caller's transaction. The UPDATE only matches a row in a
+source state of ``states.TRANSITIONS`` (bound from :func:`sources_of`), so concurrent
+actors (a late vote, recovery, an operator) cannot both succeed; when nothing matched,
+the current row and :func:`check_transition` decide the error.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from airflow_provider_eo.ledger.epoch_rows import fetch_epoch
 from airflow_provider_eo.ledger.errors import FencedOut, IllegalTransition
+from airflow_provider_eo.ledger.fencing import AlreadyDone, write_permission
 from airflow_provider_eo.ledger.models import Epoch
-from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.states import EpochState, check_transition, sources_of
+
+#: The hint of a refusal whose UPDATE matched nothing although the row, read right after,
+#: is in a source state: another session moved it in between.
+CHANGED_CONCURRENTLY = "another session changed the epoch meanwhile; nothing was changed, retry"
+
+
+def _refuse(epoch: Epoch, target: EpochState, *, operator_action: bool = False) -> NoReturn:
+    """Raise ``IllegalTransition`` for a guarded UPDATE to ``target`` that matched nothing."""
+    check_transition(epoch.epoch_id, epoch.state, target, operator_action=operator_action)
+    raise IllegalTransition(epoch.epoch_id, epoch.state.value, target.value, CHANGED_CONCURRENTLY)
 
 
 def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[str, Any] | None) -> Epoch:
     """RESERVED -> WRITTEN if the token matches; a repeated vote with the same token is a no-op.
 
-    Raises ``FencedOut`` (nothing changed) when the token differs or the epoch was aborted.
+    Raises ``FencedOut`` (nothing changed) when :func:`~.fencing.write_permission` fences
+    the token out: it differs from the epoch's, or the epoch is no longer RESERVED.
     """
     cur.execute(
-        "UPDATE eo.epochs SET state = 'WRITTEN', written_at = now(), metrics = %s"
-        " WHERE epoch_id = %s AND state = 'RESERVED' AND fencing_token::text = %s",
-        (json.dumps(dict(metrics or {})), epoch_id, str(fencing_token)),
+        "UPDATE eo.epochs SET state = %s, written_at = now(), metrics = %s"
+        " WHERE epoch_id = %s AND state = ANY(%s) AND fencing_token::text = %s",
+        (
+            EpochState.WRITTEN.value,
+            json.dumps(dict(metrics or {})),
+            epoch_id,
+            sources_of(EpochState.WRITTEN),
+            str(fencing_token),
+        ),
     )
     changed = cur.rowcount == 1
     epoch = fetch_epoch(cur, epoch_id)
-    same_token = epoch.fencing_token == str(fencing_token)
-    if changed or (same_token and epoch.state in (EpochState.WRITTEN, EpochState.COMMITTED)):
+    if changed or isinstance(write_permission(epoch, fencing_token), AlreadyDone):
         return epoch
-    if epoch.fencing_token != str(fencing_token):
-        raise FencedOut(
-            epoch_id, epoch.state.value, "the fencing token does not match (a newer writer owns it)"
-        )
-    raise FencedOut(epoch_id, epoch.state.value, "the epoch is no longer RESERVED")
+    if epoch.state is EpochState.RESERVED:  # so the token is not the epoch's
+        reason = "the fencing token does not match (a newer writer owns it)"
+    else:
+        reason = "the epoch is no longer RESERVED"
+    raise FencedOut(epoch_id, epoch.state.value, reason)
 
 
 def rotate_fencing_token(cur: Any, epoch_id: int, new_token: str) -> Epoch:
-    """Give a RESERVED epoch a new token so any earlier writer's vote is fenced out."""
+    """Give a RESERVED epoch a new token so any earlier writer's vote is fenced out.
+
+    A token matters only while a vote may still come: in the source states of WRITTEN.
+    Raises ``IllegalTransition`` (nothing changed) in any other state.
+    """
     cur.execute(
-        "UPDATE eo.epochs SET fencing_token = %s WHERE epoch_id = %s AND state = 'RESERVED'",
-        (new_token, epoch_id),
+        "UPDATE eo.epochs SET fencing_token = %s WHERE epoch_id = %s AND state = ANY(%s)",
+        (new_token, epoch_id, sources_of(EpochState.WRITTEN)),
     )
     changed = cur.rowcount == 1
     epoch = fetch_epoch(cur, epoch_id)
@@ -55,35 +77,39 @@ def rotate_fencing_token(cur: Any, epoch_id: int, new_token: str) -> Epoch:
 
 
 def mark_committed(cur: Any, epoch_id: int) -> tuple[Epoch, bool]:
-    """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed)."""
+    """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed).
+
+    Raises ``IllegalTransition`` (nothing changed) from any other state.
+    """
     cur.execute(
-        "UPDATE eo.epochs SET state = 'COMMITTED', committed_at = now()"
-        " WHERE epoch_id = %s AND state = 'WRITTEN'",
-        (epoch_id,),
+        "UPDATE eo.epochs SET state = %s, committed_at = now() WHERE epoch_id = %s AND state = ANY(%s)",
+        (EpochState.COMMITTED.value, epoch_id, sources_of(EpochState.COMMITTED)),
     )
     changed = cur.rowcount == 1
     epoch = fetch_epoch(cur, epoch_id)
     if changed or epoch.state is EpochState.COMMITTED:
         return epoch, changed
-    hint = "the epoch has not been written yet" if epoch.state is EpochState.RESERVED else ""
-    raise IllegalTransition(epoch_id, epoch.state.value, EpochState.COMMITTED.value, hint)
+    _refuse(epoch, EpochState.COMMITTED)
 
 
 def abort(cur: Any, epoch_id: int, reason: str, *, allow_written: bool) -> tuple[Epoch, bool]:
-    """RESERVED -> ABORTED (WRITTEN too with ``allow_written``); ABORTED is a no-op."""
-    sources = ["RESERVED", "WRITTEN"] if allow_written else ["RESERVED"]
+    """RESERVED -> ABORTED (WRITTEN too with ``allow_written``, the operator action);
+    ABORTED is a no-op. Returns (epoch, changed).
+
+    Raises ``IllegalTransition`` (nothing changed) from any other state.
+    """
     cur.execute(
-        "UPDATE eo.epochs SET state = 'ABORTED', aborted_at = now(), error = %s"
+        "UPDATE eo.epochs SET state = %s, aborted_at = now(), error = %s"
         " WHERE epoch_id = %s AND state = ANY(%s)",
-        (reason, epoch_id, sources),
+        (
+            EpochState.ABORTED.value,
+            reason,
+            epoch_id,
+            sources_of(EpochState.ABORTED, operator_action=allow_written),
+        ),
     )
     changed = cur.rowcount == 1
     epoch = fetch_epoch(cur, epoch_id)
     if changed or epoch.state is EpochState.ABORTED:
         return epoch, changed
-    hint = ""
-    if epoch.state is EpochState.WRITTEN:
-        hint = (
-            "its data is in HBase: commit it, or abort explicitly with allow_written=True / --allow-written"
-        )
-    raise IllegalTransition(epoch_id, epoch.state.value, EpochState.ABORTED.value, hint)
+    _refuse(epoch, EpochState.ABORTED, operator_action=allow_written)

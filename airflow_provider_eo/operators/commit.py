@@ -7,17 +7,18 @@ from typing import Any
 
 from airflow.sdk import Context
 
-from airflow_provider_eo.operators.common import publish_and_commit
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
+from airflow_provider_eo.operators.xcom import commit_summary
 
 
 class CommitEpochOperator(PipelineOperator):
-    """Step 3 of docs/DESIGN.md section 2 for one epoch.
+    """Step 3 of docs/DESIGN.md section 2 for one epoch (:meth:`EpochProtocol.commit`).
 
-    WRITTEN: a stream epoch publishes the end offset of every range that moved to the
-    pipeline's consumer group (read back to verify), then the ledger marks it COMMITTED;
-    a backfill epoch publishes nothing. COMMITTED: no-op success (logged). RESERVED or
-    ABORTED: ``IllegalTransition`` naming epoch and state; nothing is published.
+    WRITTEN: a stream epoch publishes the end offset of every range to the pipeline's
+    consumer group, then the ledger marks it COMMITTED; a backfill epoch publishes
+    nothing. COMMITTED: no-op success. RESERVED or ABORTED: ``IllegalTransition``
+    naming epoch and state; nothing is published. An epoch of another pipeline:
+    ``EpochOfAnotherPipeline``.
 
     Returns (XCom) ``{epoch_id, pipeline, kind, state: "COMMITTED", action: "committed" |
     "noop", published: [{topic, partition, offset}], records_total}``.
@@ -40,5 +41,6 @@ class CommitEpochOperator(PipelineOperator):
         except ValueError:
             raise ValueError(f"epoch_id must be an integer, got {self.epoch_id!r}") from None
         spec = self.pipeline_spec()
-        with self.open_ledger() as ledger:
-            return publish_and_commit(ledger, self.kafka_hook(), spec, epoch_id, self.log)
+        with self.epoch_protocol() as protocol:
+            outcome = protocol.commit(epoch_id, group_id=spec.group_id, pipeline=spec.name)
+        return commit_summary(outcome)

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_eo.config import PipelineSpec
+from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.operators.common import load_spec
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 
 
 class PipelineOperator(BaseOperator):
-    """Base of reserve, commit, recover and release.
+    """Base of reserve, commit, recover and release: adapters of :class:`EpochProtocol`.
 
     ``__init__`` only stores names (it runs at DAG parse time); the pipeline file is
     read and connections are opened in ``execute``.
 
     :param pipeline: pipeline name in the pipelines file (templated).
-    :param pipelines_file: pipelines YAML path; None: ``EO_PIPELINES_FILE`` or the default (templated).
+    :param pipelines_file: pipelines YAML path; None: ``EO_PIPELINES_FILE`` (templated).
     :param ledger_conn_id: PostgreSQL connection of the ledger.
     :param kafka_conn_id: Kafka connection (librdkafka settings in extra).
     """
@@ -45,12 +45,11 @@ class PipelineOperator(BaseOperator):
 
     def pipeline_spec(self) -> PipelineSpec:
         """The pipeline's spec; raises ``PipelineConfigError`` naming file, pipeline and field."""
-        return load_spec(self.pipelines_file, self.pipeline)
+        return load_pipeline(self.pipeline, self.pipelines_file)
 
-    def open_ledger(self) -> Ledger:
-        """A ledger session (use as a context manager)."""
-        return EoLedgerHook(self.ledger_conn_id).get_ledger()
-
-    def kafka_hook(self) -> EoKafkaHook:
-        """The Kafka hook (offset source and publisher)."""
-        return EoKafkaHook(self.kafka_conn_id)
+    @contextmanager
+    def epoch_protocol(self) -> Iterator[EpochProtocol]:
+        """The protocol over this operator's ledger and Kafka connections (Kafka is
+        connected only if the call needs it); the ledger is closed afterwards."""
+        with EoLedgerHook(self.ledger_conn_id).get_ledger() as ledger:
+            yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(self.kafka_conn_id))

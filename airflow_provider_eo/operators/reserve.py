@@ -1,9 +1,8 @@
 """ReserveEpochOperator: open the pipeline's next stream epoch (backfills: ``backfill.py``).
 
-Step 1 of docs/DESIGN.md section 2. All decisions (partitions, start offsets, caps, data
-loss, one open epoch per pipeline, idempotent retry within a run) are the Ledger's;
-these operators resolve the pipeline, the hooks and the run identity, call it, and
-turn "no new data" into a skip.
+Step 1 of docs/DESIGN.md section 2, as :meth:`EpochProtocol.reserve_stream` decides it
+(partitions, start offsets, caps, data loss, one open epoch per pipeline, idempotent
+retry within a run). The operator turns "nothing to reserve" into a skip.
 """
 
 from __future__ import annotations
@@ -13,10 +12,11 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_eo import protocol_points
-from airflow_provider_eo.hooks.kafka import EoKafkaError
-from airflow_provider_eo.operators.common import epoch_summary, log_epoch, run_identity
+from airflow_provider_eo.config import PipelineSpec
+from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve, Reservation
+from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
+from airflow_provider_eo.operators.xcom import epoch_summary, run_identity
 
 
 class ReserveEpochOperator(PipelineOperator):
@@ -34,17 +34,14 @@ class ReserveEpochOperator(PipelineOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         spec = self.pipeline_spec()
-        dag_id, run_id = run_identity(context)
-        with self.open_ledger() as ledger:
-            try:
-                epoch = ledger.reserve_stream_epoch(spec, self.kafka_hook(), dag_id=dag_id, run_id=run_id)
-            except EoKafkaError as exc:  # name the pipeline: the hook only knows topics
-                raise EoKafkaError(f"pipeline {spec.name!r}: {exc}") from exc
-        if epoch is None:
-            self.log.info(
-                "no new data, no epoch opened pipeline=%s dag_id=%s run_id=%s", spec.name, dag_id, run_id
-            )
-            raise AirflowSkipException(f"pipeline {spec.name!r}: no new data, no epoch opened")
-        log_epoch(self.log, "reserved epoch", epoch)
-        protocol_points.passed("reserve.after_insert")
-        return epoch_summary(epoch)
+        with self.epoch_protocol() as protocol:
+            outcome = self.reserve(protocol, spec, run_identity(context), context)
+        if isinstance(outcome, NothingToReserve):
+            raise AirflowSkipException(f"pipeline {outcome.pipeline!r}: {outcome.reason}")
+        return epoch_summary(outcome.epoch)
+
+    def reserve(
+        self, protocol: EpochProtocol, spec: PipelineSpec, run: RunIdentity, context: Context
+    ) -> Reservation:
+        """The reservation this operator makes (subclasses reserve other kinds)."""
+        return protocol.reserve_stream(spec, run)

@@ -28,12 +28,12 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable
 from airflow_provider_eo.ledger.ledger import Ledger
+from airflow_provider_eo.ledger.queries import EpochFilter
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.plugins import views
 from airflow_provider_eo.plugins.page import render_page
 
 LedgerFactory = Callable[[], Ledger]
-State = Literal["RESERVED", "WRITTEN", "COMMITTED", "ABORTED"]
-Kind = Literal["stream", "backfill"]
 log = logging.getLogger(__name__)
 Limit = Annotated[int, Query(ge=1, le=views.MAX_EPOCH_LIMIT)]
 
@@ -94,12 +94,12 @@ def create_app(ledger_factory: LedgerFactory, dependencies: Sequence[Any] = ()) 
     def get_epochs(
         ledger: LedgerDep,
         pipeline: str | None = None,
-        state: State | None = None,
-        kind: Kind | None = None,
+        state: EpochState | None = None,
+        kind: EpochKind | None = None,
         limit: Limit = views.DEFAULT_EPOCH_LIMIT,
     ) -> list[dict[str, Any]]:
         """The newest ``limit`` matching epochs, oldest first."""
-        return views.epochs(ledger, pipeline=pipeline, state=state, kind=kind, limit=limit)
+        return views.epochs(ledger, EpochFilter(pipeline=pipeline, state=state, kind=kind, limit=limit))
 
     @app.get("/api/epochs/{epoch_id}")
     def get_epoch(ledger: LedgerDep, epoch_id: int) -> dict[str, Any]:
@@ -109,26 +109,19 @@ def create_app(ledger_factory: LedgerFactory, dependencies: Sequence[Any] = ()) 
     @app.get("/", response_class=HTMLResponse)
     def page(
         pipeline: str | None = None,
-        state: State | Literal[""] | None = None,
-        kind: Kind | Literal[""] | None = None,
+        state: EpochState | Literal[""] | None = None,
+        kind: EpochKind | Literal[""] | None = None,
         limit: Limit = views.DEFAULT_EPOCH_LIMIT,
         dag_id: str | None = None,
     ) -> HTMLResponse:
         """The HTML page (a ledger error is shown in the page, status 503)."""
         chosen = pipeline if pipeline is not None else views.pipeline_from_dag_id(dag_id)
-        selected: dict[str, Any] = {
-            "pipeline": chosen or None,
-            "state": state or None,
-            "kind": kind or None,
-            "limit": limit,
-        }
+        selected = EpochFilter(pipeline=chosen or None, state=state or None, kind=kind or None, limit=limit)
         data: dict[str, Any] = {"pipeline_names": [], "pipelines": [], "epochs": []}
         status, error = 200, None
         try:
             with ledger_factory() as opened:
-                data["pipeline_names"] = opened.list_pipelines()
-                data["pipelines"] = views.pipelines(opened, selected["pipeline"])
-                data["epochs"] = views.epochs(opened, **selected)
+                data = views.page_data(opened, selected)
         except Exception as exc:  # the page reports any ledger failure instead of a bare 500
             log.warning("epoch ledger page: %s", exc)
             status, error = 503, f"epoch ledger unavailable: {type(exc).__name__}: {exc}".strip()

@@ -13,8 +13,11 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-STATES = ("RESERVED", "WRITTEN", "COMMITTED", "ABORTED")
-KINDS = ("stream", "backfill")
+from airflow_provider_eo.ledger.queries import EpochFilter
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
+
+STATES = tuple(state.value for state in EpochState)
+KINDS = tuple(kind.value for kind in EpochKind)
 
 _CSS = """
 body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#1a202c;background:#fff}
@@ -92,23 +95,23 @@ def render_page(
     pipeline_names: list[str],
     pipelines: list[dict[str, Any]],
     epochs: list[dict[str, Any]],
-    selected: dict[str, Any],
+    selected: EpochFilter,
     error: str | None = None,
 ) -> str:
     """The whole HTML document.
 
     ``pipelines`` / ``epochs`` are :mod:`.views` answers (epochs oldest first: shown newest
-    first); ``selected`` holds the current filter (``pipeline``, ``state``, ``kind``,
-    ``limit``); ``error`` (e.g. the ledger is unreachable) is shown as a banner.
+    first); ``selected`` is the current filter (its ``pipeline``, ``state``, ``kind`` and
+    ``limit`` are shown in the form); ``error`` (e.g. the ledger is unreachable) is shown as a banner.
     """
     form = (
         '<form method="get" action="">'
         f'<label>Pipeline <select name="pipeline">'
-        f"{_options(pipeline_names, selected.get('pipeline'), 'all')}</select></label>"
-        f'<label>State <select name="state">{_options(STATES, selected.get("state"), "any")}</select></label>'
-        f'<label>Kind <select name="kind">{_options(KINDS, selected.get("kind"), "any")}</select></label>'
+        f"{_options(pipeline_names, selected.pipeline, 'all')}</select></label>"
+        f'<label>State <select name="state">{_options(STATES, selected.state, "any")}</select></label>'
+        f'<label>Kind <select name="kind">{_options(KINDS, selected.kind, "any")}</select></label>'
         f'<label>Last <input name="limit" type="number" min="1" max="1000" size="5" '
-        f'value="{_e(selected.get("limit"))}"></label><button type="submit">Show</button></form>'
+        f'value="{_e(selected.limit)}"></label><button type="submit">Show</button></form>'
     )
     banner = f'<div class="banner err">{_e(error)}</div>' if error else ""
     pipeline_rows = "".join(_pipeline_row(p) for p in pipelines)

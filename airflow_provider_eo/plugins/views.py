@@ -1,18 +1,18 @@
-"""JSON views of the ledger for the UI plugin: the ``eo-ledger`` CLI's answers, reused.
+"""JSON views of the ledger for the UI plugin: the same typed queries as ``eo-ledger``.
 
 Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and returns
-JSON-ready data built by :mod:`airflow_provider_eo.ledger.cli_commands`, so the UI
-and ``eo-ledger pipelines`` / ``epochs`` / ``epoch`` always agree. Import-light (no
-FastAPI, no Airflow): the plugin module is imported by every Airflow component.
+JSON-ready data from :mod:`airflow_provider_eo.ledger.queries` (``PipelineOverview.to_json``,
+``Epoch.to_detail``), so the UI and ``eo-ledger pipelines`` / ``epochs`` / ``epoch``
+always agree. Import-light (no FastAPI, no Airflow): the plugin module is imported by
+every Airflow component.
 """
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from airflow_provider_eo.ledger import cli_commands
 from airflow_provider_eo.ledger.ledger import Ledger
+from airflow_provider_eo.ledger.queries import EpochFilter
 
 STREAM_DAG_PREFIX = "eo_stream__"
 BACKFILL_DAG_PREFIX = "eo_backfill__"
@@ -21,34 +21,44 @@ MAX_EPOCH_LIMIT = 1000
 
 
 def pipelines(ledger: Ledger, pipeline: str | None = None) -> list[dict[str, Any]]:
-    """``eo-ledger pipelines`` (all pipelines, sorted by name; only ``pipeline`` if given).
+    """``eo-ledger pipelines`` (all pipelines, sorted by name; only ``pipeline`` if given),
+    in one ledger transaction.
 
     Each item: ``name``, ``epochs`` (count per state), ``open_epochs``, ``cursors``,
     ``dead_letters`` (count) and ``gaps``.
     """
-    found = cli_commands.pipelines(ledger)
-    return [p for p in found if pipeline is None or p["name"] == pipeline]
+    return [overview.to_json() for overview in ledger.pipeline_overviews(pipeline)]
 
 
-def epochs(
-    ledger: Ledger,
-    *,
-    pipeline: str | None = None,
-    state: str | None = None,
-    kind: str | None = None,
-    limit: int = DEFAULT_EPOCH_LIMIT,
-) -> list[dict[str, Any]]:
-    """``eo-ledger epochs --limit N``: the newest ``limit`` matching epochs, oldest first.
+def epochs(ledger: Ledger, wanted: EpochFilter) -> list[dict[str, Any]]:
+    """``eo-ledger epochs --limit N``: the newest ``wanted.limit`` matching epochs, oldest
+    first, in one ledger transaction.
 
-    ``limit`` must be in ``1..MAX_EPOCH_LIMIT`` (``ValueError`` otherwise); each item is
-    ``Epoch.to_detail()`` (ranges ``[start, end)``, record counts, metrics, error, times).
+    ``wanted.limit`` must be in ``1..MAX_EPOCH_LIMIT`` (``ValueError`` otherwise, None
+    included); each item is ``Epoch.to_detail()`` (ranges ``[start, end)``, record
+    counts, metrics, error, times).
     """
-    if not 1 <= limit <= MAX_EPOCH_LIMIT:
-        raise ValueError(f"limit must be between 1 and {MAX_EPOCH_LIMIT}, got {limit}")
-    args = argparse.Namespace(
-        pipeline=pipeline, state=state, kind=kind, min_id=None, max_id=None, limit=limit
-    )
-    return cli_commands.epochs(ledger, args)
+    if wanted.limit is None or not 1 <= wanted.limit <= MAX_EPOCH_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_EPOCH_LIMIT}, got {wanted.limit}")
+    return [epoch.to_detail() for epoch in ledger.epochs(wanted)]
+
+
+def page_data(ledger: Ledger, wanted: EpochFilter) -> dict[str, Any]:
+    """What the HTML page shows, in two ledger transactions whatever the number of pipelines.
+
+    ``pipeline_names`` (every pipeline, for the filter), ``pipelines`` (the overview of
+    ``wanted.pipeline``, or of every pipeline) and ``epochs`` (:func:`epochs`).
+    """
+    overviews = ledger.pipeline_overviews()
+    return {
+        "pipeline_names": [overview.name for overview in overviews],
+        "pipelines": [
+            overview.to_json()
+            for overview in overviews
+            if wanted.pipeline is None or overview.name == wanted.pipeline
+        ],
+        "epochs": epochs(ledger, wanted),
+    }
 
 
 def epoch(ledger: Ledger, epoch_id: int) -> dict[str, Any]:

@@ -8,8 +8,9 @@ Usage (arguments are names and ids only; secrets come from the environment)::
     python -m airflow_provider_eo.spark.app --pipeline NAME --epoch-id N   # same, Spark from pyspark
 
 Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
-``AIRFLOW_CONN_EO_HBASE`` (or the ids given), optionally ``EO_PIPELINES_YAML``
-or ``EO_PIPELINES_FILE``. Exit codes: see :class:`~airflow_provider_eo.spark.driver.ExitCode`.
+``AIRFLOW_CONN_EO_HBASE`` (or the ids given), and ``EO_PIPELINES_YAML`` or
+``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given.
+Exit codes: see :class:`~airflow_provider_eo.spark.driver.ExitCode`.
 """
 
 from __future__ import annotations
@@ -19,17 +20,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from airflow_provider_eo.config import PipelineConfigError
-from airflow_provider_eo.hooks.connections import ConnectionNotFound
+from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.logs import configure_logging
-from airflow_provider_eo.spark.settings import (
-    SettingsError,
-    ledger_dsn_from_env,
-    load_pipeline,
-    task_settings,
-)
+from airflow_provider_eo.spark.settings import ledger_dsn_from_env, load_pipeline, task_settings
 
 log = logging.getLogger("airflow_provider_eo.spark.app")
 
@@ -77,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     fencing_token=args.fencing_token,
                 )
             )
-    except (PipelineConfigError, SettingsError, ConnectionNotFound, EpochNotFound, ValueError) as exc:
+    except (ConfigError, EpochNotFound, ValueError) as exc:
         log.error("%s: cannot write: %s", where, exc)
         return int(ExitCode.INVALID)
     except Exception as exc:

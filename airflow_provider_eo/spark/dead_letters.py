@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
+from airflow_provider_eo.errors import RecordError
 from airflow_provider_eo.ledger.models import DeadLetter
 from airflow_provider_eo.spark.records import KafkaRecord
 
@@ -25,7 +26,7 @@ BadRecordPolicy = Literal["fail", "dead_letter"]
 DeadLetterSink = Callable[[list[DeadLetter]], None]
 
 
-class BadRecordError(RuntimeError):
+class BadRecordError(RecordError, RuntimeError):
     """A bad record under the ``fail`` policy."""
 
 

@@ -23,7 +23,10 @@ from enum import IntEnum
 from typing import Any
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.ledger import EpochState, FencedOut, Ledger
+from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline
+from airflow_provider_eo.ledger.fencing import AlreadyDone, Fenced
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import aggregate_metrics, plan_tasks
 from airflow_provider_eo.spark.task_runner import TaskFailed, run_on_spark
@@ -67,26 +70,24 @@ def write_epoch(
     runner: SparkRunner = run_on_spark,
 ) -> ExitCode:
     """Write and vote one epoch (see the module contract); never raises for the cases listed."""
-    epoch = ledger.get_epoch(epoch_id)
+    protocol = EpochProtocol(ledger)
     where = f"pipeline={pipeline} epoch_id={epoch_id}"
-    if epoch.pipeline != pipeline:
-        log.error("%s: epoch belongs to pipeline %r: nothing written", where, epoch.pipeline)
+    try:
+        permission = protocol.begin_write(pipeline, epoch_id, fencing_token)
+    except EpochOfAnotherPipeline as exc:
+        log.error("%s: %s: nothing written", where, exc)
         return ExitCode.INVALID
-    already_voted = epoch.state in (EpochState.WRITTEN, EpochState.COMMITTED)
-    if already_voted and fencing_token is not None and fencing_token == epoch.fencing_token:
-        log.info("%s: epoch already %s under this token (a retry): nothing to do", where, epoch.state.value)
+    if isinstance(permission, AlreadyDone):
+        state = permission.epoch.state.value
+        log.info("%s: epoch already %s under this token (a retry): nothing to do", where, state)
         return ExitCode.OK
-    if epoch.state != EpochState.RESERVED:
-        log.error("%s: epoch is %s, not RESERVED: nothing written, not voted", where, epoch.state.value)
+    if isinstance(permission, Fenced):
+        log.error("%s: %s: nothing written, not voted", where, permission.reason)
         return ExitCode.FENCED_OUT
-    token = fencing_token or epoch.fencing_token
-    if token != epoch.fencing_token:
-        log.error("%s: fencing token does not match the epoch's: nothing written, not voted", where)
-        return ExitCode.FENCED_OUT
+    epoch = permission.epoch
     settings = settings_factory()
     tasks = plan_tasks(epoch.ranges, split_size)
-    ranges_text = " ".join(f"{r.topic}/{r.partition}[{r.start},{r.end})" for r in epoch.ranges)
-    log.info("%s: writing ranges=%s tasks=%d split_size=%d", where, ranges_text, len(tasks), split_size)
+    log.info("%s: writing ranges=%s tasks=%d split_size=%d", where, epoch.ranges_text, len(tasks), split_size)
     started = time.monotonic()
     try:
         results = runner(settings, tasks) if tasks else []
@@ -95,10 +96,9 @@ def write_epoch(
         return ExitCode.TASK_FAILED
     metrics = aggregate_metrics(epoch.ranges, results, time.monotonic() - started)
     protocol_points.passed("spark.after_last_batch")
-    try:
-        ledger.vote_written(epoch_id, token, metrics)
-    except FencedOut as exc:
-        log.error("%s: %s; nothing changed in the ledger", where, exc)
+    vote = protocol.vote(permission, metrics)
+    if isinstance(vote, Fenced):
+        log.error("%s: vote fenced out (%s); nothing changed in the ledger", where, vote.reason)
         return ExitCode.FENCED_OUT
     protocol_points.passed("spark.after_vote")
     if metrics["tombstones"]:

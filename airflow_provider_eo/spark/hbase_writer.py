@@ -25,6 +25,7 @@ from typing import Any
 import happybase
 from Hbase_thrift import BatchMutation, Mutation  # registered by happybase's thriftpy2 loader
 
+from airflow_provider_eo.errors import EoError
 from airflow_provider_eo.spark.segments import Segment
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,8 @@ log = logging.getLogger(__name__)
 TTL_FOREVER = 2**31 - 1
 
 
-class HBaseWriteError(RuntimeError):
-    """A segment could not be written after all attempts."""
+class HBaseWriteError(EoError, RuntimeError):
+    """A segment could not be written after all attempts (the HBase category of the taxonomy)."""
 
 
 class UnsafeColumnFamilyError(HBaseWriteError):

@@ -31,10 +31,11 @@ import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_provider_eo.errors import RecordError
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, RowPut
 
 
-class BadRecord(Exception):
+class BadRecord(RecordError):
     """A record that cannot be mapped; ``reason`` says why."""
 
     def __init__(self, reason: str) -> None:

@@ -3,8 +3,9 @@
     python -m airflow_provider_eo.spark.package_zip OUT.zip
 
 The zip holds ``airflow_provider_eo/`` (Python sources and package data such as the
-ledger's SQL migrations), without caches and without the local stack (``devstack/``:
-executors never run it). Third-party dependencies (confluent-kafka, happybase,
+ledger's SQL migrations), without caches. The package is only what users install: the local
+stack, the demo and the fault suite's kill/hang handler live outside it (``devtools/``,
+``tests/faults/``), so nothing is left to exclude. Third-party dependencies (confluent-kafka, happybase,
 thriftpy2, psycopg2, PyYAML) have native parts and must be installed on the cluster
 image; they are not zipped. Entries are sorted and time-stamped
 1980-01-01, so the same sources give a byte-identical zip.
@@ -21,7 +22,7 @@ import airflow_provider_eo
 
 PACKAGE_DIR = Path(airflow_provider_eo.__file__).resolve().parent
 INCLUDED_SUFFIXES = (".py", ".sql", ".json", ".yaml")
-EXCLUDED_PARTS = ("__pycache__", "devstack")
+EXCLUDED_PARTS = ("__pycache__",)
 
 
 def package_files(root: Path = PACKAGE_DIR) -> list[Path]:

@@ -33,6 +33,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.hooks.client_errors import ClientErrorLog
 from airflow_provider_eo.spark.records import KafkaRecord, TaskRange
 
@@ -48,7 +49,7 @@ READER_OVERRIDES: dict[str, str] = {
 }
 
 
-class RangeReadError(RuntimeError):
+class RangeReadError(KafkaAccessError, RuntimeError):
     """The range could not be read up to its end; the message says where and why."""
 
 

@@ -2,7 +2,7 @@
 
 Pipelines: ``--pipelines-file PATH``, else the YAML text in ``EO_PIPELINES_YAML``
 (set by ``WriteEpochOperator``, so a cluster-mode driver needs no DAG folder),
-else the config package's default resolution (``EO_PIPELINES_FILE``, ...).
+else the file named by ``EO_PIPELINES_FILE``.
 
 Connections: ``AIRFLOW_CONN_<ID>`` environment variables of the driver (URI or
 JSON form, resolved by ``hooks.connections``). Values are secrets: they are
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 
-from airflow_provider_eo.config import PipelineSpec, load_pipelines, parse_pipelines_text
+from airflow_provider_eo import config
+from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text, select_pipeline
 from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, kafka_client_config, postgres_dsn
 from airflow_provider_eo.hooks.connections import connection_from_env
 from airflow_provider_eo.spark.write_task import TaskSettings
@@ -21,20 +22,17 @@ from airflow_provider_eo.spark.write_task import TaskSettings
 PIPELINES_YAML_ENV = "EO_PIPELINES_YAML"
 
 
-class SettingsError(ValueError):
-    """The pipeline or a connection could not be resolved (message names which, never a value)."""
-
-
 def load_pipeline(name: str, pipelines_file: str | None = None) -> PipelineSpec:
-    """The named pipeline's spec (resolution order in the module docstring)."""
+    """The named pipeline's spec (resolution order in the module docstring).
+
+    Raises ``PipelineNotDeclared`` (the file is ``$EO_PIPELINES_YAML`` for the inline
+    text) or ``PipelineConfigError``, as :func:`airflow_provider_eo.config.load_pipeline`.
+    """
     inline = os.environ.get(PIPELINES_YAML_ENV)
     if pipelines_file is None and inline:
-        pipelines = parse_pipelines_text(inline, f"${PIPELINES_YAML_ENV}")
-    else:
-        pipelines = load_pipelines(pipelines_file)
-    if name not in pipelines:
-        raise SettingsError(f"pipeline {name!r} is not declared (known: {', '.join(sorted(pipelines))})")
-    return pipelines[name]
+        source = f"${PIPELINES_YAML_ENV}"
+        return select_pipeline(parse_pipelines_text(inline, source), name, source)
+    return config.load_pipeline(name, pipelines_file)
 
 
 def ledger_dsn_from_env(ledger_conn_id: str) -> str:

@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from airflow_provider_eo.errors import TaskError
 from airflow_provider_eo.spark.records import TaskRange
 
 SUMMED = ("records", "skipped_offsets", "cells_written", "tombstones", "bad_records", "bytes", "segments")
@@ -46,7 +47,7 @@ def plan_tasks(ranges: Iterable[RangeLike], split_size: int) -> list[TaskRange]:
     return [sub for rng in ranges for sub in split_range(rng, split_size)]
 
 
-class CoverageError(RuntimeError):
+class CoverageError(TaskError, RuntimeError):
     """Task results do not cover the epoch's ranges exactly (never voted)."""
 
 

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_eo.errors import TaskError
 from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task_errors import TaskErrorData
 from airflow_provider_eo.spark.write_task import TaskSettings, task_partition_function
 
-_TASK_ERROR = re.compile(r"^airflow_provider_eo\.[\w.]+\.(\w+(?:Error|Record)): (.+)$", re.MULTILINE)
 
+class TaskFailed(TaskError, RuntimeError):
+    """A Spark task raised; the message is the task's error.
 
-class TaskFailed(RuntimeError):
-    """A Spark task raised; the message is the task's error."""
+    ``error`` is the executor's ``EoError`` as data (its message is then
+    ``RangeReadError: cannot read ...``), or None for an unexpected failure (the
+    message is then the first line of Spark's error).
+    """
+
+    def __init__(self, message: str, error: TaskErrorData | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
-    """One Spark task per TaskRange; returns each task's metrics dict."""
+    """One Spark task per TaskRange; returns each task's metrics dict.
+
+    Raises :class:`TaskFailed` when a task fails (Spark aborts the job).
+    """
     from pyspark import SparkConf, SparkContext
 
     conf = SparkConf().setAppName(f"eo-write-{settings.pipeline}-epoch-{settings.epoch_id}")
@@ -26,17 +37,21 @@ def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dic
         rdd = sc.parallelize(list(tasks), len(tasks)).mapPartitions(task_partition_function(settings))
         return rdd.collect()
     except Exception as exc:
-        raise TaskFailed(task_error_message(exc)) from None
+        raise task_failure(exc) from None
     finally:
         sc.stop()
 
 
-def task_error_message(exc: BaseException) -> str:
-    """The executor's own error line (``RangeReadError: ...``) out of Spark's wrapping."""
+def task_failure(exc: BaseException) -> TaskFailed:
+    """The driver's view of a failed Spark job.
+
+    With an executor ``EoError`` in Spark's text (its ``EO_TASK_ERROR`` marker line),
+    the decoded data and ``Type: message``; otherwise the first non-blank line of
+    Spark's message (at most 500 characters), or the exception's class name.
+    """
     text = str(exc)
-    found = _TASK_ERROR.findall(text)
-    if found:
-        name, message = found[-1]
-        return f"{name}: {message.strip()}"
+    error = TaskErrorData.find(text)
+    if error is not None:
+        return TaskFailed(str(error), error)
     lines = [line for line in text.splitlines() if line.strip()]
-    return lines[0][:500] if lines else type(exc).__name__
+    return TaskFailed(lines[0][:500] if lines else type(exc).__name__)

@@ -5,7 +5,8 @@ the task closure (resolved on the driver from its environment); executors never
 read connection files or environment variables. The task either reaches the end
 of its range and returns :class:`TaskMetrics`, or raises (range unreadable, bad
 record under the ``fail`` policy, HBase unwritable): a partial range is never
-reported as written.
+reported as written. Inside Spark, such an ``EoError`` leaves the executor as an
+:class:`~airflow_provider_eo.spark.task_errors.ExecutorTaskError` carrying it as data.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_eo import protocol_points
+from airflow_provider_eo.errors import EoError
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
@@ -28,6 +30,7 @@ from airflow_provider_eo.spark.mapping import BadRecord, build_mapper
 from airflow_provider_eo.spark.range_reader import read_range
 from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
+from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +151,22 @@ def run_task(
 
 
 def task_partition_function(settings: TaskSettings) -> Any:
-    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange."""
+    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange.
+
+    An ``EoError`` of a task is raised again as ``ExecutorTaskError`` (the task still
+    fails); any other exception propagates unchanged.
+    """
 
     def run_partition(ranges: Iterable[TaskRange]) -> Iterator[dict[str, Any]]:
         from airflow_provider_eo.spark.logs import configure_logging
 
         configure_logging()
         for rng in ranges:
-            yield run_task(settings, rng).to_dict()
+            try:
+                metrics = run_task(settings, rng)
+            except EoError as exc:
+                data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
+                raise ExecutorTaskError(data) from exc
+            yield metrics.to_dict()
 
     return run_partition

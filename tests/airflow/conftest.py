@@ -27,8 +27,8 @@ import yaml
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
-from airflow_provider_eo.demo.airflow_runner import AirflowRunner
 from airflow_provider_eo.ledger import Ledger
+from eo_devtools.demo.airflow_runner import AirflowRunner
 from tests.conftest import StackInfo
 
 LOCAL_SETTINGS = '''"""Test-only cluster policy: no task retries (failures surface in one attempt)."""
@@ -132,8 +132,10 @@ def ledger(stack: StackInfo) -> Iterator[Ledger]:
         yield opened
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def hbase(stack: StackInfo) -> Iterator[happybase.Connection]:
+    """A Thrift connection per test: HBase's Thrift server closes a connection idle for
+    60 s (``hbase.thrift.server.socket.read.timeout``), and a test's DAG runs can take longer."""
     connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
     yield connection
     connection.close()

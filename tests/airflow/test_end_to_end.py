@@ -27,13 +27,13 @@ import happybase
 import pytest
 
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
-from airflow_provider_eo.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
-from airflow_provider_eo.demo.sample_events import produce_records
-from airflow_provider_eo.demo.verification import verify_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.spark import app as spark_app
+from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
+from eo_devtools.demo.sample_events import produce_records
+from eo_devtools.demo.verification import verify_pipeline
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.conftest import StackInfo
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner

@@ -40,9 +40,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg2
 
-from airflow_provider_eo.demo.airflow_runner import AirflowRunner
-from airflow_provider_eo.devstack.ports import LOOPBACK, accepts_connections, find_free_port
-from airflow_provider_eo.devstack.process import group_members
+from eo_devtools.demo.airflow_runner import AirflowRunner
+from eo_devtools.stack.ports import LOOPBACK, accepts_connections, find_free_port
+from eo_devtools.stack.process import group_members
 from tests.faults.harness import Case, FaultStack
 
 RETRY_DELAY_S = 3

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_eo.demo.airflow_runner import AirflowRunner
+from eo_devtools.demo.airflow_runner import AirflowRunner
 from tests.conftest import new_stack_dir
 from tests.faults import reliability
 from tests.faults.harness import FaultStack, restore_env, set_env

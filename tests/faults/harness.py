@@ -6,7 +6,7 @@ disturb other suites. A :class:`Case` is one pipeline (own topic, group, HBase t
 produced sample records; its methods run the protocol's steps — in this process
 (operators' ``execute``), in a child process (``tests.faults.steps``, so a fault point may
 SIGKILL it), the Spark application through ``spark-submit`` (local[2]) — and verify the
-end state with :func:`airflow_provider_eo.demo.verification.verify_pipeline`.
+end state with :func:`eo_devtools.demo.verification.verify_pipeline`.
 """
 
 from __future__ import annotations
@@ -33,13 +33,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
 from airflow_provider_eo.dags.factory import stream_dag_id
-from airflow_provider_eo.demo.airflow_runner import AirflowRunner, DagRunOutcome
-from airflow_provider_eo.demo.expected_state import ProducedRecord
-from airflow_provider_eo.demo.sample_events import produce_records, sample_events
-from airflow_provider_eo.demo.verification import Verification, verify_pipeline
-from airflow_provider_eo.devstack.process import stop_process_group
-from airflow_provider_eo.devstack.stack import SERVICES, LocalStack
-from airflow_provider_eo.faults import FAULT_HANG_ENV, FAULT_POINTS_ENV, FAULT_RELEASE_ENV
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.models import Epoch
@@ -47,7 +40,15 @@ from airflow_provider_eo.ledger.states import EpochState
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+from airflow_provider_eo.protocol_points import HANDLER_ENV
 from airflow_provider_eo.spark import app as app_module
+from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
+from eo_devtools.demo.expected_state import ProducedRecord
+from eo_devtools.demo.sample_events import produce_records, sample_events
+from eo_devtools.demo.verification import Verification, verify_pipeline
+from eo_devtools.stack.process import stop_process_group
+from eo_devtools.stack.stack import SERVICES, LocalStack
+from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
 from tests.kafka_helpers import consume_range
 from tests.task_context import task_context
 
@@ -75,7 +76,7 @@ def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -
 class FaultStack:
     """The suite's private local stack, with the service-level faults.
 
-    Service names are the stack's (:data:`airflow_provider_eo.devstack.stack.SERVICES`):
+    Service names are the stack's (:data:`eo_devtools.stack.stack.SERVICES`):
     ``postgres``, ``kafka`` (the broker JVM), ``hbase`` (the HMaster JVM: master, region
     server and ZooKeeper) and ``hbase-thrift`` (the Thrift1 server JVM). A restart waits
     for real readiness (:meth:`wait_ready`), not only for an open port; every restart's
@@ -379,7 +380,7 @@ class Case:
         return stream_dag_id(self.spec.name)
 
     def env(self, faults: str | None = None, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EO_FAULT")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("EO_FAULT", HANDLER_ENV))}
         env.update(self.stack.conn_env)
         env.update(
             PYSPARK_PYTHON=sys.executable,
@@ -388,7 +389,7 @@ class Case:
         )
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         if faults:
-            env[FAULT_POINTS_ENV] = faults
+            env.update(crash_env(faults))
         env.update(extra)
         return env
 

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from airflow_provider_eo.devstack.ports import LOOPBACK
+from eo_devtools.stack.ports import LOOPBACK
 
 
 @dataclass(frozen=True)

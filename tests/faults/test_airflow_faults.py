@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_eo.faults import FAULT_POINTS_ENV
 from airflow_provider_eo.ledger.states import EpochState
 from tests.faults.airflow_services import (
     HEARTBEAT_TIMEOUT_S,
@@ -32,6 +31,7 @@ from tests.faults.airflow_services import (
     parent_pid,
     wait_until,
 )
+from tests.faults.crash_points import crash_env
 from tests.faults.harness import Case, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
 
@@ -69,7 +69,7 @@ def test_two_airflow_stream_runs_racing(
     )
     case = new_case(fault_stack, tmp_path, "afrace", records=200, cap=None)
     release = tmp_path / "release-race"
-    runner = pg_airflow.runner(case, {FAULT_POINTS_ENV: HANG, **hang_env(600, release)})
+    runner = pg_airflow.runner(case, {**crash_env(HANG), **hang_env(600, release)})
     runner.reserialize()  # else both runs insert the new DAG and one dies on the unique key
     dates = ("2026-03-01T00:00:00+00:00", "2026-03-02T00:00:00+00:00")
     procs = [
@@ -201,7 +201,7 @@ def _zombie_under_scheduler(
     and then its task process, release the fault point and wait for the run. Asserts the
     Airflow side: heartbeat timeout, try 1 failed, try 2 and the run succeeded. The
     scheduler and its helpers are stopped on return; the zombie spark-submit lives on."""
-    faults = {FAULT_POINTS_ENV: HANG, **hang_env(600, release)}
+    faults = {**crash_env(HANG), **hang_env(600, release)}
     with AirflowServices.running(pg_airflow, case, faults) as airflow:
         airflow.wait_for_dag(case.dag_id)
         airflow.trigger(case.dag_id, run_id)

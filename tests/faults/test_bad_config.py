@@ -21,9 +21,6 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_provider_eo.config import PipelineConfigError
 from airflow_provider_eo.dags.factory import build_dags
-from airflow_provider_eo.demo.airflow_runner import AirflowRunner
-from airflow_provider_eo.demo.sample_events import produce_records, sample_events
-from airflow_provider_eo.devstack.ports import find_free_port
 from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
@@ -31,6 +28,9 @@ from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from airflow_provider_eo.spark.driver import ExitCode
+from eo_devtools.demo.airflow_runner import AirflowRunner
+from eo_devtools.demo.sample_events import produce_records, sample_events
+from eo_devtools.stack.ports import find_free_port
 from tests.faults.conftest import runner_for
 from tests.faults.harness import (
     KAFKA_TEST_EXTRA,

@@ -11,10 +11,10 @@ import psycopg2
 import pytest
 
 from airflow_provider_eo.dags.factory import backfill_dag_id
-from airflow_provider_eo.demo.expected_state import ProducedRecord
-from airflow_provider_eo.demo.sample_events import produce_records
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
+from eo_devtools.demo.expected_state import ProducedRecord
+from eo_devtools.demo.sample_events import produce_records
 from tests.faults.harness import Case, FaultStack, ledger_snapshot, new_case
 from tests.faults.test_process_faults import _verified
 from tests.task_context import task_context

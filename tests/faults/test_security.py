@@ -35,11 +35,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from airflow_provider_eo.demo.airflow_runner import AirflowRunner, DagRunOutcome
-from airflow_provider_eo.demo.verification import Verification
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochState
 from airflow_provider_eo.spark.driver import ExitCode
+from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
+from eo_devtools.demo.verification import Verification
 from tests.conftest import new_stack_dir
 from tests.faults.harness import Case, FaultStack, WriteProc, restore_env, set_env
 from tests.faults.pki import Pki, make_pki

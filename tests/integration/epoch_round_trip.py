@@ -23,7 +23,7 @@ from psycopg2.extensions import parse_dsn
 from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
-from airflow_provider_eo.ledger.commit import commit_epoch
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.settings import task_settings
@@ -137,7 +137,11 @@ class EpochRoundTrip:
     def commit(self, epoch_id: int) -> Epoch:
         """Publish (stream) and mark COMMITTED."""
         with Ledger(self.ledger_dsn) as ledger:
-            return commit_epoch(ledger, epoch_id, self.kafka, self.spec.group_id).epoch
+            return (
+                EpochProtocol(ledger, kafka=lambda: self.kafka)
+                .commit(epoch_id, group_id=self.spec.group_id)
+                .epoch
+            )
 
     def write_and_commit(self, epoch: Epoch) -> Epoch:
         """Write ``epoch`` (must exit OK), then commit it."""

@@ -22,8 +22,8 @@ import psycopg2
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eo.devstack.jvm_artifacts import java_binary
-from airflow_provider_eo.devstack.process import group_members
+from eo_devtools.stack.jvm_artifacts import java_binary
+from eo_devtools.stack.process import group_members
 from tests.conftest import new_stack_dir
 from tests.kafka_helpers import consume_range, produce
 

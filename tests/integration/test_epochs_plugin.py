@@ -26,12 +26,12 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg2.extensions import parse_dsn
 
-from airflow_provider_eo.devstack.ports import find_free_port
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.models import PartitionRange
 from airflow_provider_eo.plugins import epochs as plugin_module
 from airflow_provider_eo.plugins.app import create_app
+from eo_devtools.stack.ports import find_free_port
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import TP, fresh_database, make_spec, run_epoch, stack_kafka_hook
 from tests.kafka_helpers import RecordSender

@@ -20,7 +20,7 @@ from airflow_provider_eo.ledger import (
     Ledger,
     OpenEpochConflict,
 )
-from airflow_provider_eo.ledger.commit import commit_epoch
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import delete_records_before, produce, recent_timestamp_ms
@@ -135,7 +135,7 @@ def test_reserve_commit_publishes_exact_ends(
         epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id=run_id)
         if epoch is not None:
             ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
-            commit_epoch(ledger, epoch.epoch_id, hook, spec.group_id)
+            EpochProtocol(ledger, kafka=lambda: hook).commit(epoch.epoch_id, group_id=spec.group_id)
             assert ledger.get_epoch(epoch.epoch_id).state is EpochState.COMMITTED
         return ranges_of(epoch)
 

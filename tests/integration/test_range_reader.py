@@ -7,9 +7,9 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Producer
 
-from airflow_provider_eo.devstack.ports import find_free_port
 from airflow_provider_eo.spark.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.records import TaskRange
+from eo_devtools.stack.ports import find_free_port
 from tests.conftest import StackInfo
 from tests.kafka_helpers import BATCHING_PRODUCER, produce
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eo.devstack.connections import spark_connection
+from eo_devtools.stack.connections import spark_connection
 
 pytestmark = pytest.mark.spark
 

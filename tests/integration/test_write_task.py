@@ -3,6 +3,7 @@
 * cell versions against real HBase: random histories, random splits, batch
   sizes and replay orders; the visible state is always "last record wins";
 * ``run_task``: exact HBase cells, exact metrics, dead letters, the fail policy;
+* the Spark partition function: a task's error leaves it as data (``ExecutorTaskError``);
 * the writer's clear error when HBase refuses the segment.
 """
 
@@ -23,7 +24,8 @@ from airflow_provider_eo.spark.dead_letters import BadRecordError
 from airflow_provider_eo.spark.hbase_writer import HBaseWriteError, SegmentWriter
 from airflow_provider_eo.spark.records import RowMutation, TaskRange
 from airflow_provider_eo.spark.segments import Segment, build_segments
-from airflow_provider_eo.spark.write_task import TaskSettings, run_task
+from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.write_task import TaskSettings, run_task, task_partition_function
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import produce
@@ -185,6 +187,25 @@ def test_fail_policy_names_topic_partition_offset_and_writes_nothing_after(
         f"bad record in pipeline 'wt' epoch 41 at topic {topic} partition 0 offset 3: value is not valid JSON"
     )
     assert scan(stack, table) == {}  # the open segment (offsets 0..2) was never sent
+
+
+def test_partition_function_raises_the_tasks_error_as_data(
+    stack: StackInfo, table: str, topic: str, ledger_dsn: str
+) -> None:
+    run_partition = task_partition_function(
+        _settings(stack, table, ledger_dsn, bad_records="fail", batch_size=10, epoch_id=41)
+    )
+    with pytest.raises(ExecutorTaskError) as info:
+        list(run_partition([TaskRange(topic, 0, 1, 8)]))
+    cause = info.value.__cause__  # the executor's log keeps the original traceback
+    assert isinstance(cause, BadRecordError)
+    where = f"topic {topic} partition 0 offset 3"
+    assert str(cause).startswith(f"bad record in pipeline 'wt' epoch 41 at {where}: value is not valid JSON")
+    data = TaskErrorData("BadRecordError", str(cause), "wt", 41, topic, 0, 1, 8)
+    assert (info.value.data, str(info.value), TaskErrorData.find(f"Job aborted\n{info.value}")) == (
+        data, data.marker_line(), data
+    )  # fmt: skip
+    assert scan(stack, table) == {}
 
 
 def test_writer_fails_clearly_when_hbase_refuses(stack: StackInfo) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eo.devstack.ports import PortBusyError, ensure_port_free, find_free_port, is_port_in_use
-from airflow_provider_eo.devstack.process import (
+from eo_devtools.stack.ports import PortBusyError, ensure_port_free, find_free_port, is_port_in_use
+from eo_devtools.stack.process import (
     ServiceStartError,
     group_members,
     is_running,

@@ -9,7 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from airflow_provider_eo.devstack.jvm_artifacts import COMPONENTS, lib_dir, pom_path
+from eo_devtools.stack.jvm_artifacts import COMPONENTS, lib_dir, pom_path
 
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
@@ -44,7 +44,7 @@ def test_every_dependency_is_pinned_to_an_exact_release() -> None:
 def test_cached_jars_need_neither_maven_nor_the_network() -> None:
     env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no mvn on PATH
     result = subprocess.run(
-        [sys.executable, "-m", "airflow_provider_eo.devstack.jvm_artifacts"],
+        [sys.executable, "-m", "eo_devtools.stack.jvm_artifacts"],
         capture_output=True,
         text=True,
         env=env,

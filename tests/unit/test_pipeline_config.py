@@ -267,6 +267,10 @@ def test_file_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert list(load_pipelines(default_dir=in_dir)) == ["b"]
     assert list(load_pipelines(explicit, default_dir=in_dir)) == ["a"]
     assert load_pipelines(str(explicit))["a"].source_file == str(explicit)
+    monkeypatch.delenv("EO_PIPELINES_FILE")
+    with pytest.raises(PipelineConfigError) as info:  # nothing is guessed (no repository default)
+        load_pipelines()
+    assert str(info.value) == "pipelines file: not given: pass its path or set EO_PIPELINES_FILE"
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_eo.config import PipelineNotDeclared
 from airflow_provider_eo.spark.app import parse_args
 from airflow_provider_eo.spark.package_zip import build_zip
-from airflow_provider_eo.spark.settings import PIPELINES_YAML_ENV, SettingsError, load_pipeline, task_settings
+from airflow_provider_eo.spark.settings import PIPELINES_YAML_ENV, load_pipeline, task_settings
 
 YAML = """
 pipelines:
@@ -45,8 +46,12 @@ def test_pipeline_from_inline_yaml_env_and_from_file(tmp_path: Path, monkeypatch
     path = tmp_path / "p.yaml"
     path.write_text(YAML.replace("users_t", "from_file"))
     assert load_pipeline("users", str(path)).hbase_table == "from_file"  # an explicit file wins
-    with pytest.raises(SettingsError, match=r"pipeline 'nope' is not declared \(known: users\)"):
+    with pytest.raises(PipelineNotDeclared) as info:
         load_pipeline("nope")
+    assert str(info.value) == "$EO_PIPELINES_YAML: pipeline 'nope': pipeline not declared (declared: users)"
+    with pytest.raises(PipelineNotDeclared) as info:
+        load_pipeline("nope", str(path))
+    assert str(info.value) == f"{path}: pipeline 'nope': pipeline not declared (declared: users)"
 
 
 def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,13 +89,16 @@ def test_py_files_zip_is_importable_and_reproducible(tmp_path: Path) -> None:
     first = build_zip(tmp_path / "a" / "eo.zip")
     second = build_zip(tmp_path / "b.zip")
     assert first.read_bytes() == second.read_bytes()
-    names = zipfile.ZipFile(first).namelist()
+    archive = zipfile.ZipFile(first)
+    names = archive.namelist()
     assert "airflow_provider_eo/spark/app.py" in names
     assert "airflow_provider_eo/ledger/migrations/0001_initial.sql" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    assert not [
-        n for n in names if n.startswith("airflow_provider_eo/devstack/")
-    ]  # the local stack stays home
+    # Only the provider ships: no local stack, demo or fault (kill/hang) machinery.
+    assert {n.split("/")[0] for n in names} == {"airflow_provider_eo"}
+    shipped = {n.split("/")[1] for n in names}
+    assert not shipped & {"devstack", "demo", "faults.py"}
+    assert not [n for n in names if b"SIGKILL" in archive.read(n)]
     probe = "import airflow_provider_eo.spark.segments as s; print(s.__file__)"
     out = subprocess.run(
         [sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(first)!r}); {probe}"],

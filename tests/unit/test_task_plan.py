@@ -1,12 +1,13 @@
-"""Driver-side planning (split sizes), metric aggregation and task error extraction."""
+"""Driver-side planning (split sizes), metric aggregation and decoding of executor errors."""
 
 from __future__ import annotations
 
 import pytest
 
 from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.task_plan import CoverageError, aggregate_metrics, plan_tasks, split_range
-from airflow_provider_eo.spark.task_runner import task_error_message
+from airflow_provider_eo.spark.task_runner import task_failure
 from airflow_provider_eo.spark.write_task import TaskMetrics
 
 
@@ -98,17 +99,39 @@ def test_aggregate_refuses_tasks_that_do_not_cover_the_ranges_exactly(tasks: lis
         aggregate_metrics([TaskRange("a", 0, 0, 4)], tasks, 0.0)
 
 
-def test_task_error_message_extracts_the_python_workers_error() -> None:
+def test_task_failure_decodes_the_executors_error_data() -> None:
+    data = TaskErrorData("RangeReadError", "cannot read t partition 0 to 9", "p", 7, "t", 0, 3, 9)
+    marker = str(ExecutorTaskError(data))
     wrapped = (
         "An error occurred while calling o42.collect.\n: org.apache.spark.SparkException: Job aborted\n"
         "Traceback (most recent call last):\n  File ...\n"
-        "airflow_provider_eo.spark.mapping.BadRecord: value is not valid JSON\n\n"
-        "During handling of the above exception, another exception occurred:\n"
-        "airflow_provider_eo.spark.range_reader.RangeReadError: cannot read t partition 0 to 9\n"
+        "airflow_provider_eo.spark.range_reader.RangeReadError: cannot read t partition 0 to 9\n\n"
+        "The above exception was the direct cause of the following exception:\n"
+        f"airflow_provider_eo.spark.task_errors.ExecutorTaskError: {marker}\n"
         " SQLSTATE: 38000\n\tat org.apache.spark..."
     )
-    assert task_error_message(RuntimeError(wrapped)) == ("RangeReadError: cannot read t partition 0 to 9")
-    assert (
-        task_error_message(RuntimeError("\nJob aborted: executor lost\nmore")) == "Job aborted: executor lost"
+    failed = task_failure(RuntimeError(wrapped))
+    assert str(failed) == "RangeReadError: cannot read t partition 0 to 9"
+    assert failed.error == data
+    assert marker == (
+        'EO_TASK_ERROR {"end": 9, "epoch_id": 7, "message": "cannot read t partition 0 to 9", '
+        '"partition": 0, "pipeline": "p", "start": 3, "topic": "t", "type": "RangeReadError"}'
     )
-    assert task_error_message(RuntimeError("")) == "RuntimeError"
+
+
+def test_task_failure_without_error_data_is_sparks_first_line() -> None:
+    named_only = "Job aborted\nairflow_provider_eo.spark.range_reader.RangeReadError: cannot read t"
+    failed = task_failure(RuntimeError(named_only))  # a class name is not decoded: only a marker line
+    assert (str(failed), failed.error) == ("Job aborted", None)
+    assert (
+        str(task_failure(RuntimeError("\nJob aborted: executor lost\nmore"))) == "Job aborted: executor lost"
+    )
+    assert str(task_failure(RuntimeError(""))) == "RuntimeError"
+    assert str(task_failure(RuntimeError("EO_TASK_ERROR {not json\nnext"))) == "EO_TASK_ERROR {not json"
+
+
+def test_error_data_survives_multi_line_messages() -> None:
+    data = TaskErrorData("BadRecordError", "line one\nline two \u00e9", "p", 1, "t", 2, 0, 5)
+    spark_text = f"Job aborted\nairflow_provider_eo.x.ExecutorTaskError: {ExecutorTaskError(data)}\n\tat ..."
+    assert TaskErrorData.find(spark_text) == data
+    assert str(task_failure(RuntimeError(spark_text))) == "BadRecordError: line one\nline two \u00e9"

@@ -19,8 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from airflow_provider_eo.devstack.hbase import JDK17_OPTIONS, hbase_home
-from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary
+from eo_devtools.stack.hbase import JDK17_OPTIONS, hbase_home
+from eo_devtools.stack.jvm_artifacts import classpath, java_binary
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "HBaseTableTool.java"

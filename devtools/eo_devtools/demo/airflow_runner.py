@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
+REPO_DAGS_DIR = Path(__file__).resolve().parents[3] / "dags"
 FINISHED_RE = re.compile(
     r"DagRun Finished: dag_id=(?P<dag>[^,]+),.*?run_id=(?P<run>[^,]+),.*?state=(?P<state>\w+)"
 )

@@ -16,12 +16,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_eo.devstack.connections import stack_conn_env
-from airflow_provider_eo.devstack.hbase import HBaseService, HBaseThriftService
-from airflow_provider_eo.devstack.kafka import KafkaService
-from airflow_provider_eo.devstack.ports import LOOPBACK, ensure_port_free, find_free_port
-from airflow_provider_eo.devstack.postgres import PostgresService
-from airflow_provider_eo.devstack.process import (
+from eo_devtools.stack.connections import stack_conn_env
+from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
+from eo_devtools.stack.kafka import KafkaService
+from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
+from eo_devtools.stack.postgres import PostgresService
+from eo_devtools.stack.process import (
     group_rss_mb,
     is_running,
     read_pid,
@@ -29,7 +29,7 @@ from airflow_provider_eo.devstack.process import (
     stop_process_group,
     wait_until_healthy,
 )
-from airflow_provider_eo.devstack.service import Service
+from eo_devtools.stack.service import Service
 
 SERVICE_CLASSES: Mapping[str, type[Service]] = {
     "postgres": PostgresService,

@@ -1,4 +1,4 @@
-"""The demo: ``python -m airflow_provider_eo.demo`` (what ``scripts/demo.sh`` runs).
+"""The demo: ``python -m eo_devtools.demo`` (what ``scripts/demo.sh`` runs).
 
 Starts the local stack, produces sample events (several partitions, updates to the
 same keys, tombstones, bad records), runs the stream DAG through real Airflow until
@@ -25,13 +25,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.config import load_pipelines
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
-from airflow_provider_eo.demo.airflow_runner import AirflowRunner
-from airflow_provider_eo.demo.sample_events import produce_records, sample_events
-from airflow_provider_eo.demo.verification import verify_pipeline
-from airflow_provider_eo.devstack.cli import default_state_dir
-from airflow_provider_eo.devstack.stack import LocalStack
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
+from eo_devtools.demo.airflow_runner import AirflowRunner
+from eo_devtools.demo.sample_events import produce_records, sample_events
+from eo_devtools.demo.verification import verify_pipeline
+from eo_devtools.stack.cli import default_state_dir
+from eo_devtools.stack.stack import LocalStack
 
 
 def demo_pipeline(tag: str, max_records_total: int) -> dict[str, object]:
@@ -64,7 +64,7 @@ def _say(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; 0 when every check passes."""
-    parser = argparse.ArgumentParser(prog="python -m airflow_provider_eo.demo")
+    parser = argparse.ArgumentParser(prog="python -m eo_devtools.demo")
     parser.add_argument("--state-dir", type=Path, default=default_state_dir())
     parser.add_argument("--events", type=int, default=6000)
     parser.add_argument("--partitions", type=int, default=4)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from airflow_provider_eo.demo.expected_state import ProducedRecord
+from eo_devtools.demo.expected_state import ProducedRecord
 
 BAD_VALUES = (b"{not json", b"\xff\xfe\x00 not utf-8", b"[1, 2, 3]")
 

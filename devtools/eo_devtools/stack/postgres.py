@@ -19,9 +19,9 @@ from urllib.parse import quote
 
 import psycopg2
 
-from airflow_provider_eo.devstack.ports import LOOPBACK
-from airflow_provider_eo.devstack.process import ServiceStartError, log_tail
-from airflow_provider_eo.devstack.service import MissingBinaryError, Service
+from eo_devtools.stack.ports import LOOPBACK
+from eo_devtools.stack.process import ServiceStartError, log_tail
+from eo_devtools.stack.service import MissingBinaryError, Service
 
 ROLE = "eo"
 DATABASE = "eo"

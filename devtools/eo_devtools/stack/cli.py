@@ -17,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from airflow_provider_eo.devstack.ports import PortBusyError
-from airflow_provider_eo.devstack.process import ServiceStartError
-from airflow_provider_eo.devstack.service import MissingBinaryError
-from airflow_provider_eo.devstack.stack import LocalStack
+from eo_devtools.stack.ports import PortBusyError
+from eo_devtools.stack.process import ServiceStartError
+from eo_devtools.stack.service import MissingBinaryError
+from eo_devtools.stack.stack import LocalStack
 
 DEFAULT_STATE_DIR = ".eo-state"
 

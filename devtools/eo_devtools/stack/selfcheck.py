@@ -1,6 +1,6 @@
 """Stack self-check: every local service answers a real request.
 
-``python -m airflow_provider_eo.devstack.selfcheck [--state-dir DIR] [--keep]``
+``python -m eo_devtools.stack.selfcheck [--state-dir DIR] [--keep]``
 starts the stack when needed, runs one real request per service (SQL ``select 1``,
 a Kafka produce/consume round trip, an HBase ``tables()`` call, a trivial
 spark-submit), prints one line per check and exits 1 when any fails. A stack it
@@ -23,9 +23,9 @@ import psycopg2
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eo.devstack.cli import default_state_dir
-from airflow_provider_eo.devstack.connections import spark_connection
-from airflow_provider_eo.devstack.stack import LocalStack
+from eo_devtools.stack.cli import default_state_dir
+from eo_devtools.stack.connections import spark_connection
+from eo_devtools.stack.stack import LocalStack
 
 SPARK_JOB = """
 from pyspark.sql import SparkSession
@@ -112,7 +112,7 @@ def run_checks(stack: LocalStack) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m airflow_provider_eo.devstack.selfcheck")
+    parser = argparse.ArgumentParser(prog="python -m eo_devtools.stack.selfcheck")
     parser.add_argument("--state-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="leave a stack this command started running")
     args = parser.parse_args(argv)

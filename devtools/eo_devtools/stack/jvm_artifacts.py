@@ -1,12 +1,12 @@
 """The local stack's JVM servers: pinned poms resolved by Maven into a cache, and a JDK.
 
-Each component (``kafka``, ``hbase``) has a pom under ``devstack/jvm/<component>/`` that
+Each component (``kafka``, ``hbase``) has a pom under ``eo_devtools/stack/jvm/<component>/`` that
 pins exact versions. :func:`resolve` copies its runtime classpath into
 ``<cache>/<component>-<digest of the pom>/lib`` once; later calls find the ``.complete``
 marker and return at once, without Maven and without the network. The cache root is
 ``$EO_JVM_CACHE`` or ``~/.cache/airflow-provider-eo/jvm``.
 
-``python -m airflow_provider_eo.devstack.jvm_artifacts`` resolves every component (setup
+``python -m eo_devtools.stack.jvm_artifacts`` resolves every component (setup
 runs it).
 """
 
@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_provider_eo.devstack.service import MissingBinaryError
+from eo_devtools.stack.service import MissingBinaryError
 
 COMPONENTS: tuple[str, ...] = ("kafka", "hbase")
 POM_DIR = Path(__file__).resolve().parent / "jvm"

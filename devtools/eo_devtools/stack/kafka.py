@@ -16,10 +16,10 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from airflow_provider_eo.devstack.java_service import JavaService
-from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary
-from airflow_provider_eo.devstack.ports import LOOPBACK, accepts_connections
-from airflow_provider_eo.devstack.process import ServiceStartError
+from eo_devtools.stack.java_service import JavaService
+from eo_devtools.stack.jvm_artifacts import classpath, java_binary
+from eo_devtools.stack.ports import LOOPBACK, accepts_connections
+from eo_devtools.stack.process import ServiceStartError
 
 
 def log4j2_config(pattern: str, logger_levels: dict[str, str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from airflow_provider_eo.devstack.ports import LOOPBACK
+from eo_devtools.stack.ports import LOOPBACK
 
 HBASE_CONNECT_TIMEOUT_MS = 30000
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from abc import abstractmethod
 from pathlib import Path
 
-from airflow_provider_eo.devstack.jvm_artifacts import classpath, java_binary, resolve
-from airflow_provider_eo.devstack.service import Service
+from eo_devtools.stack.jvm_artifacts import classpath, java_binary, resolve
+from eo_devtools.stack.service import Service
 
 
 class JavaService(Service):

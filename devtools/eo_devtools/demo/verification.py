@@ -15,10 +15,10 @@ from typing import Any
 import happybase
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
 
 TP = tuple[str, int]
 

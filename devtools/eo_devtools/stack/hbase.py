@@ -15,8 +15,8 @@ from xml.sax.saxutils import escape
 
 import happybase
 
-from airflow_provider_eo.devstack.java_service import JavaService
-from airflow_provider_eo.devstack.ports import LOOPBACK, accepts_connections
+from eo_devtools.stack.java_service import JavaService
+from eo_devtools.stack.ports import LOOPBACK, accepts_connections
 
 # What bin/hbase adds for JDK 17 (HBASE-26038), so HBase's shaded netty and its
 # reflective tricks work on the module system.

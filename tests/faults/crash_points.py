@@ -1,7 +1,9 @@
-"""Test-only fault points: precise crash points for the fault-injection suite.
+"""The fault suite's protocol-point handler: kill or hang a process at a named protocol point.
 
-``fault_point(name)`` is a no-op unless the environment variable ``EO_FAULT_POINTS``
-names it (comma-separated entries ``name`` or ``name:action``). Actions:
+The product calls :func:`airflow_provider_eo.protocol_points.passed` at each point; with
+``EO_PROTOCOL_POINT_HANDLER=tests.faults.crash_points:handle`` that calls :func:`handle`,
+which acts when ``EO_FAULT_POINTS`` names the point (comma-separated entries ``name`` or
+``name:action``):
 
 * ``kill`` (default): SIGKILL the calling process at once (no cleanup, no ``finally``),
   as a machine or OOM-killer would;
@@ -11,19 +13,9 @@ names it (comma-separated entries ``name`` or ``name:action``). Actions:
   restart a service, abort the epoch) while the process stands at a known point. It
   announces itself on stderr (``EO fault point <name>: hanging (pid N)``).
 
-Fault points in the product (each sits between two durable effects of the protocol):
-
-| Name | Where |
-|---|---|
-| ``reserve.in_transaction`` | the stream reservation transaction: epoch inserted, not yet committed |
-| ``reserve.after_insert`` | ReserveEpochOperator: the epoch is inserted, the task has not returned |
-| ``spark.task.after_segment`` | a Spark task (Python worker): after its first HBase segment |
-| ``spark.after_last_batch`` | the Spark driver: every HBase batch written, before the vote |
-| ``spark.after_vote`` | the Spark driver: voted WRITTEN, before the application exits |
-| ``commit.before_publish`` | commit path: the epoch read WRITTEN, group offsets not yet published |
-| ``commit.after_publish`` | commit path: group offsets published, before marking COMMITTED |
-
-Production never sets ``EO_FAULT_POINTS``; the check is one dictionary lookup.
+:func:`crash_env` is the environment that arms points in a child process and in whatever it
+starts (spark-submit's driver, Spark's Python workers: Spark merges ``PYTHONPATH`` into
+their path, so this module is importable there).
 """
 
 from __future__ import annotations
@@ -34,19 +26,21 @@ import sys
 import time
 from pathlib import Path
 
+from airflow_provider_eo.protocol_points import HANDLER_ENV
+
 FAULT_POINTS_ENV = "EO_FAULT_POINTS"
 FAULT_HANG_ENV = "EO_FAULT_HANG_S"
 FAULT_RELEASE_ENV = "EO_FAULT_RELEASE_FILE"
-FAULT_POINT_NAMES = (
-    "reserve.in_transaction",
-    "reserve.after_insert",
-    "spark.task.after_segment",
-    "spark.after_last_batch",
-    "spark.after_vote",
-    "commit.before_publish",
-    "commit.after_publish",
-)
+HANDLER_SPEC = f"{__name__}:handle"
+REPO = Path(__file__).resolve().parents[2]
 _hung: set[str] = set()
+
+
+def crash_env(faults: str) -> dict[str, str]:
+    """Variables that arm ``faults`` (the ``EO_FAULT_POINTS`` value) in a child process tree:
+    the handler, the armed points and a ``PYTHONPATH`` that starts with the repository."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {FAULT_POINTS_ENV: faults, HANDLER_ENV: HANDLER_SPEC, "PYTHONPATH": path}
 
 
 def armed_faults(value: str | None = None) -> dict[str, str]:
@@ -62,10 +56,10 @@ def armed_faults(value: str | None = None) -> dict[str, str]:
     return armed
 
 
-def fault_point(name: str) -> None:
-    """Crash (or hang) here when ``EO_FAULT_POINTS`` names ``name``; otherwise do nothing."""
-    if FAULT_POINTS_ENV not in os.environ:
-        return
+def handle(name: str) -> None:
+    """Crash (or hang) here when ``EO_FAULT_POINTS`` names ``name``; otherwise return at once.
+
+    Raises ValueError for an action other than ``kill`` or ``hang``."""
     action = armed_faults().get(name)
     if action is None:
         return
@@ -75,6 +69,8 @@ def fault_point(name: str) -> None:
             print(f"EO fault point {name}: hanging (pid {os.getpid()})", file=sys.stderr, flush=True)
             _hang(float(os.environ.get(FAULT_HANG_ENV, "600")), os.environ.get(FAULT_RELEASE_ENV))
         return
+    if action != "kill":
+        raise ValueError(f"{FAULT_POINTS_ENV}: unknown action {action!r} for {name} (kill or hang)")
     os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -1,0 +1,60 @@
+"""The provider's error taxonomy: one root, a few categories by meaning.
+
+Every error this package raises on purpose is an :class:`EoError`; the same condition
+raises the same class on every path (operators, ``eo-ledger``, the Spark driver and its
+executors). Classes keep the builtin base they always had (``ValueError``,
+``LookupError``, ``RuntimeError``) so ``except ValueError`` callers keep working.
+Indentation in the table means "subclass of the row above".
+
+=============================  ======================  =================================================
+Class                          Module                  Meaning
+=============================  ======================  =================================================
+``EoError``                    ``errors``              root: any error raised on purpose
+``ConfigError``                ``errors``              invalid configuration; nothing read or written
+  ``PipelineConfigError``      ``config.errors``       pipelines file missing, unreadable or invalid
+    ``PipelineNotDeclared``    ``config.errors``       no pipeline of that name in the file
+  ``ConnectionNotFound``       ``hooks.connections``   no definition for a connection id
+``LedgerError``                ``ledger.errors``       the ledger refused a change or is unreachable
+  ``EpochNotFound`` ...        ``ledger.errors``       one class per refusal (``FencedOut``, ...)
+``KafkaAccessError``           ``errors``              a Kafka call or read did not complete
+  ``EoKafkaError``             ``hooks.kafka``         metadata, watermark or group-offset call
+  ``RangeReadError``           ``spark.range_reader``  a task range could not be read to its end
+``HBaseWriteError``            ``spark.hbase_writer``  a segment could not be written to HBase
+  ``UnsafeColumnFamilyError``  ``spark.hbase_writer``  the family is missing or would lose cells
+``RecordError``                ``errors``              a record cannot be written as declared
+  ``BadRecord``                ``spark.mapping``       unmappable record (the bad-record policy decides)
+  ``BadRecordError``           ``spark.dead_letters``  a bad record under ``bad_records: fail``
+``TaskError``                  ``errors``              the write step's Spark tasks did not complete
+  ``ExecutorTaskError``        ``spark.task_errors``   raised on an executor: its cause as data
+  ``TaskFailed``               ``spark.task_runner``   driver side: a task failed (the decoded cause)
+  ``CoverageError``            ``spark.task_plan``     task results do not cover the epoch exactly
+=============================  ======================  =================================================
+
+An executor's ``EoError`` reaches the driver as data (``spark.task_errors``), never as a
+class name parsed out of Spark's text. This module imports nothing: executors use it.
+"""
+
+from __future__ import annotations
+
+
+class EoError(Exception):
+    """Root of every error the provider raises on purpose."""
+
+
+class ConfigError(EoError):
+    """The configuration (pipelines file, pipeline name, connection) is invalid or missing.
+
+    Raised before anything is read or written; fixing the configuration is the remedy.
+    """
+
+
+class KafkaAccessError(EoError):
+    """A Kafka call or read did not complete; the message names topic/partition or group."""
+
+
+class RecordError(EoError):
+    """A Kafka record cannot be written as the pipeline declares; the message says why."""
+
+
+class TaskError(EoError):
+    """The write step's Spark tasks did not complete (the epoch is not voted)."""

@@ -1,0 +1,247 @@
+"""``EpochProtocol``: the whole life of an epoch, in one place.
+
+The shape is Flink's ``TwoPhaseCommitSinkFunction``: a few final entry points, each
+with a typed outcome. Operators, the Spark driver, the ``eo-ledger`` CLI and the UI are
+adapters of these calls; none of them decides anything about an epoch itself.
+
+=================  ===========================================================
+``reserve_stream``  open the pipeline's next stream epoch from its cursor
+                    (planning, pins, caps, data loss: ``stream_reserver``)
+``reserve_backfill`` open a backfill epoch over a requested range
+                    (planning: ``backfill_plan``)
+``begin_write``     may this writer write the epoch? lease, already done, fenced
+``vote``            RESERVED -> WRITTEN, the writer's last act
+``commit``          publish the ranges' ends to the consumer group, then
+                    WRITTEN -> COMMITTED
+``abort``           RESERVED (or, by an operator, WRITTEN) -> ABORTED
+``recover``         settle a pipeline's open epochs left by other runs
+``release``         settle a backfill run's own epochs when it ends
+=================  ===========================================================
+
+Every durable effect happens in the ledger (one short transaction each) or in the
+consumer group; the order between them is the protocol's invariant: the group learns
+offsets only for data already in HBase, and the ledger says COMMITTED only after the
+group has them. A crash between any two effects leaves a state :meth:`recover`
+resolves. See docs/DESIGN.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_eo import protocol_points
+from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.errors import KafkaAccessError
+from airflow_provider_eo.ledger.backfill_plan import BackfillRequest, plan_backfill
+from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline, FencedOut
+from airflow_provider_eo.ledger.fencing import (
+    Fenced,
+    WriteLease,
+    WritePermission,
+    write_permission,
+)
+from airflow_provider_eo.ledger.ledger import Ledger
+from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.offsets import KafkaOffsets, TopicPartition
+from airflow_provider_eo.ledger.recovery_plan import (
+    Action,
+    RunIdentity,
+    RunIsLive,
+    SettlementPlan,
+    plan_recovery,
+    plan_release,
+)
+from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
+
+log = logging.getLogger(__name__)
+
+#: The consumer group a commit publishes to, or how to find it from the pipeline name
+#: (called only when a stream epoch has offsets to publish).
+GroupId = str | Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """An epoch is RESERVED for the run (a retry of the run gets the same one)."""
+
+    epoch: Epoch
+
+
+@dataclass(frozen=True)
+class NothingToReserve:
+    """No epoch was opened: ``reason`` says why (no new data, empty backfill range)."""
+
+    pipeline: str
+    reason: str
+
+
+Reservation = Reserved | NothingToReserve
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The epoch is COMMITTED; ``published`` is what this call sent to ``group_id``
+    (empty for backfills and when ``already_committed``)."""
+
+    epoch: Epoch
+    published: dict[TopicPartition, int]
+    group_id: str | None
+    already_committed: bool
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What :meth:`EpochProtocol.recover` / :meth:`EpochProtocol.release` did."""
+
+    pipeline: str
+    plan: SettlementPlan
+
+
+class EpochProtocol:
+    """The epoch protocol over ``ledger`` and, where Kafka is needed, ``kafka``.
+
+    ``kafka`` is a zero-argument factory (e.g. a hook constructor), called at most once
+    and only by an entry point that needs the broker, so the Spark driver and the CLI's
+    read-only commands never connect to Kafka.
+    """
+
+    def __init__(self, ledger: Ledger, kafka: Callable[[], KafkaOffsets] | None = None) -> None:
+        self.ledger = ledger
+        self._kafka_factory = kafka
+        self._kafka: KafkaOffsets | None = None
+
+    @property
+    def kafka(self) -> KafkaOffsets:
+        """The broker's offsets (created on first use); ``RuntimeError`` without a factory."""
+        if self._kafka is None:
+            if self._kafka_factory is None:
+                raise RuntimeError("this EpochProtocol was created without Kafka")
+            self._kafka = self._kafka_factory()
+        return self._kafka
+
+    # -- phase 1: reserve -----------------------------------------------------------
+    def reserve_stream(self, spec: PipelineSpec, run: RunIdentity) -> Reservation:
+        """Reserve ``spec``'s next stream epoch for ``run``.
+
+        Raises ``OpenEpochConflict`` (another run's stream epoch is open),
+        ``DataLossError`` / ``CursorBeyondHighWatermark`` (unusable cursor) and Kafka
+        errors prefixed with the pipeline's name.
+        """
+        try:
+            epoch = self.ledger.reserve_stream_epoch(spec, self.kafka, dag_id=run.dag_id, run_id=run.run_id)
+        except KafkaAccessError as exc:  # the broker's errors name topics: say which pipeline asked
+            raise type(exc)(f"pipeline {spec.name!r}: {exc}") from exc
+        if epoch is None:
+            log.info("no new data, no epoch opened pipeline=%s run=%s", spec.name, run)
+            return NothingToReserve(spec.name, "no new data, no epoch opened")
+        protocol_points.passed("reserve.after_insert")
+        return Reserved(epoch)
+
+    def reserve_backfill(self, spec: PipelineSpec, request: BackfillRequest, run: RunIdentity) -> Reservation:
+        """Reserve a backfill epoch for ``run`` over what ``request`` asks for.
+
+        Cursors, pins and the consumer group never move. Raises ``ValueError`` for a
+        malformed request, ``InvalidRanges`` for ranges outside the watermarks and
+        ``OpenEpochConflict`` when the run already holds different ranges.
+        """
+        plan = plan_backfill(spec, request, self.kafka)
+        if not plan.ranges:
+            return NothingToReserve(spec.name, "nothing to backfill in the requested range")
+        epoch = self.ledger.reserve_backfill_epoch(
+            spec, plan.ranges, dag_id=run.dag_id, run_id=run.run_id, watermarks=plan.watermarks
+        )
+        return Reserved(epoch)
+
+    # -- phase 2: write and vote ----------------------------------------------------
+    def begin_write(self, pipeline: str, epoch_id: int, fencing_token: str | None) -> WritePermission:
+        """Whether a writer holding ``fencing_token`` may write ``epoch_id`` now.
+
+        Raises ``EpochNotFound`` and ``EpochOfAnotherPipeline``; nothing is changed.
+        """
+        epoch = self._epoch_of(pipeline, epoch_id)
+        verdict = write_permission(epoch, fencing_token)
+        if isinstance(verdict, Fenced):
+            log.error("pipeline=%s epoch_id=%s fenced out at start: %s", pipeline, epoch_id, verdict.reason)
+        return verdict
+
+    def vote(self, lease: WriteLease, metrics: Mapping[str, Any]) -> Epoch | Fenced:
+        """RESERVED -> WRITTEN with ``metrics``, only if ``lease`` still holds.
+
+        Returns the WRITTEN epoch (a repeated vote: the same), or :class:`Fenced` when a
+        newer writer or an abort got there first (nothing was changed).
+        """
+        try:
+            return self.ledger.vote_written(lease.epoch.epoch_id, lease.fencing_token, metrics)
+        except FencedOut:
+            verdict = write_permission(self.ledger.get_epoch(lease.epoch.epoch_id), lease.fencing_token)
+            return verdict if isinstance(verdict, Fenced) else Fenced(lease.epoch, token_mismatch=False)
+
+    # -- phase 3: commit or abort ---------------------------------------------------
+    def commit(self, epoch_id: int, *, group_id: GroupId, pipeline: str | None = None) -> Committed:
+        """Publish a WRITTEN stream epoch's range ends to the group, then mark it COMMITTED.
+
+        Backfill epochs publish nothing. COMMITTED: a no-op success. RESERVED/ABORTED:
+        ``IllegalTransition`` before anything is published; ``pipeline`` given and not
+        the epoch's: ``EpochOfAnotherPipeline``.
+        """
+        epoch = self._epoch_of(pipeline, epoch_id) if pipeline else self.ledger.get_epoch(epoch_id)
+        if epoch.state is EpochState.COMMITTED:
+            log.info("epoch already COMMITTED, nothing to do %s", _describe(epoch))
+            return Committed(epoch, {}, None, already_committed=True)
+        check_transition(epoch_id, epoch.state, EpochState.COMMITTED)
+        offsets = epoch.end_offsets if epoch.kind is EpochKind.STREAM else {}
+        group = None
+        protocol_points.passed("commit.before_publish")
+        if offsets:
+            group = group_id if isinstance(group_id, str) else group_id(epoch.pipeline)
+            self.kafka.commit_offsets(group, offsets)
+            protocol_points.passed("commit.after_publish")
+            published = ",".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items()))
+            log.info("published offsets %s group=%s offsets=%s", _describe(epoch), group, published)
+        committed = self.ledger.mark_committed(epoch_id)
+        return Committed(committed, offsets, group, already_committed=False)
+
+    def abort(self, epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch:
+        """RESERVED -> ABORTED (WRITTEN too with ``allow_written``: an operator's explicit
+        choice; its HBase cells stay and the range is read again). ABORTED: no-op.
+        Raises ``IllegalTransition`` otherwise."""
+        return self.ledger.abort(epoch_id, reason, allow_written=allow_written)
+
+    # -- settling what others left --------------------------------------------------
+    def recover(
+        self, spec: PipelineSpec, run: RunIdentity, is_live: RunIsLive, kind: EpochKind | None = None
+    ) -> Settled:
+        """Settle ``spec``'s open epochs (of ``kind``; all kinds when None) as
+        :func:`~airflow_provider_eo.ledger.recovery_plan.plan_recovery` plans, in epoch order."""
+        plan = plan_recovery(self.ledger.open_epochs(spec.name, kind), run, is_live)
+        return self._carry_out(spec, plan)
+
+    def release(self, spec: PipelineSpec, run: RunIdentity) -> Settled:
+        """Settle ``run``'s own open backfill epochs (its teardown): commit WRITTEN, abort RESERVED."""
+        plan = plan_release(self.ledger.open_epochs(spec.name, EpochKind.BACKFILL), run)
+        return self._carry_out(spec, plan)
+
+    def _carry_out(self, spec: PipelineSpec, plan: SettlementPlan) -> Settled:
+        for step in plan.steps:
+            log.info("settling %s: %s (%s)", _describe(step.epoch), step.action.value, step.reason)
+            if step.action is Action.COMMIT:
+                self.commit(step.epoch.epoch_id, group_id=spec.group_id, pipeline=spec.name)
+            elif step.action is Action.ABORT:
+                self.abort(step.epoch.epoch_id, step.reason)
+        return Settled(spec.name, plan)
+
+    def _epoch_of(self, pipeline: str, epoch_id: int) -> Epoch:
+        epoch = self.ledger.get_epoch(epoch_id)
+        if epoch.pipeline != pipeline:
+            raise EpochOfAnotherPipeline(epoch_id, epoch.pipeline, pipeline)
+        return epoch
+
+
+def _describe(epoch: Epoch) -> str:
+    return (
+        f"pipeline={epoch.pipeline} epoch_id={epoch.epoch_id} kind={epoch.kind.value} "
+        f"ranges={epoch.ranges_text} records={epoch.record_count}"
+    )

@@ -1,0 +1,247 @@
+"""Read-only views of the ledger: the typed answers the ``eo-ledger`` CLI and the UI share.
+
+Every function runs inside the caller's transaction (it takes a psycopg2 cursor) and
+issues a fixed number of statements whatever the number of pipelines:
+:func:`pipeline_overviews` reads every pipeline in six. ``pipeline=None`` means every
+pipeline; a name restricts the answer to that pipeline. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from airflow_provider_eo.ledger.epoch_rows import fetch_epochs
+from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.offsets import TopicPartition
+from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
+
+
+@dataclass(frozen=True)
+class EpochFilter:
+    """Which epochs to list: every field given must match (None matches anything).
+
+    ``min_id`` / ``max_id`` are inclusive. With ``limit``, only the ``limit`` newest
+    matching epochs; answers are oldest first either way.
+    """
+
+    pipeline: str | None = None
+    state: EpochState | None = None
+    kind: EpochKind | None = None
+    min_id: int | None = None
+    max_id: int | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class OpenEpoch:
+    """A RESERVED or WRITTEN epoch, as the pipeline overview names it."""
+
+    epoch_id: int
+    kind: EpochKind
+    state: EpochState
+    run_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"epoch_id", "kind", "state", "run_id"}``."""
+        return {
+            "epoch_id": self.epoch_id,
+            "kind": self.kind.value,
+            "state": self.state.value,
+            "run_id": self.run_id,
+        }
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Offsets ``[start, end)`` lost to retention and skipped (``on_data_loss: record_gap``)."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    epoch_id: int | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"topic", "partition", "start", "end", "epoch_id", "reason"}``."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PipelineOverview:
+    """One pipeline at a glance: ``epoch_counts`` has every state (zero included), open
+    epochs and gaps are ordered (by id; by topic, partition, start), ``cursors`` is the
+    next stream offset per pinned partition."""
+
+    name: str
+    epoch_counts: Mapping[EpochState, int]
+    open_epochs: tuple[OpenEpoch, ...]
+    cursors: Mapping[TopicPartition, int]
+    dead_letters: int
+    gaps: tuple[Gap, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The item of ``eo-ledger pipelines`` / ``GET /api/pipelines`` (cursors sorted)."""
+        return {
+            "name": self.name,
+            "epochs": {state.value: self.epoch_counts[state] for state in EpochState},
+            "open_epochs": [epoch.to_json() for epoch in self.open_epochs],
+            "cursors": [
+                {"topic": topic, "partition": partition, "cursor": cursor}
+                for (topic, partition), cursor in sorted(self.cursors.items())
+            ],
+            "dead_letters": self.dead_letters,
+            "gaps": [gap.to_json() for gap in self.gaps],
+        }
+
+
+def matching_epochs(cur: Any, wanted: EpochFilter) -> list[Epoch]:
+    """Epochs matching ``wanted`` with their ranges, oldest first (two statements)."""
+    found = fetch_epochs(
+        cur,
+        pipeline=wanted.pipeline,
+        states=None if wanted.state is None else [str(wanted.state)],
+        kind=None if wanted.kind is None else str(wanted.kind),
+        min_id=wanted.min_id,
+        max_id=wanted.max_id,
+        limit=wanted.limit,
+        newest_first=wanted.limit is not None,
+    )
+    return sorted(found, key=lambda epoch: epoch.epoch_id)
+
+
+def pipeline_overviews(cur: Any, pipeline: str | None = None) -> list[PipelineOverview]:
+    """Every pipeline the ledger knows (or only ``pipeline``; [] if unknown), sorted by
+    name, in six statements whatever the number of pipelines."""
+    names = pipeline_names(cur, pipeline)
+    counts = epoch_counts_by_pipeline(cur, pipeline)
+    open_epochs = open_epochs_by_pipeline(cur, pipeline)
+    cursors = cursors_by_pipeline(cur, pipeline)
+    dead_letters = dead_letter_counts(cur, pipeline)
+    gaps = gaps_by_pipeline(cur, pipeline)
+    return [
+        PipelineOverview(
+            name=name,
+            epoch_counts=counts.get(name, _every_state({})),
+            open_epochs=tuple(open_epochs.get(name, ())),
+            cursors=cursors.get(name, {}),
+            dead_letters=dead_letters.get(name, 0),
+            gaps=tuple(gaps.get(name, ())),
+        )
+        for name in names
+    ]
+
+
+def pipeline_names(cur: Any, pipeline: str | None = None) -> list[str]:
+    """Names of the pipelines in ``eo.pipelines``, sorted."""
+    cur.execute(
+        """
+        SELECT name FROM eo.pipelines
+         WHERE (%(pipeline)s::text IS NULL OR name = %(pipeline)s)
+         ORDER BY name
+        """,
+        {"pipeline": pipeline},
+    )
+    return [name for (name,) in cur.fetchall()]
+
+
+def epoch_counts_by_pipeline(cur: Any, pipeline: str | None = None) -> dict[str, dict[EpochState, int]]:
+    """Number of epochs per state (every state present) of each pipeline that has epochs."""
+    cur.execute(
+        """
+        SELECT pipeline, state, count(*) FROM eo.epochs
+         WHERE (%(pipeline)s::text IS NULL OR pipeline = %(pipeline)s)
+         GROUP BY pipeline, state
+        """,
+        {"pipeline": pipeline},
+    )
+    return {
+        name: _every_state({EpochState(state): int(count) for state, count in rows})
+        for name, rows in _by_pipeline(cur.fetchall()).items()
+    }
+
+
+def open_epochs_by_pipeline(cur: Any, pipeline: str | None = None) -> dict[str, list[OpenEpoch]]:
+    """RESERVED and WRITTEN epochs of each pipeline that has some, oldest first."""
+    cur.execute(
+        """
+        SELECT pipeline, epoch_id, kind, state, run_id FROM eo.epochs
+         WHERE state = ANY(%(states)s) AND (%(pipeline)s::text IS NULL OR pipeline = %(pipeline)s)
+         ORDER BY pipeline, epoch_id
+        """,
+        {"pipeline": pipeline, "states": sorted(state.value for state in OPEN_STATES)},
+    )
+    return {
+        name: [
+            OpenEpoch(epoch_id, EpochKind(kind), EpochState(state), run_id)
+            for epoch_id, kind, state, run_id in rows
+        ]
+        for name, rows in _by_pipeline(cur.fetchall()).items()
+    }
+
+
+def cursors_by_pipeline(cur: Any, pipeline: str | None = None) -> dict[str, dict[TopicPartition, int]]:
+    """Cursor per pinned partition of each pipeline that has pins: the greatest of the
+    partition's initial offset, its committed stream epochs' ends and its gaps' ends."""
+    cur.execute(
+        """
+        SELECT p.pipeline, p.topic, p."partition",
+               GREATEST(p.initial_offset,
+                        (SELECT max(r.end_offset)
+                           FROM eo.epoch_ranges r JOIN eo.epochs e USING (epoch_id)
+                          WHERE e.pipeline = p.pipeline AND e.kind = 'stream' AND e.state = 'COMMITTED'
+                            AND r.topic = p.topic AND r."partition" = p."partition"),
+                        (SELECT max(g.end_offset) FROM eo.gaps g
+                          WHERE g.pipeline = p.pipeline AND g.topic = p.topic
+                            AND g."partition" = p."partition"))
+          FROM eo.partitions p
+         WHERE (%(pipeline)s::text IS NULL OR p.pipeline = %(pipeline)s)
+         ORDER BY p.pipeline, p.topic, p."partition"
+        """,
+        {"pipeline": pipeline},
+    )
+    return {
+        name: {(topic, partition): int(cursor) for topic, partition, cursor in rows}
+        for name, rows in _by_pipeline(cur.fetchall()).items()
+    }
+
+
+def dead_letter_counts(cur: Any, pipeline: str | None = None) -> dict[str, int]:
+    """Number of dead letters of each pipeline that has some."""
+    cur.execute(
+        """
+        SELECT pipeline, count(*) FROM eo.dead_letters
+         WHERE (%(pipeline)s::text IS NULL OR pipeline = %(pipeline)s)
+         GROUP BY pipeline
+        """,
+        {"pipeline": pipeline},
+    )
+    return {name: int(count) for name, count in cur.fetchall()}
+
+
+def gaps_by_pipeline(cur: Any, pipeline: str | None = None) -> dict[str, list[Gap]]:
+    """Recorded gaps of each pipeline that has some, by topic, partition, start."""
+    cur.execute(
+        """
+        SELECT pipeline, topic, "partition", start_offset, end_offset, epoch_id, reason FROM eo.gaps
+         WHERE (%(pipeline)s::text IS NULL OR pipeline = %(pipeline)s)
+         ORDER BY pipeline, topic, "partition", start_offset
+        """,
+        {"pipeline": pipeline},
+    )
+    return {name: [Gap(*row) for row in rows] for name, rows in _by_pipeline(cur.fetchall()).items()}
+
+
+def _by_pipeline(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:
+    """Rows whose first column is the pipeline, grouped by it (the rest of each row kept)."""
+    grouped: defaultdict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for name, *rest in rows:
+        grouped[name].append(tuple(rest))
+    return dict(grouped)
+
+
+def _every_state(found: Mapping[EpochState, int]) -> dict[EpochState, int]:
+    return {state: found.get(state, 0) for state in EpochState}

@@ -1,0 +1,159 @@
+"""``EpochProtocol`` entry points against the real ledger and broker: typed outcomes,
+what each call reads and changes, and that Kafka is touched only when needed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+import pytest
+
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.ledger import EpochOfAnotherPipeline, EpochProtocol, IllegalTransition, Ledger
+from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
+from airflow_provider_eo.ledger.fencing import AlreadyDone, Fenced, WriteLease
+from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
+from airflow_provider_eo.ledger.recovery_plan import Action, RunIdentity
+from airflow_provider_eo.ledger.states import EpochState
+from tests.conftest import StackInfo
+from tests.integration.ledger_support import make_spec
+from tests.kafka_helpers import created_topic, produce
+
+pytestmark = pytest.mark.integration
+RUN = RunIdentity("eo_stream__p", "run-1")
+
+
+class CountingConnection(psycopg2.extensions.connection):
+    """A psycopg2 connection that counts the transactions it commits."""
+
+    commits = 0
+
+    def commit(self) -> None:
+        type(self).commits += 1
+        super().commit()
+
+
+@pytest.fixture(scope="module")
+def topic(stack: StackInfo) -> Iterator[str]:
+    """Two partitions holding 3 and 2 records."""
+    with created_topic(stack.kafka_bootstrap, partitions=2, prefix="protocol") as name:
+        produce(stack.kafka_bootstrap, name, [(f"a{i}", "{}") for i in range(3)], partition=0)
+        produce(stack.kafka_bootstrap, name, [(f"b{i}", "{}") for i in range(2)], partition=1)
+        yield name
+
+
+def no_kafka() -> Any:
+    raise AssertionError("this call must not connect to Kafka")
+
+
+def test_stream_epoch_life_with_typed_outcomes(ledger: Ledger, hook: EoKafkaHook, topic: str) -> None:
+    spec = make_spec(topics=[topic])
+    protocol = EpochProtocol(ledger, kafka=lambda: hook)
+    reservation = protocol.reserve_stream(spec, RUN)
+    assert isinstance(reservation, Reserved)
+    epoch = reservation.epoch
+    assert [(r.partition, r.start, r.end) for r in epoch.ranges] == [(0, 0, 3), (1, 0, 2)]
+    assert protocol.reserve_stream(spec, RUN) == reservation  # a retry of the run: the same epoch
+
+    writer = EpochProtocol(ledger, kafka=no_kafka)  # the Spark driver never needs Kafka
+    lease = writer.begin_write(spec.name, epoch.epoch_id, epoch.fencing_token)
+    assert lease == WriteLease(epoch, epoch.fencing_token)
+    voted = writer.vote(lease, {"records": 5})
+    assert (voted.state, voted.metrics) == (EpochState.WRITTEN, {"records": 5})  # type: ignore[union-attr]
+    assert writer.begin_write(spec.name, epoch.epoch_id, epoch.fencing_token) == AlreadyDone(voted)  # type: ignore[arg-type]
+
+    looked_up: list[str] = []
+
+    def group_of(pipeline: str) -> str:
+        looked_up.append(pipeline)
+        return spec.group_id
+
+    committed = protocol.commit(epoch.epoch_id, group_id=group_of, pipeline=spec.name)
+    assert (committed.epoch.state, committed.group_id, looked_up) == (
+        EpochState.COMMITTED,
+        spec.group_id,
+        [spec.name],
+    )
+    assert committed.published == {(topic, 0): 3, (topic, 1): 2}
+    assert hook.committed_offsets(spec.group_id, [(topic, 0), (topic, 1)]) == {(topic, 0): 3, (topic, 1): 2}
+    again = EpochProtocol(ledger, kafka=no_kafka).commit(epoch.epoch_id, group_id=no_kafka)
+    assert (again.already_committed, again.published, again.group_id) == (True, {}, None)
+    assert protocol.reserve_stream(spec, RunIdentity("eo_stream__p", "run-2")) == NothingToReserve(
+        spec.name, "no new data, no epoch opened"
+    )
+
+
+def test_commit_reads_the_epoch_once_then_marks_it(ledger_dsn: str, hook: EoKafkaHook, topic: str) -> None:
+    spec = make_spec(topics=[topic])
+    with Ledger(ledger_dsn) as ledger:
+        epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r")
+        assert epoch is not None
+        ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
+    counting = Ledger(lambda: psycopg2.connect(ledger_dsn, connection_factory=CountingConnection))
+    with counting:
+        counting.get_epoch(epoch.epoch_id)  # opens (and migrates) the connection first
+        CountingConnection.commits = 0
+        EpochProtocol(counting, kafka=lambda: hook).commit(epoch.epoch_id, group_id=spec.group_id)
+    assert CountingConnection.commits == 2  # one read before publishing, one guarded UPDATE after
+
+
+def test_fenced_writers_and_foreign_epochs_change_nothing(
+    ledger: Ledger, hook: EoKafkaHook, topic: str
+) -> None:
+    spec = make_spec(topics=[topic])
+    protocol = EpochProtocol(ledger, kafka=lambda: hook)
+    reservation = protocol.reserve_stream(spec, RUN)
+    assert isinstance(reservation, Reserved)
+    epoch = reservation.epoch
+    zombie = protocol.begin_write(spec.name, epoch.epoch_id, epoch.fencing_token)
+    assert isinstance(zombie, WriteLease)
+    new_token = ledger.rotate_fencing_token(epoch.epoch_id)
+    stale = protocol.begin_write(spec.name, epoch.epoch_id, epoch.fencing_token)
+    assert isinstance(stale, Fenced) and stale.token_mismatch
+    vote = protocol.vote(zombie, {"records": 99})
+    assert isinstance(vote, Fenced) and vote.token_mismatch
+    with pytest.raises(EpochOfAnotherPipeline, match=f"epoch {epoch.epoch_id} belongs to pipeline"):
+        protocol.begin_write("another", epoch.epoch_id, new_token)
+    with pytest.raises(IllegalTransition, match="the epoch has not been written yet"):
+        protocol.commit(epoch.epoch_id, group_id=no_kafka)
+    unchanged = ledger.get_epoch(epoch.epoch_id)
+    assert (unchanged.state, unchanged.metrics, unchanged.fencing_token) == (
+        EpochState.RESERVED,
+        None,
+        new_token,
+    )
+    aborted = protocol.abort(epoch.epoch_id, "test")
+    fenced = protocol.vote(WriteLease(epoch, new_token), {})
+    assert fenced == Fenced(aborted, token_mismatch=False)
+
+
+def test_backfill_reserve_release_and_recover(ledger: Ledger, hook: EoKafkaHook, topic: str) -> None:
+    spec = make_spec(topics=[topic])
+    protocol = EpochProtocol(ledger, kafka=lambda: hook)
+    backfill_run = RunIdentity("eo_backfill__p", "bf-1")
+    request = BackfillRequest(ranges=[{"topic": topic, "partition": 0, "start": 1, "end": 3}])
+    first = protocol.reserve_backfill(spec, request, backfill_run)
+    second = protocol.reserve_backfill(
+        spec, BackfillRequest(params={"start_offset": 0}), RunIdentity("x", "bf-2")
+    )
+    assert isinstance(first, Reserved) and isinstance(second, Reserved)
+    assert [(r.partition, r.start, r.end) for r in first.epoch.ranges] == [(0, 1, 3)]
+    assert [(r.partition, r.start, r.end) for r in second.epoch.ranges] == [(0, 0, 3), (1, 0, 2)]
+    ledger.vote_written(first.epoch.epoch_id, first.epoch.fencing_token, {})
+
+    released = protocol.release(spec, backfill_run)
+    assert released.plan.ids(Action.COMMIT) == [first.epoch.epoch_id]
+    assert ledger.get_epoch(first.epoch.epoch_id).state is EpochState.COMMITTED
+    assert hook.committed_offsets(spec.group_id, [(topic, 0)]) == {
+        (topic, 0): None
+    }  # backfills never publish
+
+    settled = protocol.recover(spec, RUN, lambda run: run.run_id == "bf-2")
+    assert (settled.plan.ids(Action.KEEP), settled.plan.ids(Action.ABORT)) == ([second.epoch.epoch_id], [])
+    settled = protocol.recover(spec, RUN, lambda run: False)
+    assert settled.plan.ids(Action.ABORT) == [second.epoch.epoch_id]
+    assert ledger.get_epoch(second.epoch.epoch_id).error == (
+        "recovery by eo_stream__p/run-1: owning run x/bf-2 is not live"
+    )
