@@ -107,8 +107,8 @@ def insert_epoch(
     """Insert a RESERVED epoch and its ranges; return it as stored."""
     cur.execute(
         "INSERT INTO eo.epochs (pipeline, kind, state, fencing_token, dag_id, run_id)"
-        " VALUES (%s, %s, 'RESERVED', %s, %s, %s) RETURNING epoch_id",
-        (pipeline, kind.value, token, dag_id, run_id),
+        " VALUES (%s, %s, %s, %s, %s, %s) RETURNING epoch_id",
+        (pipeline, kind.value, EpochState.RESERVED.value, token, dag_id, run_id),
     )
     epoch_id = cur.fetchone()[0]
     execute_values(

@@ -20,8 +20,8 @@ from airflow_provider_eo.ledger.errors import LedgerError, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.queries import cursors_by_pipeline
-from airflow_provider_eo.ledger.reservation import choose_pins, plan_stream
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
+from airflow_provider_eo.ledger.stream_plan import choose_pins, plan_stream
 
 log = logging.getLogger(__name__)
 

@@ -132,10 +132,19 @@ def ledger(stack: StackInfo) -> Iterator[Ledger]:
         yield opened
 
 
-@pytest.fixture
+class FreshConnection(happybase.Connection):  # type: ignore[misc]
+    """Reopens its socket whenever a table is asked for: HBase's Thrift server closes a
+    connection idle for 60 s (``hbase.thrift.server.socket.read.timeout``), and the DAG
+    runs between two reads of a test can take longer."""
+
+    def table(self, name: Any, use_prefix: bool = True) -> happybase.Table:
+        self.close()
+        self.open()
+        return super().table(name, use_prefix)
+
+
+@pytest.fixture(scope="session")
 def hbase(stack: StackInfo) -> Iterator[happybase.Connection]:
-    """A Thrift connection per test: HBase's Thrift server closes a connection idle for
-    60 s (``hbase.thrift.server.socket.read.timeout``), and a test's DAG runs can take longer."""
-    connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    connection = FreshConnection(stack.hbase_host, stack.hbase_port)
     yield connection
     connection.close()

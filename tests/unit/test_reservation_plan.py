@@ -6,7 +6,7 @@ import pytest
 
 from airflow_provider_eo.config import CapsSpec, StartingSpec
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark, DataLossError, PartitionRange
-from airflow_provider_eo.ledger.reservation import Pin, choose_pins, plan_stream, split_cap
+from airflow_provider_eo.ledger.stream_plan import Pin, choose_pins, plan_stream, split_cap
 
 TP = tuple[str, int]
 A0, A1, A2, A3 = ("a", 0), ("a", 1), ("a", 2), ("a", 3)
