@@ -8,13 +8,13 @@ step (``tests/faults/crash_points.py``, docs/faults.md). Production never sets i
 
 | Point | Where |
 |---|---|
-| ``reserve.in_transaction`` | stream reservation (``ledger/stream_reserver.py``): epoch inserted, transaction not yet committed |
-| ``reserve.after_insert`` | ``ReserveEpochOperator.execute``: the epoch is inserted, the task has not returned |
+| ``reserve.in_transaction`` | stream reservation (``ledger/store/stream_reserver.py``): epoch inserted, transaction open |
+| ``reserve.after_insert`` | ``EpochProtocol.reserve_stream``: the epoch is committed, the reserve task has not returned |
 | ``spark.task.after_segment`` | a Spark task (Python worker, ``spark/write_task.py``): after each HBase segment |
 | ``spark.after_last_batch`` | the Spark driver (``spark/driver.py``): every HBase batch written, before the vote |
 | ``spark.after_vote`` | the Spark driver: voted WRITTEN, before the application exits |
-| ``commit.before_publish`` | the commit step: the epoch read WRITTEN, group offsets not yet published |
-| ``commit.after_publish`` | the commit step: group offsets published, before marking COMMITTED |
+| ``commit.before_publish`` | ``EpochProtocol.commit``: the epoch read WRITTEN, group offsets not yet published |
+| ``commit.after_publish`` | ``EpochProtocol.commit``: group offsets published, before marking COMMITTED |
 """  # noqa: E501
 
 from __future__ import annotations

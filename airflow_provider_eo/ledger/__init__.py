@@ -15,11 +15,11 @@ from airflow_provider_eo.ledger.errors import (
     LedgerUnavailable,
     OpenEpochConflict,
 )
-from airflow_provider_eo.ledger.ledger import Ledger
 from airflow_provider_eo.ledger.models import DeadLetter, Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.ledger.states import ALLOWED_TRANSITIONS, EpochKind, EpochState
+from airflow_provider_eo.ledger.store.ledger import Ledger
 
 __all__ = [
     "ALLOWED_TRANSITIONS",

@@ -43,7 +43,6 @@ from airflow_provider_eo.ledger.fencing import (
     WritePermission,
     write_permission,
 )
-from airflow_provider_eo.ledger.ledger import Ledger
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import KafkaOffsets, TopicPartition
 from airflow_provider_eo.ledger.recovery_plan import (
@@ -55,6 +54,7 @@ from airflow_provider_eo.ledger.recovery_plan import (
     plan_release,
 )
 from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
+from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 

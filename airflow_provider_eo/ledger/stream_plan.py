@@ -1,6 +1,6 @@
 """Pure planning of a stream reservation: pins, cursors + watermarks + caps -> ranges.
 
-No I/O here; :mod:`airflow_provider_eo.ledger.stream_reserver` gathers the inputs in
+No I/O here; :mod:`airflow_provider_eo.ledger.store.stream_reserver` gathers the inputs in
 the reservation transaction and stores the result.
 """
 

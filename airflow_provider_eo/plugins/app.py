@@ -27,9 +27,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable
-from airflow_provider_eo.ledger.ledger import Ledger
-from airflow_provider_eo.ledger.queries import EpochFilter
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.queries import EpochFilter
 from airflow_provider_eo.plugins import views
 from airflow_provider_eo.plugins.page import render_page
 

@@ -25,7 +25,7 @@ from airflow.configuration import conf
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, Request
 
-from airflow_provider_eo.ledger.ledger import Ledger
+from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.app import create_app
 
 PLUGIN_NAME = "eo"

@@ -13,8 +13,8 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from airflow_provider_eo.ledger.queries import EpochFilter
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.queries import EpochFilter
 
 STATES = tuple(state.value for state in EpochState)
 KINDS = tuple(kind.value for kind in EpochKind)

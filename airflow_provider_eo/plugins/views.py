@@ -1,7 +1,7 @@
 """JSON views of the ledger for the UI plugin: the same typed queries as ``eo-ledger``.
 
 Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and returns
-JSON-ready data from :mod:`airflow_provider_eo.ledger.queries` (``PipelineOverview.to_json``,
+JSON-ready data from :mod:`airflow_provider_eo.ledger.store.queries` (``PipelineOverview.to_json``,
 ``Epoch.to_detail``), so the UI and ``eo-ledger pipelines`` / ``epochs`` / ``epoch``
 always agree. Import-light (no FastAPI, no Airflow): the plugin module is imported by
 every Airflow component.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_eo.ledger.ledger import Ledger
-from airflow_provider_eo.ledger.queries import EpochFilter
+from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.queries import EpochFilter
 
 STREAM_DAG_PREFIX = "eo_stream__"
 BACKFILL_DAG_PREFIX = "eo_backfill__"

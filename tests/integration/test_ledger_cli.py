@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from psycopg2.extensions import parse_dsn
 
+from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Epoch, Ledger
-from airflow_provider_eo.ledger.cli import main
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import produce

@@ -9,7 +9,7 @@ import psycopg2
 import pytest
 
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.migrate import applied_versions, apply_migrations, available_migrations
+from airflow_provider_eo.ledger.store.migrate import applied_versions, apply_migrations, available_migrations
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database
 

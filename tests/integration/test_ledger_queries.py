@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, EpochKind, EpochState, Ledger, PartitionRange
-from airflow_provider_eo.ledger.queries import EpochFilter, Gap, OpenEpoch, PipelineOverview
+from airflow_provider_eo.ledger.store.queries import EpochFilter, Gap, OpenEpoch, PipelineOverview
 from airflow_provider_eo.plugins import views
 from airflow_provider_eo.plugins.app import create_app
 from tests.conftest import StackInfo

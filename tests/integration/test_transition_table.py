@@ -16,10 +16,10 @@ from typing import Any
 import psycopg2
 import pytest
 
-from airflow_provider_eo.ledger import transitions
 from airflow_provider_eo.ledger.errors import IllegalTransition
-from airflow_provider_eo.ledger.migrate import apply_migrations
 from airflow_provider_eo.ledger.states import EpochState, is_allowed
+from airflow_provider_eo.ledger.store import transitions
+from airflow_provider_eo.ledger.store.migrate import apply_migrations
 
 pytestmark = pytest.mark.integration
 

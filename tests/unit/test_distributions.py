@@ -45,7 +45,7 @@ def test_provider_wheel_holds_only_the_provider() -> None:
     assert "airflow_provider_eo.faults" not in _modules(REPO, packages)
     assert "airflow_provider_eo.protocol_points" in _modules(REPO, packages)
     project = _project(REPO)
-    assert project["project"]["scripts"] == {"eo-ledger": "airflow_provider_eo.ledger.cli:main"}
+    assert project["project"]["scripts"] == {"eo-ledger": "airflow_provider_eo.cli.eo_ledger:main"}
     assert "pom.xml" not in str(project["tool"]["setuptools"]["package-data"])
 
 

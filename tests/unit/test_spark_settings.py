@@ -92,7 +92,7 @@ def test_py_files_zip_is_importable_and_reproducible(tmp_path: Path) -> None:
     archive = zipfile.ZipFile(first)
     names = archive.namelist()
     assert "airflow_provider_eo/spark/app.py" in names
-    assert "airflow_provider_eo/ledger/migrations/0001_initial.sql" in names
+    assert "airflow_provider_eo/ledger/store/migrations/0001_initial.sql" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # Only the provider ships: no local stack, demo or fault (kill/hang) machinery.
     assert {n.split("/")[0] for n in names} == {"airflow_provider_eo"}

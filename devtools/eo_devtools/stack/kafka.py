@@ -166,7 +166,7 @@ class KafkaService(JavaService):
             return False
         config: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap_servers,
-            "logger": logging.getLogger("eo.devstack.kafka"),
+            "logger": logging.getLogger("eo_devtools.stack.kafka"),
         }
         try:
             metadata = AdminClient(config).list_topics(timeout=3)

@@ -33,7 +33,7 @@ class Migration:
 def available_migrations() -> list[Migration]:
     """All migrations shipped with the package, ordered by version."""
     found = []
-    for entry in (resources.files("airflow_provider_eo.ledger") / "migrations").iterdir():
+    for entry in (resources.files("airflow_provider_eo.ledger.store") / "migrations").iterdir():
         match = _FILE_RE.match(entry.name)
         if match:
             found.append(Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))

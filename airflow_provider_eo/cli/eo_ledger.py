@@ -18,9 +18,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_eo.ledger import cli_commands as commands
-from airflow_provider_eo.ledger.queries import EpochFilter
+from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.queries import EpochFilter
 
 DSN_ENV = "EO_LEDGER_DSN"
 
@@ -96,8 +96,8 @@ def run(args: argparse.Namespace) -> Any:
     """Execute the parsed command; returns the JSON-serializable answer."""
     if args.command in ("commit", "abort") and not args.yes:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
-    from airflow_provider_eo.ledger.ledger import Ledger
     from airflow_provider_eo.ledger.protocol import EpochProtocol
+    from airflow_provider_eo.ledger.store.ledger import Ledger
 
     with Ledger(resolve_dsn(args.dsn, args.conn_id), auto_migrate=args.command != "migrate") as ledger:
         if args.command == "migrate":

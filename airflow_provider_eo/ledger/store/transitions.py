@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from airflow_provider_eo.ledger.epoch_rows import fetch_epoch
 from airflow_provider_eo.ledger.errors import FencedOut, IllegalTransition
 from airflow_provider_eo.ledger.fencing import AlreadyDone, write_permission
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochState, check_transition, sources_of
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
 
 #: The hint of a refusal whose UPDATE matched nothing although the row, read right after,
 #: is in a source state: another session moved it in between.

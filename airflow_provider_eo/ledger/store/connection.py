@@ -11,7 +11,7 @@ import psycopg2
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.ledger.errors import LedgerUnavailable
-from airflow_provider_eo.ledger.migrate import apply_migrations
+from airflow_provider_eo.ledger.store.migrate import apply_migrations
 
 # Errors of the connection itself (server gone, restarted, unreachable), not of a statement.
 CONNECTION_ERRORS = (psycopg2.OperationalError, psycopg2.InterfaceError)

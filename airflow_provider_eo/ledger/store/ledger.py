@@ -20,15 +20,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger import dead_letters, queries, transitions
-from airflow_provider_eo.ledger.backfill_reserver import reserve_backfill, validate_backfill_ranges
-from airflow_provider_eo.ledger.connection import LedgerConnection
-from airflow_provider_eo.ledger.epoch_rows import fetch_epoch, fetch_epochs
-from airflow_provider_eo.ledger.migrate import applied_versions
 from airflow_provider_eo.ledger.models import DeadLetter, Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
-from airflow_provider_eo.ledger.stream_reserver import reserve_stream, stream_cursors
+from airflow_provider_eo.ledger.store import dead_letters, queries, transitions
+from airflow_provider_eo.ledger.store.backfill_reserver import reserve_backfill, validate_backfill_ranges
+from airflow_provider_eo.ledger.store.connection import LedgerConnection
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch, fetch_epochs
+from airflow_provider_eo.ledger.store.migrate import applied_versions
+from airflow_provider_eo.ledger.store.stream_reserver import reserve_stream, stream_cursors
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 -- Epoch ledger, initial schema (see docs/ledger.md).
--- Applied by airflow_provider_eo.ledger.migrate inside one transaction holding an
+-- Applied by airflow_provider_eo.ledger.store.migrate inside one transaction holding an
 -- advisory lock; eo.schema_migrations records it.
 
 CREATE TABLE eo.pipelines (

@@ -15,12 +15,12 @@ from psycopg2.extras import execute_values
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.epoch_rows import fetch_epochs, insert_epoch
 from airflow_provider_eo.ledger.errors import LedgerError, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.queries import cursors_by_pipeline
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch
+from airflow_provider_eo.ledger.store.queries import cursors_by_pipeline
 from airflow_provider_eo.ledger.stream_plan import choose_pins, plan_stream
 
 log = logging.getLogger(__name__)

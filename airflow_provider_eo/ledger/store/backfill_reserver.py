@@ -6,12 +6,12 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_eo.ledger.epoch_rows import fetch_epochs, insert_epoch
 from airflow_provider_eo.ledger.errors import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
-from airflow_provider_eo.ledger.stream_reserver import lock_pipeline
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch
+from airflow_provider_eo.ledger.store.stream_reserver import lock_pipeline
 
 
 def validate_backfill_ranges(

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow_provider_eo.ledger.epoch_rows import fetch_epochs
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from airflow_provider_eo.ledger.ledger import Ledger
 from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.protocol import EpochProtocol, GroupId
-from airflow_provider_eo.ledger.queries import EpochFilter
+from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.queries import EpochFilter
 
 
 def migrate(ledger: Ledger) -> dict[str, Any]:
