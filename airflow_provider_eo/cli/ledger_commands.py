@@ -1,4 +1,5 @@
-"""The ``eo-ledger`` subcommands: each takes a ``Ledger`` and returns JSON-ready data."""
+"""The ``eo-ledger`` subcommands: each takes a ``Ledger`` (``commit``: an
+``EpochProtocol``) and returns JSON-ready data."""
 
 from __future__ import annotations
 
@@ -67,13 +68,17 @@ def commit(protocol: EpochProtocol, epoch_id: int, group_id: GroupId) -> dict[st
 
 
 def pipeline_group(pipelines_file: str | None) -> Callable[[str], str]:
-    """Looks a pipeline's consumer group up in the pipelines file (``PipelineNotDeclared``
-    when it is not there: pass ``--group-id``)."""
+    """Looks a pipeline's consumer group up in the pipelines file; ``PipelineConfigError``
+    (naming the file and pipeline, and suggesting ``--group-id``) when it cannot."""
 
     def group_of(pipeline: str) -> str:
-        from airflow_provider_eo.config import load_pipeline
+        from airflow_provider_eo.config import PipelineConfigError, load_pipeline
 
-        return load_pipeline(pipeline, pipelines_file).group_id
+        try:
+            return load_pipeline(pipeline, pipelines_file).group_id
+        except PipelineConfigError as exc:
+            problem = f"{exc.problem} (or pass --group-id)"
+            raise PipelineConfigError(exc.file, exc.pipeline, exc.field, problem) from exc
 
     return group_of
 

@@ -1,5 +1,5 @@
 """The epoch ledger: the epoch protocol (``protocol.EpochProtocol``, start there), its
-PostgreSQL store (``ledger.Ledger``), the state machine, planning, migrations and the CLI."""
+PostgreSQL store and migrations (``store.ledger.Ledger``), the state machine and planning."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ class EpochNotFound(LedgerError):
         super().__init__(f"epoch {epoch_id} does not exist")
 
 
-class EpochOfAnotherPipeline(LedgerError):
+class EpochOfAnotherPipeline(LedgerError, ValueError):
     """The epoch exists but belongs to another pipeline than the one named (nothing was changed)."""
 
     def __init__(self, epoch_id: int, pipeline: str, expected: str) -> None:

@@ -3,7 +3,8 @@
 A writer holds the fencing token it was given at reservation. It may write only while
 the epoch is RESERVED under that token; an epoch already voted (WRITTEN or COMMITTED)
 under the same token is a finished write (a retry does nothing). Anything else is
-fenced out: the epoch was aborted, or recovery or an operator gave it a new token.
+fenced out: the epoch was aborted (by recovery, a release or an operator), or it was
+given a new token (``Ledger.rotate_fencing_token``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """``EpochProtocol``: the whole life of an epoch, in one place.
 
 The shape is Flink's ``TwoPhaseCommitSinkFunction``: a few final entry points, each
-with a typed outcome. Operators, the Spark driver, the ``eo-ledger`` CLI and the UI are
-adapters of these calls; none of them decides anything about an epoch itself.
+with a typed outcome. Operators, the Spark driver and the ``eo-ledger`` CLI are adapters of
+these calls; none of them decides anything about an epoch itself (the UI and the CLI's
+read-only commands only read the store: ``store.queries``).
 
 =================  ===========================================================
 ``reserve_stream``  open the pipeline's next stream epoch from its cursor
-                    (planning, pins, caps, data loss: ``stream_reserver``)
+                    (planning: ``stream_plan``; the transaction:
+                    ``store.stream_reserver``)
 ``reserve_backfill`` open a backfill epoch over a requested range
                     (planning: ``backfill_plan``)
 ``begin_write``     may this writer write the epoch? lease, already done, fenced
@@ -161,11 +163,7 @@ class EpochProtocol:
 
         Raises ``EpochNotFound`` and ``EpochOfAnotherPipeline``; nothing is changed.
         """
-        epoch = self._epoch_of(pipeline, epoch_id)
-        verdict = write_permission(epoch, fencing_token)
-        if isinstance(verdict, Fenced):
-            log.error("pipeline=%s epoch_id=%s fenced out at start: %s", pipeline, epoch_id, verdict.reason)
-        return verdict
+        return write_permission(self._epoch_of(pipeline, epoch_id), fencing_token)
 
     def vote(self, lease: WriteLease, metrics: Mapping[str, Any]) -> Epoch | Fenced:
         """RESERVED -> WRITTEN with ``metrics``, only if ``lease`` still holds.
@@ -176,8 +174,9 @@ class EpochProtocol:
         try:
             return self.ledger.vote_written(lease.epoch.epoch_id, lease.fencing_token, metrics)
         except FencedOut:
-            verdict = write_permission(self.ledger.get_epoch(lease.epoch.epoch_id), lease.fencing_token)
-            return verdict if isinstance(verdict, Fenced) else Fenced(lease.epoch, token_mismatch=False)
+            current = self.ledger.get_epoch(lease.epoch.epoch_id)
+            verdict = write_permission(current, lease.fencing_token)
+            return verdict if isinstance(verdict, Fenced) else Fenced(current, token_mismatch=False)
 
     # -- phase 3: commit or abort ---------------------------------------------------
     def commit(self, epoch_id: int, *, group_id: GroupId, pipeline: str | None = None) -> Committed:
@@ -225,12 +224,18 @@ class EpochProtocol:
         return self._carry_out(spec, plan)
 
     def _carry_out(self, spec: PipelineSpec, plan: SettlementPlan) -> Settled:
+        """Carry ``plan`` out in order. A failure stops it with the earlier steps done;
+        planning again settles the rest (every step is idempotent)."""
         for step in plan.steps:
             log.info("settling %s: %s (%s)", _describe(step.epoch), step.action.value, step.reason)
             if step.action is Action.COMMIT:
                 self.commit(step.epoch.epoch_id, group_id=spec.group_id, pipeline=spec.name)
             elif step.action is Action.ABORT:
                 self.abort(step.epoch.epoch_id, step.reason)
+        log.info(
+            "settled pipeline=%s committed=%s aborted=%s kept=%s",
+            spec.name, plan.ids(Action.COMMIT), plan.ids(Action.ABORT), plan.ids(Action.KEEP),
+        )  # fmt: skip
         return Settled(spec.name, plan)
 
     def _epoch_of(self, pipeline: str, epoch_id: int) -> Epoch:

@@ -80,7 +80,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         refuses to write an epoch whose token differs, and treats an epoch already voted
         under this token as done (a retry of this task).
     :param spec: the pipeline spec; its ``spark`` section sets conf, deploy mode and resources.
-    :param pipelines_file: the YAML the spec came from (None: the default resolution).
+    :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``).
     :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
     :param spark_conn_id: the Spark connection (master), default ``spark_default``.
     """

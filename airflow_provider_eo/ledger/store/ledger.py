@@ -1,7 +1,9 @@
 """``Ledger``: the PostgreSQL epoch ledger, where epochs are stored.
 
 Each state-changing method is one guarded transaction of the state machine
-(``states.TRANSITIONS``): it can refuse, but it never decides what should happen next.
+(``states.TRANSITIONS``): it refuses what the table or the fencing token forbids. The
+reservation transactions also enforce, atomically, what must hold at insert time (one
+open stream epoch per pipeline, a run's retry gets its own epoch back, partition pins).
 When to call which is :class:`~airflow_provider_eo.ledger.protocol.EpochProtocol`'s;
 operators, the Spark driver and the CLI go through the protocol, not through these.
 

@@ -1,0 +1,206 @@
+"""The documents tell the truth about the repository: every path and module they name exists.
+
+Checked documents: README.md, RELIABILITY.md, docs/*.md and docker/README.md. In them:
+
+* a **repository path** is a word whose first segment is a top-level entry of the
+  repository (``docs/spark.md``, ``tests/faults/``, ``scripts/setup.sh``): it must be a
+  file or folder of the repository. A word of several segments ending in a source
+  extension whose first segment is not top-level (``ledger/protocol.py``,
+  ``spark/driver.py``: paths inside a package) must be the tail of one; so must a single
+  ``*.py`` / ``*.md`` name. Placeholders (``<name>``, ``{id}``, ``NNNN``, ``*``, ``...``)
+  match any one segment. Words with ``:``, ``=``, ``$``, ``~`` or a leading ``/`` are
+  not repository paths (URLs, ``host:port/db``, absolute paths, shell variables).
+* a **dotted module reference** ``airflow_provider_eo.x.y``, ``eo_devtools.x`` or
+  ``tests.x`` (optionally ``module:attribute``) must import, its tail as attributes.
+
+``docs/ARCHITECTURE.md`` must also name every module (``*.py`` but ``__init__.py``, the
+migrations, the poms) of the two distributions, and no file of the repository may point
+at a sibling checkout outside it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import importlib.util
+import re
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENTS = sorted(
+    [REPO / "README.md", REPO / "RELIABILITY.md", REPO / "docker" / "README.md", *REPO.glob("docs/*.md")]
+)
+#: Paths the documents name on purpose although the repository must never hold them.
+NOT_IN_REPOSITORY = frozenset({"docker/.env"})  # the compose stack's secrets, written by the user
+SOURCE_EXTENSIONS = ("py", "md", "sql", "sh", "xml", "yaml", "yml", "json", "toml", "java", "txt")
+PACKAGE_ROOTS = ("airflow_provider_eo", "devtools", "devtools/eo_devtools")
+
+_WORD_EDGE = "`'\"()[]{},;:!?|*"
+_PLACEHOLDER = re.compile(r"<[^<>/]*>|\{[^{}/]*\}|NNNN|^(?:\.\.\.|…)$")
+_PATH_WORD = re.compile(r"[A-Za-z0-9_.*<>{}…-]+(?:/[A-Za-z0-9_.*<>{}…-]+)*/?")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_MODULE = re.compile(
+    r"(?<![\w./-])((?:airflow_provider_eo|eo_devtools|tests)(?:\.[A-Za-z_]\w*)+)(?::(\w+))?(?![\w-]|\.\w)"
+)
+
+
+@cache
+def repository_files() -> tuple[str, ...]:
+    """Tracked files plus new, not ignored ones (what the next commit may hold)."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return tuple(sorted({name for name in out.split("\0") if name and (REPO / name).exists()}))
+
+
+@cache
+def repository_entries() -> tuple[tuple[str, ...], ...]:
+    """Every file and folder of the repository, as segment tuples."""
+    entries: set[tuple[str, ...]] = set()
+    for name in repository_files():
+        parts = tuple(name.split("/"))
+        entries.update(parts[:end] for end in range(1, len(parts) + 1))
+    return tuple(sorted(entries))
+
+
+def path_words(text: str) -> list[str]:
+    """The words of ``text`` (and link targets) that name repository paths (module docstring)."""
+    top_level = {entry[0] for entry in repository_entries()}
+    found = []
+    for raw in [*text.split(), *_LINK.findall(text)]:
+        word = raw.split("#", 1)[0].split("::", 1)[0].lstrip(_WORD_EDGE).rstrip(_WORD_EDGE + ".")
+        word = word.removeprefix(".../").removeprefix("…/")
+        if _names_a_path(word, top_level):
+            found.append(word)
+    return found
+
+
+def _names_a_path(word: str, top_level: set[str]) -> bool:
+    if not word or word[0] in "/~$" or re.search(r"[:=$@]|//", word) or not _PATH_WORD.fullmatch(word):
+        return False
+    segments = word.rstrip("/").split("/")
+    extension = segments[-1].rsplit(".", 1)[-1] if "." in segments[-1].lstrip(".") else ""
+    if segments[0] in top_level:
+        return len(segments) > 1 or bool(extension) or word.endswith("/")
+    return extension in (SOURCE_EXTENSIONS if len(segments) > 1 else ("py", "md"))
+
+
+def resolves(word: str) -> bool:
+    """Whether ``word`` names an entry of the repository: from the root or a package root
+    when its first segment is a top-level entry, else as the tail of one."""
+    pattern = [_PLACEHOLDER.sub("*", segment) for segment in word.rstrip("/").split("/")]
+    anchored = (pattern[0],) in repository_entries()
+    prefixes = [(), *(tuple(root.split("/")) for root in PACKAGE_ROOTS)] if anchored else None
+    for entry in repository_entries():
+        candidates = (
+            [entry[len(p) :] for p in prefixes if entry[: len(p)] == p]
+            if prefixes
+            else [entry[-len(pattern) :]]
+        )
+        for candidate in candidates:
+            if len(candidate) == len(pattern) and all(map(fnmatch.fnmatchcase, candidate, pattern)):
+                return True
+    return False
+
+
+def broken_paths(text: str) -> list[str]:
+    """Repository paths named in ``text`` that do not exist."""
+    return [w for w in path_words(text) if w.rstrip("/") not in NOT_IN_REPOSITORY and not resolves(w)]
+
+
+def module_references(text: str) -> list[str]:
+    """Dotted module references in ``text`` (``module:attribute`` written with a dot)."""
+    return [f"{name}.{attr}" if attr else name for name, attr in _MODULE.findall(text)]
+
+
+def importable(reference: str) -> bool:
+    """Whether the longest importable prefix of ``reference`` has the rest as attributes."""
+    parts = reference.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            spec = importlib.util.find_spec(".".join(parts[:end]))
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            continue
+        target: object = importlib.import_module(".".join(parts[:end]))
+        for attribute in parts[end:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def _doc_id(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_doc_id)
+def test_every_repository_path_a_document_names_exists(document: Path) -> None:
+    assert broken_paths(document.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_doc_id)
+def test_every_module_a_document_names_imports(document: Path) -> None:
+    references = sorted(set(module_references(document.read_text(encoding="utf-8"))))
+    assert [ref for ref in references if not importable(ref)] == []
+
+
+def test_the_checks_catch_stale_references() -> None:
+    text = (
+        "Start at `airflow_provider_eo/ledger/protocol.py` (not `airflow_provider_eo/ledger/cli.py`);"
+        " `ledger/cli_commands.py`, [faults](docs/faults.md), [gone](docs/gone.md#x), `spark/driver.py`,"
+        " `devtools/eo_devtools/stack/jvm/<component>/pom.xml`, `tests/faults/...`, `faults.py`,"
+        " `host:9092/db`, `DIR/kafka/server.properties`, `/tmp/s`, `~/.cache/x.py`."
+    )
+    assert broken_paths(text) == [
+        "airflow_provider_eo/ledger/cli.py",
+        "ledger/cli_commands.py",
+        "faults.py",
+        "docs/gone.md",
+    ]
+    refs = (
+        "`airflow_provider_eo.ledger.protocol.EpochProtocol`, `airflow_provider_eo.demo`,"
+        " `tests.faults.crash_points:handle`, airflow_provider_eo.egg-info."
+    )
+    assert module_references(refs) == [
+        "airflow_provider_eo.ledger.protocol.EpochProtocol",
+        "airflow_provider_eo.demo",
+        "tests.faults.crash_points.handle",
+    ]
+    assert [importable(ref) for ref in module_references(refs)] == [True, False, True]
+
+
+def test_architecture_names_every_module() -> None:
+    named = [
+        word.rstrip("/").split("/") for word in path_words((REPO / "docs" / "ARCHITECTURE.md").read_text())
+    ]
+    modules = [
+        name
+        for name in repository_files()
+        if name.startswith(tuple(f"{root}/" for root in PACKAGE_ROOTS))
+        and name.endswith((".py", ".sql", ".xml"))
+        and not name.endswith("__init__.py")
+    ]
+    unnamed = [
+        module
+        for module in modules
+        if not any(tuple(module.split("/")[-len(word) :]) == tuple(word) for word in named)
+    ]
+    assert unnamed == []
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    sibling = "/".join(("..", "shared"))
+    offenders = []
+    for name in repository_files():
+        data = (REPO / name).read_bytes()
+        if b"\0" not in data and sibling.encode() in data:
+            offenders.append(name)
+    assert offenders == []
