@@ -109,10 +109,19 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_eo.operators.commit",
                     "airflow_provider_eo.operators.recover",
                     "airflow_provider_eo.operators.release",
+                    "airflow_provider_eo.operators.wait",
                 ],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_provider_eo.triggers.records_available"],
             }
         ],
         "plugins": [
             {"name": "eo", "plugin-class": "airflow_provider_eo.plugins.epochs.EpochLedgerPlugin"},
         ],
+        # Committed epochs are events of their table's Asset: hbase://<hbase_conn_id>/<ns>/<table>
+        "asset-uris": [{"schemes": ["hbase"], "handler": "airflow_provider_eo.assets.sanitize_uri"}],
     }

@@ -21,6 +21,9 @@ java_major="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | hea
 if [ -z "$java_major" ] || [ "$java_major" -lt 17 ]; then missing+=(openjdk-17-jdk-headless); fi
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+# the browser tests drive Debian's Chromium through its own chromedriver (no browser download)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
   missing+=(python3-venv)
 fi

@@ -1,6 +1,8 @@
 """Shared fixtures: the local stack (session-wide) and Kafka topics.
 
 ``stack``: a running LocalStack in a fresh temp state dir, stopped at session end.
+``airflow_server``: the session's real Airflow on that stack (tests/airflow_server.py),
+started only when a test uses it.
 Set ``EO_TEST_REUSE_STACK_DIR`` to the state dir of a stack started with
 ``eo-stack up --state-dir DIR`` to reuse it (it is then left running).
 """
@@ -15,11 +17,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eo_devtools.stack.stack import LocalStack
+
+if TYPE_CHECKING:
+    from tests.airflow_server import AirflowServer
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,15 @@ def stack() -> Iterator[StackInfo]:
     finally:
         local.down()
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
+    """The session's real Airflow on ``stack`` (tests/airflow_server.py), started on first use."""
+    from tests.airflow_server import running_airflow_server
+
+    with running_airflow_server(stack) as server:
+        yield server
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.specs import (
+    BackfillSpec,
     CapsSpec,
     MappingSpec,
     PipelineSpec,
@@ -20,6 +21,7 @@ from airflow_provider_eo.config.specs import (
     SparkSpec,
     StartingSpec,
     TimeoutsSpec,
+    WaitSpec,
 )
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -68,6 +70,8 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         on_data_loss=section.choice("on_data_loss", ("fail", "record_gap"), "fail"),
         spark=_parse_spark(section.child("spark")),
         timeouts=_parse_timeouts(section.child("timeouts")),
+        backfill=_parse_backfill(section.child("backfill")),
+        wait=_parse_wait(section),
         schedule=_parse_schedule(section),
         batch_size=section.integer("batch_size", 1000, maximum=MAX_BATCH_SIZE),
         source_file=section.file,
@@ -241,8 +245,8 @@ def _memory(section: Section, key: str) -> str | None:
     return value
 
 
-def _parse_schedule(section: Section) -> str | None:
-    value = section.raw("schedule", None)
+def _parse_schedule(section: Section, default: str | None = None) -> str | None:
+    value = section.raw("schedule", default)
     if value is None:
         return None
     if not isinstance(value, str):
@@ -257,6 +261,23 @@ def _parse_schedule(section: Section) -> str | None:
     return value
 
 
+def _parse_backfill(section: Section) -> BackfillSpec:
+    """``backfill: {schedule, max_records_per_epoch, max_parallel_chunks}``; the schedule
+    must give data intervals: a cron expression or a periodic preset."""
+    schedule = _parse_schedule(section, "@daily") or "@daily"
+    if schedule in ("@once", "@continuous"):
+        section.fail(
+            "schedule", f"must be periodic (a cron expression or a preset with intervals), got {schedule!r}"
+        )
+    spec = BackfillSpec(
+        schedule=schedule,
+        max_records_per_epoch=section.integer("max_records_per_epoch", None),
+        max_parallel_chunks=section.integer("max_parallel_chunks", 1),
+    )
+    section.finish()
+    return spec
+
+
 def _check_cron(section: Section, value: str) -> None:
     """Validate as Airflow's cron timetables do (croniter comes with Airflow; where it is
     absent, e.g. on a Spark driver, the schedule is not used and not checked further)."""
@@ -268,3 +289,32 @@ def _check_cron(section: Section, value: str) -> None:
         croniter(value)
     except ValueError as exc:
         section.fail("schedule", f"is not a valid cron expression: {exc}")
+
+
+def _parse_wait(pipeline: Section) -> WaitSpec:
+    """``wait: {enabled, timeout_seconds, poll_seconds}`` of ``pipeline``. ``enabled``
+    defaults to whether the pipeline has a ``schedule``; ``timeout_seconds`` to 3600, or
+    half the time ``timeouts.run_minutes`` leaves beyond ``write_minutes`` if less. A run
+    that waited its whole timeout must still have time for its write."""
+    timeouts = _parse_timeouts(pipeline.child("timeouts"))
+    spare = 60 * (timeouts.run_minutes - timeouts.write_minutes)
+    section = pipeline.child("wait")
+    enabled = section.raw("enabled", pipeline.raw("schedule", None) is not None)
+    if not isinstance(enabled, bool):
+        section.fail("enabled", f"must be true or false, got {enabled!r}")
+    spec = WaitSpec(
+        enabled=enabled,
+        timeout_seconds=section.integer("timeout_seconds", min(WaitSpec.timeout_seconds, spare // 2)),
+        poll_seconds=section.integer("poll_seconds", WaitSpec.poll_seconds),
+    )
+    if spec.timeout_seconds >= spare:
+        section.fail(
+            "timeout_seconds",
+            f"must leave time for the write: less than 60 * (timeouts.run_minutes - timeouts.write_minutes) "
+            f"= {spare}, got {spec.timeout_seconds}",
+        )
+    if spec.poll_seconds > spec.timeout_seconds:
+        limit = spec.timeout_seconds
+        section.fail("poll_seconds", f"must not exceed timeout_seconds ({limit}), got {spec.poll_seconds}")
+    section.finish()
+    return spec

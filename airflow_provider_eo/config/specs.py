@@ -81,6 +81,18 @@ class TimeoutsSpec:
 
 
 @dataclass(frozen=True)
+class WaitSpec:
+    """The stream DAG's deferrable ``wait`` step between recover and reserve: while no
+    records are past the cursors it waits in the triggerer (no worker slot, no Spark job),
+    checking every ``poll_seconds``; after ``timeout_seconds`` the run skips. ``enabled``
+    defaults to whether the pipeline has a ``schedule`` (manual runs answer at once)."""
+
+    enabled: bool = False
+    timeout_seconds: int = 3600
+    poll_seconds: int = 10
+
+
+@dataclass(frozen=True)
 class SparkResources:
     """Spark resource requests; ``None`` leaves Spark's own default."""
 
@@ -103,6 +115,19 @@ class SparkSpec:
 
 
 @dataclass(frozen=True)
+class BackfillSpec:
+    """The backfill DAG: ``schedule`` is the cron expression or preset whose data
+    intervals Airflow's Backfill dialog replays, one run per interval (the scheduler
+    never starts a run by itself). A run's range larger than ``max_records_per_epoch``
+    offsets is written as several epochs (chunks) of at most that many (None: one
+    epoch), at most ``max_parallel_chunks`` of them at a time."""
+
+    schedule: str = "@daily"
+    max_records_per_epoch: int | None = None
+    max_parallel_chunks: int = 1
+
+
+@dataclass(frozen=True)
 class PipelineSpec:
     """One declared pipeline: Kafka topics -> one HBase table/column family.
 
@@ -122,6 +147,8 @@ class PipelineSpec:
     on_data_loss: DataLossPolicy = "fail"
     spark: SparkSpec = field(default_factory=SparkSpec)
     timeouts: TimeoutsSpec = field(default_factory=TimeoutsSpec)
+    backfill: BackfillSpec = field(default_factory=BackfillSpec)
+    wait: WaitSpec = field(default_factory=WaitSpec)
     schedule: str | None = None
     batch_size: int = 1000
     source_file: str | None = None

@@ -2,13 +2,16 @@
 
 DAG ids (``<name>`` is the pipeline name):
 
-* ``eo_stream__<name>``: recover -> reserve -> write -> commit, on the pipeline's
-  schedule, ``max_active_runs=1``;
+* ``eo_stream__<name>``: recover -> [wait ->] reserve -> write -> commit, on the pipeline's
+  schedule, ``max_active_runs=1`` (``wait``: defers in the triggerer while nothing is pending);
 * both the stream and the backfill DAG bound the write task (``execution_timeout``) and
   the run (``dagrun_timeout``) by the pipeline's ``timeouts``, so a hung Spark job or a
   run whose worker died never holds an open epoch forever;
-* ``eo_backfill__<name>``: a historical range from the Trigger form, as a
-  ``backfill`` epoch beside the stream (no cursor or group offsets move);
+* ``eo_backfill__<name>``: a historical range, from the Trigger form or, one run per
+  interval, from Airflow's Backfill dialog (the interval's Kafka timestamps are the
+  range), as ``backfill`` epochs beside the stream (no cursor or group offsets move),
+  several (chunks) when larger than ``backfill.max_records_per_epoch``; the stream DAG
+  refuses backfill runs (``allowed_run_types``);
 * ``eo_recovery``: recovers every pipeline's open epochs (manual trigger).
 
 Only the YAML is read at parse time; nothing connects anywhere.
@@ -18,16 +21,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task_group
+from airflow.sdk.api.datamodels._generated import DagRunType
 
+from airflow_provider_eo.assets import asset_for
 from airflow_provider_eo.config import PipelineSpec, load_pipelines, resolve_pipelines_file
 from airflow_provider_eo.dags.backfill_params import backfill_params
-from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
+from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
+from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.release import ReleaseEpochOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+from airflow_provider_eo.operators.wait import WaitForRecordsOperator
 from airflow_provider_eo.operators.write import WriteEpochOperator
 
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -46,6 +54,22 @@ EPOCH_LABEL = (
     "{% for r in e['ranges'] %} {{ r['topic'] }}[{{ r['partition'] }}]=[{{ r['start'] }},{{ r['end'] }})"
     "{% endfor %}{% endif %}{% endfilter %}"
 )
+
+# The backfill DAG's chunk instances: "chunk 2/3, 40 offsets: orders[0]=[40,80)", rendered
+# from the plan task's XCom (the list of chunks) by the instance's map index.
+CHUNK_LABEL = (
+    "{% filter truncate(250, True, '...', 0) %}{% set chunks = ti.xcom_pull(task_ids='plan') %}"
+    "{% if chunks %}{% set c = chunks[ti.map_index] %}chunk {{ ti.map_index + 1 }}/{{ chunks | length }}, "
+    "{{ c | sum(attribute='records') }} offsets:"
+    "{% for r in c %} {{ r['topic'] }}[{{ r['partition'] }}]=[{{ r['start'] }},{{ r['end'] }}){% endfor %}"
+    "{% endif %}{% endfilter %}"
+)
+CHUNK_EPOCH_ID = "{{ ti.xcom_pull(task_ids='chunk.write', map_indexes=ti.map_index)['epoch_id'] }}"
+# Airflow refuses (API, UI, scheduler) every other run type: the stream DAG never runs as
+# a backfill (its epochs follow the ledger cursor, not a data interval; Airflow's Backfill
+# dialog belongs to the backfill DAG), and no scheduled run of the backfill DAG exists.
+STREAM_RUN_TYPES = frozenset(DagRunType) - {DagRunType.BACKFILL}
+BACKFILL_RUN_TYPES = frozenset({DagRunType.MANUAL, DagRunType.OPERATOR_TRIGGERED, DagRunType.BACKFILL})
 
 
 def stream_dag_id(pipeline: str) -> str:
@@ -76,7 +100,8 @@ def build_dags(
 
 
 def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
-    """recover -> reserve -> write -> commit for one pipeline."""
+    """recover -> [wait ->] reserve -> write -> commit for one pipeline (``wait`` when
+    ``spec.wait.enabled``: :class:`WaitForRecordsOperator`)."""
     common = {"pipeline": spec.name, "pipelines_file": pipelines_file}
     with DAG(
         dag_id=stream_dag_id(spec.name),
@@ -84,6 +109,7 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
+        allowed_run_types=STREAM_RUN_TYPES,
         dagrun_timeout=timedelta(minutes=spec.timeouts.run_minutes),
         default_args=DEFAULT_ARGS,
         tags=["eo", "eo:stream", f"eo:{spec.name}"],
@@ -91,7 +117,9 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             spec, "Stream: one epoch per run, from the ledger cursor, capped by the pipeline's limits."
         ),
     ) as dag:
-        recover = RecoverEpochsOperator(task_id="recover", kind="stream", **common)
+        recover = RecoverEpochsOperator(
+            task_id="recover", kind="stream", table_asset=asset_for(spec), **common
+        )
         reserve = ReserveEpochOperator(task_id="reserve", **common)
         write = WriteEpochOperator(
             task_id="write",
@@ -106,22 +134,38 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             task_id="commit",
             epoch_id=EPOCH_ID_FROM.format(task="reserve"),
             map_index_template=EPOCH_LABEL,
+            table_asset=asset_for(spec),
             **common,
         )
-        recover >> reserve >> write >> commit
+        if spec.wait.enabled:  # defer in the triggerer while nothing is past the cursors
+            wait = WaitForRecordsOperator(
+                task_id="wait",
+                timeout=spec.wait.timeout_seconds,
+                poll_interval=spec.wait.poll_seconds,
+                **common,
+            )
+            recover >> wait >> reserve
+        else:
+            recover >> reserve
+        reserve >> write >> commit
     return dag
 
 
 def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
-    """reserve (a backfill epoch from the Trigger form) -> write -> commit, then release."""
+    """plan -> one ``chunk`` group (write -> commit) per chunk -> release (teardown).
+
+    Runs come from the Trigger form (manual) or from Airflow's Backfill dialog over a
+    date range (one run per interval of ``spec.backfill.schedule``, which is the range);
+    the scheduler never starts one by itself (:class:`BackfillOnlyTimetable`).
+    """
     common = {"pipeline": spec.name, "pipelines_file": pipelines_file}
-    epoch_id = EPOCH_ID_FROM.format(task="reserve")
     with DAG(
         dag_id=backfill_dag_id(spec.name),
-        schedule=None,
+        schedule=BackfillOnlyTimetable(spec.backfill.schedule, timezone="UTC"),
         start_date=START_DATE,
         catchup=False,
         max_active_runs=4,
+        allowed_run_types=BACKFILL_RUN_TYPES,
         dagrun_timeout=timedelta(minutes=spec.timeouts.run_minutes),
         params=backfill_params(spec),
         tags=["eo", "eo:backfill", f"eo:{spec.name}"],
@@ -129,21 +173,31 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             spec, "Backfill: rewrite a historical range; the stream cursor and group offsets stay put."
         ),
     ) as dag:
-        reserve = ReserveBackfillEpochOperator(task_id="reserve", ranges=None, **common)
-        write = WriteEpochOperator(
-            task_id="write",
-            epoch_id=epoch_id,
-            fencing_token=TOKEN_FROM.format(task="reserve"),
-            spec=spec,
-            map_index_template=EPOCH_LABEL,
-            execution_timeout=timedelta(minutes=spec.timeouts.write_minutes),
-            **common,
-        )
-        commit = CommitEpochOperator(
-            task_id="commit", epoch_id=epoch_id, map_index_template=EPOCH_LABEL, **common
-        )
-        release = ReleaseEpochOperator(task_id="release", **common)
-        reserve >> write >> commit >> release.as_teardown(setups=reserve)
+        plan = PlanBackfillOperator(task_id="plan", **common)
+
+        @task_group(group_id="chunk")
+        def chunk(ranges: Any) -> None:
+            write = WriteBackfillChunkOperator(
+                task_id="write",
+                ranges=ranges,
+                spec=spec,
+                map_index_template=CHUNK_LABEL,
+                execution_timeout=timedelta(minutes=spec.timeouts.write_minutes),
+                max_active_tis_per_dagrun=spec.backfill.max_parallel_chunks,
+                **common,
+            )
+            commit = CommitEpochOperator(
+                task_id="commit",
+                epoch_id=CHUNK_EPOCH_ID,
+                map_index_template=CHUNK_LABEL,
+                table_asset=asset_for(spec),
+                **common,
+            )
+            write >> commit
+
+        chunks = chunk.expand(ranges=plan.output)
+        release = ReleaseEpochOperator(task_id="release", table_asset=asset_for(spec), **common)
+        plan >> chunks >> release.as_teardown(setups=plan)
     return dag
 
 
@@ -163,7 +217,11 @@ def build_recovery_dag(specs: list[PipelineSpec], pipelines_file: str) -> DAG:
     ) as dag:
         for spec in specs:
             RecoverEpochsOperator(
-                task_id=f"recover__{spec.name}", pipeline=spec.name, pipelines_file=pipelines_file, kind=None
+                task_id=f"recover__{spec.name}",
+                pipeline=spec.name,
+                pipelines_file=pipelines_file,
+                kind=None,
+                table_asset=asset_for(spec),
             )
     return dag
 

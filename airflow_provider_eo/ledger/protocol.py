@@ -9,8 +9,12 @@ read-only commands only read the store: ``store.queries``).
 ``reserve_stream``  open the pipeline's next stream epoch from its cursor
                     (planning: ``stream_plan``; the transaction:
                     ``store.stream_reserver``)
-``reserve_backfill`` open a backfill epoch over a requested range
+``plan_backfill``   a backfill run's chunks: the requested range cut into
+                    epochs of at most ``backfill.max_records_per_epoch``
                     (planning: ``backfill_plan``)
+``reserve_backfill`` open a backfill epoch over a requested range (a chunk);
+                    what this run already committed comes back as
+                    ``AlreadyCommitted`` (a resumed run)
 ``begin_write``     may this writer write the epoch? lease, already done, fenced
 ``vote``            RESERVED -> WRITTEN, the writer's last act
 ``commit``          publish the ranges' ends to the consumer group, then
@@ -37,7 +41,7 @@ from typing import Any
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import KafkaAccessError
-from airflow_provider_eo.ledger.backfill_plan import BackfillRequest, plan_backfill
+from airflow_provider_eo.ledger.backfill_plan import BackfillRequest, plan_backfill, split_into_chunks
 from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.fencing import (
     Fenced,
@@ -45,7 +49,7 @@ from airflow_provider_eo.ledger.fencing import (
     WritePermission,
     write_permission,
 )
-from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import KafkaOffsets, TopicPartition
 from airflow_provider_eo.ledger.recovery_plan import (
     Action,
@@ -56,6 +60,7 @@ from airflow_provider_eo.ledger.recovery_plan import (
     plan_release,
 )
 from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
+from airflow_provider_eo.ledger.store.backfill_reserver import validate_backfill_ranges
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -80,7 +85,15 @@ class NothingToReserve:
     reason: str
 
 
-Reservation = Reserved | NothingToReserve
+@dataclass(frozen=True)
+class AlreadyCommitted:
+    """This run already committed exactly these ranges (a cleared or retried run
+    resuming): nothing is to be written again."""
+
+    epoch: Epoch
+
+
+Reservation = Reserved | NothingToReserve | AlreadyCommitted
 
 
 @dataclass(frozen=True)
@@ -142,12 +155,36 @@ class EpochProtocol:
         protocol_points.passed("reserve.after_insert")
         return Reserved(epoch)
 
+    def plan_backfill(
+        self, spec: PipelineSpec, request: BackfillRequest
+    ) -> tuple[tuple[PartitionRange, ...], ...]:
+        """The chunks (one epoch each) a backfill run writes for ``request``, in order:
+        its ranges cut by ``spec.backfill.max_records_per_epoch`` (empty: nothing to do).
+
+        Deterministic for the same ranges, so a cleared run plans the same chunks again
+        and :meth:`reserve_backfill` finds the ones it committed. Raises ``ValueError``
+        for a malformed request and ``InvalidRanges`` for ranges outside the watermarks.
+        """
+        plan = plan_backfill(spec, request, self.kafka)
+        if plan.ranges:
+            validate_backfill_ranges(plan.ranges, plan.watermarks)
+        chunks = split_into_chunks(plan.ranges, spec.backfill.max_records_per_epoch)
+        log.info(
+            "planned backfill pipeline=%s chunks=%d records=%d ranges=%s",
+            spec.name, len(chunks), sum(r.record_count for r in plan.ranges),
+            ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in plan.ranges) or "-",
+        )  # fmt: skip
+        return chunks
+
     def reserve_backfill(self, spec: PipelineSpec, request: BackfillRequest, run: RunIdentity) -> Reservation:
         """Reserve a backfill epoch for ``run`` over what ``request`` asks for.
 
+        A run may hold several backfill epochs (chunks) over disjoint ranges. The same
+        ranges again: the run's open epoch (a retry) or, when the run already committed
+        exactly them, :class:`AlreadyCommitted` (a resumed run writes nothing twice).
         Cursors, pins and the consumer group never move. Raises ``ValueError`` for a
         malformed request, ``InvalidRanges`` for ranges outside the watermarks and
-        ``OpenEpochConflict`` when the run already holds different ranges.
+        ``OpenEpochConflict`` when the ranges overlap another open epoch of the run.
         """
         plan = plan_backfill(spec, request, self.kafka)
         if not plan.ranges:
@@ -155,6 +192,9 @@ class EpochProtocol:
         epoch = self.ledger.reserve_backfill_epoch(
             spec, plan.ranges, dag_id=run.dag_id, run_id=run.run_id, watermarks=plan.watermarks
         )
+        if epoch.state is EpochState.COMMITTED:
+            log.info("already committed by this run, nothing to write %s", _describe(epoch))
+            return AlreadyCommitted(epoch)
         return Reserved(epoch)
 
     # -- phase 2: write and vote ----------------------------------------------------

@@ -1,13 +1,15 @@
-"""ReserveBackfillEpochOperator: a backfill epoch over explicit ranges or the Trigger form.
+"""ReserveBackfillEpochOperator: one backfill epoch over explicit ranges, the Trigger form
+or the run's data interval; :func:`backfill_request`: what a backfill run asks for.
 
 Backfill epochs replay a historical range beside the stream: they never move the
 stream cursor and never publish offsets to the consumer group. Planning the ranges is
-:func:`airflow_provider_eo.ledger.backfill_plan.plan_backfill`'s.
+:func:`airflow_provider_eo.ledger.backfill_plan.plan_backfill`'s. The backfill DAG itself
+writes a run as chunks (``backfill_chunks.py``); this operator is the one-epoch form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import Context
@@ -19,14 +21,30 @@ from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 
 
+def backfill_request(
+    context: Mapping[str, Any], ranges: str | Sequence[Any] | None = None
+) -> BackfillRequest:
+    """The request of the running task: ``ranges`` when given; the run's params (the
+    Trigger form); and, for a run Airflow's backfill created (run type ``backfill``), its
+    data interval, which then is the range."""
+    dag_run = context.get("dag_run")
+    run_type = getattr(dag_run, "run_type", None)
+    interval = None
+    if getattr(run_type, "value", run_type) == "backfill":
+        interval = (dag_run.data_interval_start, dag_run.data_interval_end)  # type: ignore[union-attr]
+    return BackfillRequest(ranges=ranges, params=context.get("params") or {}, data_interval=interval)
+
+
 class ReserveBackfillEpochOperator(ReserveEpochOperator):
     """Reserve a backfill epoch (state RESERVED) for this DAG run.
 
-    Ranges come from ``ranges`` when given, else from the run's params (the backfill
-    DAG's Trigger form). Topics must belong to the pipeline; ranges must lie within the
-    current watermarks (``InvalidRanges`` naming topic, partition and the available
-    offsets). Nothing to replay: ``AirflowSkipException``. A retry in the same run gets
-    the same epoch back. XCom: as :class:`ReserveEpochOperator`, with ``kind == "backfill"``.
+    Ranges come from ``ranges`` when given, else from the run's data interval (a run of
+    Airflow's backfill) or params (the Trigger form): :func:`backfill_request`. Topics
+    must belong to the pipeline; ranges must lie within the current watermarks
+    (``InvalidRanges`` naming topic, partition and the available offsets). Nothing to
+    replay: ``AirflowSkipException``. A retry in the same run gets the same epoch back
+    (ranges this run already committed: that COMMITTED epoch). XCom: as
+    :class:`ReserveEpochOperator`, with ``kind == "backfill"``.
 
     :param ranges: list of ``{topic, partition, start, end}`` or its JSON text (templated,
         e.g. ``"{{ params.ranges | tojson }}"``); None: use the run's params.
@@ -41,5 +59,4 @@ class ReserveBackfillEpochOperator(ReserveEpochOperator):
     def reserve(
         self, protocol: EpochProtocol, spec: PipelineSpec, run: RunIdentity, context: Context
     ) -> Reservation:
-        request = BackfillRequest(ranges=self.ranges, params=context.get("params") or {})
-        return protocol.reserve_backfill(spec, request, run)
+        return protocol.reserve_backfill(spec, backfill_request(context, self.ranges), run)

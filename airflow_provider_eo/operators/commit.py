@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import Context
+from airflow.sdk import Asset, Context
 
+from airflow_provider_eo.ledger.states import EpochKind
+from airflow_provider_eo.observability.epoch_metrics import report_committed
+from airflow_provider_eo.operators.announce import announce_commit
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.operators.xcom import commit_summary
 
@@ -23,17 +26,29 @@ class CommitEpochOperator(PipelineOperator):
     Returns (XCom) ``{epoch_id, pipeline, kind, state: "COMMITTED", action: "committed" |
     "noop", published: [{topic, partition, offset}], records_total}``.
 
+    Announces the epoch on ``table_asset`` (when given; it is added to the task's
+    outlets): the Asset event Airflow records when this task succeeds carries the epoch
+    summary (``airflow_provider_eo.assets.epoch_event_extra``) as its extra, on a no-op
+    re-commit too, so no committed epoch goes unannounced (see ``operators/announce.py``).
+    An epoch this call committed also sends its metrics (``observability/epoch_metrics.py``:
+    counts, duration, per-partition lag after one watermarks call); a no-op sends none.
+
     :param epoch_id: epoch to commit, int or template such as
         ``"{{ ti.xcom_pull(task_ids='reserve')['epoch_id'] }}"`` (templated).
+    :param table_asset: the pipeline table's Asset (``airflow_provider_eo.assets.asset_for``),
+        known at parse time; None: no Asset event.
     Other parameters: :class:`PipelineOperator` (offsets go through ``kafka_conn_id``).
     """
 
     template_fields: Sequence[str] = ("pipeline", "epoch_id", "pipelines_file")
     ui_color = "#e6f4ea"
 
-    def __init__(self, *, epoch_id: int | str, **kwargs: Any) -> None:
+    def __init__(self, *, epoch_id: int | str, table_asset: Asset | None = None, **kwargs: Any) -> None:
+        if table_asset is not None:
+            kwargs["outlets"] = [*(kwargs.get("outlets") or []), table_asset]
         super().__init__(**kwargs)
         self.epoch_id = epoch_id
+        self.table_asset = table_asset
 
     def execute(self, context: Context) -> dict[str, Any]:
         try:
@@ -43,4 +58,9 @@ class CommitEpochOperator(PipelineOperator):
         spec = self.pipeline_spec()
         with self.epoch_protocol() as protocol:
             outcome = protocol.commit(epoch_id, group_id=spec.group_id, pipeline=spec.name)
+            if not outcome.already_committed:
+                stream = outcome.epoch.kind is EpochKind.STREAM
+                report_committed(outcome.epoch, protocol.kafka if stream else None)
+        if self.table_asset is not None:
+            announce_commit(context, self.table_asset, outcome.epoch)
         return commit_summary(outcome)

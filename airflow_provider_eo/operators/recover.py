@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk import Context
+from airflow.sdk import Asset, Context
 
+from airflow_provider_eo.assets import recommits_alias
 from airflow_provider_eo.ledger.recovery_plan import Action, RunIdentity
 from airflow_provider_eo.ledger.states import EpochKind
+from airflow_provider_eo.operators.announce import report_settled_commits
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.operators.xcom import run_identity
 
@@ -25,14 +27,24 @@ class RecoverEpochsOperator(PipelineOperator):
     Returns (XCom) ``{pipeline, kind, recommitted: [epoch_id], aborted: [epoch_id],
     kept: [epoch_id]}`` (``kind`` is "stream", "backfill" or "all").
 
+    Each re-committed epoch is announced as an event of ``table_asset`` (through the
+    :func:`~airflow_provider_eo.assets.recommits_alias` outlet: nothing re-committed, no
+    event) and sends its metrics, as :class:`CommitEpochOperator` does.
+
     :param kind: ``"stream"`` (default), ``"backfill"``, or None for both.
+    :param table_asset: the pipeline table's Asset (``assets.asset_for``); None: no events.
     Other parameters: :class:`PipelineOperator` (re-commits go through ``kafka_conn_id``).
     """
 
     ui_color = "#fef7e0"
 
-    def __init__(self, *, kind: str | None = "stream", **kwargs: Any) -> None:
+    def __init__(
+        self, *, kind: str | None = "stream", table_asset: Asset | None = None, **kwargs: Any
+    ) -> None:
+        if table_asset is not None:
+            kwargs["outlets"] = [*(kwargs.get("outlets") or []), recommits_alias(table_asset)]
         super().__init__(**kwargs)
+        self.table_asset = table_asset
         if kind not in (EpochKind.STREAM.value, EpochKind.BACKFILL.value, None):
             raise ValueError(f"kind must be 'stream', 'backfill' or None, got {kind!r}")
         self.kind = kind
@@ -44,6 +56,7 @@ class RecoverEpochsOperator(PipelineOperator):
             settled = protocol.recover(
                 spec, run_identity(context), lambda run: _run_is_live(context, run), kind
             )
+            report_settled_commits(context, protocol, settled.plan.ids(Action.COMMIT), self.table_asset)
         return {
             "pipeline": spec.name,
             "kind": self.kind or "all",

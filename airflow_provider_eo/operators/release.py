@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk import Context
+from airflow.sdk import Asset, Context
 
+from airflow_provider_eo.assets import recommits_alias
 from airflow_provider_eo.ledger.recovery_plan import Action
+from airflow_provider_eo.operators.announce import report_settled_commits
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.operators.xcom import run_identity
 
@@ -20,15 +22,26 @@ class ReleaseEpochOperator(PipelineOperator):
     """Settle this run's open backfill epochs: WRITTEN -> committed (publishes nothing),
     RESERVED -> ABORTED. Returns ``{pipeline, committed: [ids], aborted: [ids]}``.
 
-    Parameters: :class:`PipelineOperator`.
+    An epoch committed here (its commit task failed) is announced on ``table_asset`` and
+    sends its metrics, as :class:`RecoverEpochsOperator` does.
+
+    :param table_asset: the pipeline table's Asset (``assets.asset_for``); None: no events.
+    Other parameters: :class:`PipelineOperator`.
     """
 
     ui_color = "#eeeeee"
+
+    def __init__(self, *, table_asset: Asset | None = None, **kwargs: Any) -> None:
+        if table_asset is not None:
+            kwargs["outlets"] = [*(kwargs.get("outlets") or []), recommits_alias(table_asset)]
+        super().__init__(**kwargs)
+        self.table_asset = table_asset
 
     def execute(self, context: Context) -> dict[str, Any]:
         spec = self.pipeline_spec()
         with self.epoch_protocol() as protocol:
             settled = protocol.release(spec, run_identity(context))
+            report_settled_commits(context, protocol, settled.plan.ids(Action.COMMIT), self.table_asset)
         return {
             "pipeline": spec.name,
             "committed": settled.plan.ids(Action.COMMIT),

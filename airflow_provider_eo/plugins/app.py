@@ -5,20 +5,24 @@ Routes (relative to the mount point, ``/eo`` in the Airflow API server):
 * ``GET /`` : the HTML page; query ``pipeline``, ``state``, ``kind``, ``limit``, and
   ``dag_id`` (an ``eo_stream__<p>``/``eo_backfill__<p>`` DAG id preselects ``<p>``
   unless ``pipeline`` is given).
-* ``GET /api/pipelines`` : ``eo-ledger pipelines``.
+* ``GET /api/pipelines`` : ``eo-ledger pipelines`` with lag per partition.
 * ``GET /api/epochs?pipeline=&state=&kind=&limit=`` : ``eo-ledger epochs --limit``.
 * ``GET /api/epochs/{epoch_id}`` : ``eo-ledger epoch``; 404 for an unknown id.
 
-Errors are JSON ``{"error": ..., "type": ...}`` as in the CLI: 404 unknown epoch, 422
-invalid query, 503 ledger unreachable. Each request opens a ledger from
-``ledger_factory`` and closes it; handlers are sync (psycopg2 blocks: FastAPI runs them
-in its thread pool). Read-only: nothing here changes the ledger.
+Answers are the typed models of :mod:`.api_models` (``/api/openapi.json`` describes
+them). Errors are JSON ``{"error": ..., "type": ...}`` as in the CLI: 404 unknown epoch,
+422 invalid query, 503 ledger unreachable. Every route sees only the pipelines the
+``access`` resolver allows (:mod:`.access`): a hidden pipeline is absent, its epochs are
+404 like unknown ones. Lag comes from ``watermarks`` (:mod:`.lag`); when Kafka cannot
+answer, lag is null/"unknown" and the rest still answers. Each request opens a ledger
+from ``ledger_factory`` and closes it; handlers are sync (psycopg2 blocks: FastAPI runs
+them in its thread pool). Read-only: nothing here changes the ledger.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Annotated, Any, Literal
 
 import psycopg2
@@ -30,10 +34,13 @@ from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.queries import EpochFilter
-from airflow_provider_eo.plugins import views
+from airflow_provider_eo.plugins import api_models, views
+from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
+from airflow_provider_eo.plugins.lag import WatermarkSource
 from airflow_provider_eo.plugins.page import render_page
 
 LedgerFactory = Callable[[], Ledger]
+AccessResolver = Callable[[Request], Awaitable[PipelineAccess]]
 log = logging.getLogger(__name__)
 Limit = Annotated[int, Query(ge=1, le=views.MAX_EPOCH_LIMIT)]
 
@@ -58,8 +65,33 @@ def _ledger(request: Request) -> Iterator[Ledger]:
 LedgerDep = Annotated[Ledger, Depends(_ledger)]
 
 
-def create_app(ledger_factory: LedgerFactory, dependencies: Sequence[Any] = ()) -> FastAPI:
-    """The plugin app; ``dependencies`` (e.g. Airflow's auth check) guard every route."""
+async def everyone(request: Request) -> PipelineAccess:
+    """The default access resolver: every pipeline is visible."""
+    return EveryPipeline()
+
+
+async def _access(request: Request) -> PipelineAccess:
+    """Dependency: the caller's :class:`PipelineAccess`, from the app's resolver."""
+    resolve: AccessResolver = request.app.state.resolve_access
+    return await resolve(request)
+
+
+AccessDep = Annotated[PipelineAccess, Depends(_access)]
+
+
+def create_app(
+    ledger_factory: LedgerFactory,
+    dependencies: Sequence[Any] = (),
+    *,
+    access: AccessResolver = everyone,
+    watermarks: WatermarkSource | None = None,
+) -> FastAPI:
+    """The plugin app.
+
+    ``dependencies`` (e.g. Airflow's auth check) guard every route; ``access`` resolves,
+    per request, which pipelines the caller may see; ``watermarks`` opens the Kafka
+    reader of the lag columns (None: lag off, shown as unknown).
+    """
     app = FastAPI(
         title="Epoch ledger (airflow-provider-eo)",
         dependencies=list(dependencies),
@@ -69,6 +101,7 @@ def create_app(ledger_factory: LedgerFactory, dependencies: Sequence[Any] = ()) 
     )
 
     app.state.ledger_factory = ledger_factory
+    app.state.resolve_access = access
 
     @app.exception_handler(EpochNotFound)
     def _not_found(request: Request, exc: EpochNotFound) -> JSONResponse:
@@ -85,29 +118,36 @@ def create_app(ledger_factory: LedgerFactory, dependencies: Sequence[Any] = ()) 
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return _error(422, problems, "InvalidRequest")
 
-    @app.get("/api/pipelines")
-    def get_pipelines(ledger: LedgerDep) -> list[dict[str, Any]]:
-        """Every pipeline: epoch counts, open epochs, cursors, dead letters, gaps."""
-        return views.pipelines(ledger)
+    @app.get("/api/pipelines", response_model=list[api_models.Pipeline], responses=api_models.ERROR_RESPONSES)
+    def get_pipelines(ledger: LedgerDep, access: AccessDep) -> list[dict[str, Any]]:
+        """Every visible pipeline: epoch counts, open epochs, cursors with lag, dead letters, gaps."""
+        return views.pipelines(ledger, access, watermarks)
 
-    @app.get("/api/epochs")
+    @app.get("/api/epochs", response_model=list[api_models.Epoch], responses=api_models.ERROR_RESPONSES)
     def get_epochs(
         ledger: LedgerDep,
+        access: AccessDep,
         pipeline: str | None = None,
         state: EpochState | None = None,
         kind: EpochKind | None = None,
         limit: Limit = views.DEFAULT_EPOCH_LIMIT,
     ) -> list[dict[str, Any]]:
-        """The newest ``limit`` matching epochs, oldest first."""
-        return views.epochs(ledger, EpochFilter(pipeline=pipeline, state=state, kind=kind, limit=limit))
+        """The newest ``limit`` matching epochs of visible pipelines, oldest first."""
+        wanted = EpochFilter(pipeline=pipeline, state=state, kind=kind, limit=limit)
+        return views.epochs(ledger, wanted, access)
 
-    @app.get("/api/epochs/{epoch_id}")
-    def get_epoch(ledger: LedgerDep, epoch_id: int) -> dict[str, Any]:
-        """One epoch with its ranges."""
-        return views.epoch(ledger, epoch_id)
+    @app.get(
+        "/api/epochs/{epoch_id}",
+        response_model=api_models.Epoch,
+        responses={**api_models.NOT_FOUND_RESPONSE, **api_models.ERROR_RESPONSES},
+    )
+    def get_epoch(ledger: LedgerDep, access: AccessDep, epoch_id: int) -> dict[str, Any]:
+        """One epoch with its ranges (404 if unknown or of a pipeline the caller may not see)."""
+        return views.epoch(ledger, epoch_id, access)
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.get("/", response_class=HTMLResponse, responses=api_models.PAGE_RESPONSES)
     def page(
+        access: AccessDep,
         pipeline: str | None = None,
         state: EpochState | Literal[""] | None = None,
         kind: EpochKind | Literal[""] | None = None,
@@ -117,11 +157,11 @@ def create_app(ledger_factory: LedgerFactory, dependencies: Sequence[Any] = ()) 
         """The HTML page (a ledger error is shown in the page, status 503)."""
         chosen = pipeline if pipeline is not None else views.pipeline_from_dag_id(dag_id)
         selected = EpochFilter(pipeline=chosen or None, state=state or None, kind=kind or None, limit=limit)
-        data: dict[str, Any] = {"pipeline_names": [], "pipelines": [], "epochs": []}
+        data: dict[str, Any] = {"pipeline_names": [], "pipelines": [], "epochs": [], "lag_error": None}
         status, error = 200, None
         try:
             with ledger_factory() as opened:
-                data = views.page_data(opened, selected)
+                data = views.page_data(opened, selected, access, watermarks)
         except Exception as exc:  # the page reports any ledger failure instead of a bare 500
             log.warning("epoch ledger page: %s", exc)
             status, error = 503, f"epoch ledger unavailable: {type(exc).__name__}: {exc}".strip()

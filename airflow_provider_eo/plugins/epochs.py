@@ -10,11 +10,15 @@ Settings (``airflow.cfg`` section ``[eo]`` or ``AIRFLOW__EO__...``):
 
 * ``ui_enabled`` (default True): False registers an empty plugin (no app, no views);
 * ``ui_ledger_conn_id`` (default ``eo_ledger``): the ledger connection, read through
-  ``EoLedgerHook`` by the API server.
+  ``EoLedgerHook`` by the API server;
+* ``ui_kafka_conn_id`` (default ``eo_kafka``): the Kafka connection whose high
+  watermarks give the lag columns (``EoKafkaHook``); empty: lag off.
 
 Every route requires an authenticated Airflow user (the UI's JWT cookie or an
-``Authorization: Bearer`` token), like the rest of the API server. Importing this
-module is cheap: the API-server security code is imported on the first request.
+``Authorization: Bearer`` token), like the rest of the API server, and shows only the
+pipelines whose ``eo_stream__<p>`` DAG that user may read (:mod:`.access`, asked of
+Airflow's auth manager). Importing this module is cheap: the API-server security code,
+the auth manager and the Kafka client are touched on the first request.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ from airflow.configuration import conf
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, Request
 
+from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
 from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.plugins.access import PipelineAccess, StreamDagReaders
 from airflow_provider_eo.plugins.app import create_app
+from airflow_provider_eo.plugins.lag import WatermarkReader
 
 PLUGIN_NAME = "eo"
 URL_PREFIX = "/eo"
@@ -36,6 +43,12 @@ CONF_SECTION = "eo"
 def ledger_conn_id() -> str:
     """The ledger connection id the UI reads (``[eo] ui_ledger_conn_id``)."""
     return conf.get(CONF_SECTION, "ui_ledger_conn_id", fallback="eo_ledger") or "eo_ledger"
+
+
+def kafka_conn_id() -> str:
+    """The Kafka connection id of the lag columns (``[eo] ui_kafka_conn_id``; "" = lag off)."""
+    value = conf.get(CONF_SECTION, "ui_kafka_conn_id", fallback="eo_kafka")
+    return "eo_kafka" if value is None else value.strip()
 
 
 def ui_enabled() -> bool:
@@ -50,8 +63,17 @@ def open_ledger() -> Ledger:
     return EoLedgerHook(ledger_conn_id=ledger_conn_id()).get_ledger()
 
 
-async def require_airflow_user(request: Request) -> None:
-    """FastAPI dependency: the caller is an authenticated Airflow user, else 401/403.
+def open_watermarks() -> WatermarkReader | None:
+    """An ``EoKafkaHook`` on the configured connection (resolved at every request);
+    None when ``ui_kafka_conn_id`` is empty (lag off)."""
+    from airflow_provider_eo.hooks.kafka import EoKafkaHook
+
+    conn_id = kafka_conn_id()
+    return EoKafkaHook(kafka_conn_id=conn_id) if conn_id else None
+
+
+async def require_airflow_user(request: Request) -> Any:
+    """FastAPI dependency: the authenticated Airflow user, else 401/403.
 
     Same rule as the API server's own routes (``security.get_user``): a bearer token
     wins, else the UI's JWT cookie.
@@ -59,10 +81,24 @@ async def require_airflow_user(request: Request) -> None:
     from airflow.api_fastapi.core_api.security import bearer_scheme, get_user
 
     credentials = await bearer_scheme(request)
-    await get_user(request, None, credentials)
+    return await get_user(request, None, credentials)
 
 
-app = create_app(open_ledger, dependencies=[Depends(require_airflow_user)])
+async def stream_dag_readers(request: Request) -> PipelineAccess:
+    """The caller's access: pipelines whose ``eo_stream__<p>`` Airflow lets them read."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    user = await require_airflow_user(request)
+    multi_team = conf.getboolean("core", "multi_team", fallback=False)
+    return StreamDagReaders(get_auth_manager(), user, multi_team=multi_team)
+
+
+app = create_app(
+    open_ledger,
+    dependencies=[Depends(require_airflow_user)],
+    access=stream_dag_readers,
+    watermarks=open_watermarks,
+)
 
 FASTAPI_APP: dict[str, Any] = {"app": app, "url_prefix": URL_PREFIX, "name": "Epoch ledger"}
 NAV_VIEW: dict[str, Any] = {
@@ -84,5 +120,7 @@ class EpochLedgerPlugin(AirflowPlugin):
     """Registers the ledger app at ``/eo`` and the "Epochs" nav entry and DAG tab."""
 
     name = PLUGIN_NAME
+    # the backfill DAG's timetable: Airflow serializes only core or plugin-listed timetables
+    timetables = [BackfillOnlyTimetable]
     fastapi_apps = [FASTAPI_APP] if ui_enabled() else []
     external_views = [NAV_VIEW, DAG_VIEW] if ui_enabled() else []

@@ -4,6 +4,9 @@
 Every value taken from the ledger (pipeline and topic names, run ids, errors, metrics)
 goes through :func:`html.escape`; links carry URL-encoded query strings. Filtering is
 a plain GET form, so the page works inside the Airflow UI's sandboxed iframe.
+Each pipeline lists its partitions with cursor, high watermark and lag (``unknown``
+when Kafka could not be read, with the reason in a banner; a partition whose topic is
+gone is ``unknown`` with the reason under the pipeline's partitions).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ code{font:12px ui-monospace,monospace}.nw{white-space:nowrap}.muted{color:#71809
 form{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:6px 0}
 .s{padding:1px 6px;border-radius:8px;font-size:11px;font-weight:600;color:#fff}
 .s-RESERVED{background:#d69e2e}.s-WRITTEN{background:#3182ce}
-.s-COMMITTED{background:#38a169}.s-ABORTED{background:#a0aec0}
+.s-COMMITTED{background:#38a169}.s-ABORTED{background:#a0aec0}.lag{font-weight:600}
 @media (prefers-color-scheme:dark){body{background:#1a202c;color:#e2e8f0}
 th{background:#2d3748}th,td{border-color:#4a5568}.banner{background:#3b1f1f}}
 """
@@ -60,19 +63,34 @@ def _ranges(ranges: list[dict[str, Any]]) -> str:
     return "<br>".join(lines) or '<span class="muted">none</span>'
 
 
-def _pipeline_row(p: dict[str, Any]) -> str:
+def _lag(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _partition(c: dict[str, Any]) -> str:
+    """One partition: ``topic[p] = cursor``, its high watermark and lag (data-* for scripts)."""
+    return (
+        f'<span class="partition nw" data-topic="{_e(c["topic"])}" data-partition="{_e(c["partition"])}" '
+        f'data-lag="{_e(_lag(c["lag"]))}"><code>{_e(c["topic"])}[{_e(c["partition"])}] = {_e(c["cursor"])}'
+        f'</code> <span class="muted">high {_e(_lag(c["high_watermark"]))}</span> '
+        f'lag <span class="lag">{_e(_lag(c["lag"]))}</span></span>'
+    )
+
+
+def _pipeline_row(p: dict[str, Any], banner_error: str | None) -> str:
     counts = " ".join(f"{_state(s)}&nbsp;{_e(n)}" for s, n in p["epochs"].items())
     open_epochs = "<br>".join(
         f"#{_e(o['epoch_id'])} {_e(o['kind'])} {_state(o['state'])} <code>{_e(o['run_id'])}</code>"
         for o in p["open_epochs"]
     )
-    cursors = "<br>".join(
-        f"<code>{_e(c['topic'])}[{_e(c['partition'])}] = {_e(c['cursor'])}</code>" for c in p["cursors"]
-    )
+    partitions = "<br>".join(_partition(c) for c in p["cursors"])
+    if p["lag_error"] and p["lag_error"] != banner_error:  # e.g. a topic gone from Kafka
+        partitions += f'<br><span class="err lag-error">{_e(p["lag_error"])}</span>'
     link = "?" + urlencode({"pipeline": p["name"]})
     return (
         f'<tr class="pipeline"><td><a href="{_e(link)}">{_e(p["name"])}</a></td><td>{counts}</td>'
-        f"<td>{open_epochs or '<span class=muted>none</span>'}</td><td>{cursors}</td>"
+        f"<td>{open_epochs or '<span class=muted>none</span>'}</td><td>{partitions}</td>"
+        f'<td class="lag total-lag">{_e(_lag(p["total_lag"]))}</td>'
         f"<td>{_e(p['dead_letters'])}</td><td>{_e(len(p['gaps']))}</td></tr>"
     )
 
@@ -97,12 +115,14 @@ def render_page(
     epochs: list[dict[str, Any]],
     selected: EpochFilter,
     error: str | None = None,
+    lag_error: str | None = None,
 ) -> str:
     """The whole HTML document.
 
     ``pipelines`` / ``epochs`` are :mod:`.views` answers (epochs oldest first: shown newest
     first); ``selected`` is the current filter (its ``pipeline``, ``state``, ``kind`` and
-    ``limit`` are shown in the form); ``error`` (e.g. the ledger is unreachable) is shown as a banner.
+    ``limit`` are shown in the form); ``error`` (e.g. the ledger is unreachable) and
+    ``lag_error`` (why lag is unknown) are shown as banners.
     """
     form = (
         '<form method="get" action="">'
@@ -114,7 +134,9 @@ def render_page(
         f'value="{_e(selected.limit)}"></label><button type="submit">Show</button></form>'
     )
     banner = f'<div class="banner err">{_e(error)}</div>' if error else ""
-    pipeline_rows = "".join(_pipeline_row(p) for p in pipelines)
+    if lag_error:
+        banner += f'<div class="banner err" id="lag-error">Lag unknown: {_e(lag_error)}</div>'
+    pipeline_rows = "".join(_pipeline_row(p, lag_error) for p in pipelines)
     epoch_rows = "".join(_epoch_row(e) for e in reversed(epochs))
     empty = '<tr><td colspan="10" class="muted">no epochs</td></tr>'
     return (
@@ -122,7 +144,8 @@ def render_page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Epochs</title><style>{_CSS}</style></head><body>"
         f'<h1>Epoch ledger</h1>{form}{banner}<h2>Pipelines</h2><table id="pipelines">'
-        "<tr><th>Pipeline</th><th>Epochs</th><th>Open epochs</th><th>Cursors (next offset)</th>"
+        "<tr><th>Pipeline</th><th>Epochs</th><th>Open epochs</th>"
+        "<th>Partitions: cursor (next offset), high watermark, lag</th><th>Total lag</th>"
         f"<th>Dead letters</th><th>Gaps</th></tr>{pipeline_rows}</table>"
         f'<h2>Recent epochs <span class="muted">(newest first)</span></h2><table id="epochs">'
         "<tr><th>Epoch</th><th>Pipeline</th><th>Kind</th><th>State</th><th>DAG / run</th>"

@@ -1,18 +1,32 @@
 """JSON views of the ledger for the UI plugin: the same typed queries as ``eo-ledger``.
 
-Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and returns
-JSON-ready data from :mod:`airflow_provider_eo.ledger.store.queries` (``PipelineOverview.to_json``,
+Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and the caller's
+:class:`~airflow_provider_eo.plugins.access.PipelineAccess`, and returns JSON-ready data
+from :mod:`airflow_provider_eo.ledger.store.queries` (``PipelineOverview.to_json``,
 ``Epoch.to_detail``), so the UI and ``eo-ledger pipelines`` / ``epochs`` / ``epoch``
-always agree. Import-light (no FastAPI, no Airflow): the plugin module is imported by
-every Airflow component.
+always agree. A pipeline the caller may not see is absent from every answer, as if it
+did not exist (its epochs are "not found"). Pipelines carry their lag per partition
+(:mod:`.lag`). Import-light (no FastAPI, no Airflow, no Kafka client): the plugin module
+is imported by every Airflow component.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
+from airflow_provider_eo.ledger.errors import EpochNotFound
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.queries import EpochFilter
+from airflow_provider_eo.plugins.lag import (
+    WatermarkSource,
+    pipeline_partitions,
+    read_high_watermarks,
+    with_lag,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_eo.plugins.access import PipelineAccess
 
 STREAM_DAG_PREFIX = "eo_stream__"
 BACKFILL_DAG_PREFIX = "eo_backfill__"
@@ -20,50 +34,84 @@ DEFAULT_EPOCH_LIMIT = 50
 MAX_EPOCH_LIMIT = 1000
 
 
-def pipelines(ledger: Ledger, pipeline: str | None = None) -> list[dict[str, Any]]:
-    """``eo-ledger pipelines`` (all pipelines, sorted by name; only ``pipeline`` if given),
-    in one ledger transaction.
+def pipelines(
+    ledger: Ledger, access: PipelineAccess, watermarks: WatermarkSource | None
+) -> list[dict[str, Any]]:
+    """``eo-ledger pipelines`` (the visible pipelines, sorted by name) in one ledger
+    transaction, with lag from one ``watermarks`` call.
 
-    Each item: ``name``, ``epochs`` (count per state), ``open_epochs``, ``cursors``,
-    ``dead_letters`` (count) and ``gaps``.
+    Each item: ``name``, ``epochs`` (count per state), ``open_epochs``, ``cursors`` (each
+    with ``high_watermark`` and ``lag``), ``dead_letters`` (count), ``gaps``,
+    ``total_lag`` and ``lag_error``.
     """
-    return [overview.to_json() for overview in ledger.pipeline_overviews(pipeline)]
+    overviews = ledger.pipeline_overviews()
+    visible = access.visible(overview.name for overview in overviews)
+    shown = [overview.to_json() for overview in overviews if overview.name in visible]
+    highs = read_high_watermarks(watermarks, pipeline_partitions(shown))
+    return [with_lag(pipeline, highs) for pipeline in shown]
 
 
-def epochs(ledger: Ledger, wanted: EpochFilter) -> list[dict[str, Any]]:
-    """``eo-ledger epochs --limit N``: the newest ``wanted.limit`` matching epochs, oldest
-    first, in one ledger transaction.
+def _check_limit(wanted: EpochFilter) -> None:
+    if wanted.limit is None or not 1 <= wanted.limit <= MAX_EPOCH_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_EPOCH_LIMIT}, got {wanted.limit}")
+
+
+def _narrowed(wanted: EpochFilter, access: PipelineAccess, candidates: list[str]) -> EpochFilter:
+    """``wanted`` restricted to the visible ones of ``candidates`` (unchanged if unrestricted)."""
+    return replace(wanted, pipelines=access.visible(candidates)) if access.restricted else wanted
+
+
+def epochs(ledger: Ledger, wanted: EpochFilter, access: PipelineAccess) -> list[dict[str, Any]]:
+    """``eo-ledger epochs --limit N``: the newest ``wanted.limit`` matching epochs of visible
+    pipelines, oldest first (one ledger transaction, two when access is restricted and no
+    pipeline is named).
 
     ``wanted.limit`` must be in ``1..MAX_EPOCH_LIMIT`` (``ValueError`` otherwise, None
     included); each item is ``Epoch.to_detail()`` (ranges ``[start, end)``, record
     counts, metrics, error, times).
     """
-    if wanted.limit is None or not 1 <= wanted.limit <= MAX_EPOCH_LIMIT:
-        raise ValueError(f"limit must be between 1 and {MAX_EPOCH_LIMIT}, got {wanted.limit}")
+    _check_limit(wanted)
+    if access.restricted:
+        candidates = [wanted.pipeline] if wanted.pipeline is not None else ledger.list_pipelines()
+        wanted = _narrowed(wanted, access, candidates)
     return [epoch.to_detail() for epoch in ledger.epochs(wanted)]
 
 
-def page_data(ledger: Ledger, wanted: EpochFilter) -> dict[str, Any]:
-    """What the HTML page shows, in two ledger transactions whatever the number of pipelines.
+def page_data(
+    ledger: Ledger, wanted: EpochFilter, access: PipelineAccess, watermarks: WatermarkSource | None
+) -> dict[str, Any]:
+    """What the HTML page shows, in two ledger transactions and at most one watermarks
+    call, whatever the number of pipelines.
 
-    ``pipeline_names`` (every pipeline, for the filter), ``pipelines`` (the overview of
-    ``wanted.pipeline``, or of every pipeline) and ``epochs`` (:func:`epochs`).
+    ``pipeline_names`` (every visible pipeline, for the filter), ``pipelines`` (the
+    overview of ``wanted.pipeline``, or of every visible pipeline, with lag), ``epochs``
+    (:func:`epochs`) and ``lag_error`` (None, or why lag is unknown).
     """
+    _check_limit(wanted)
     overviews = ledger.pipeline_overviews()
+    names = [overview.name for overview in overviews]
+    visible = access.visible(names)
+    shown = [
+        overview.to_json()
+        for overview in overviews
+        if overview.name in visible and wanted.pipeline in (None, overview.name)
+    ]
+    highs = read_high_watermarks(watermarks, pipeline_partitions(shown))
     return {
-        "pipeline_names": [overview.name for overview in overviews],
-        "pipelines": [
-            overview.to_json()
-            for overview in overviews
-            if wanted.pipeline is None or overview.name == wanted.pipeline
-        ],
-        "epochs": epochs(ledger, wanted),
+        "pipeline_names": [name for name in names if name in visible],
+        "pipelines": [with_lag(pipeline, highs) for pipeline in shown],
+        "epochs": [e.to_detail() for e in ledger.epochs(_narrowed(wanted, access, names))],
+        "lag_error": highs.error,
     }
 
 
-def epoch(ledger: Ledger, epoch_id: int) -> dict[str, Any]:
-    """``eo-ledger epoch ID``; raises ``EpochNotFound`` for an unknown id."""
-    return ledger.get_epoch(epoch_id).to_detail()
+def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
+    """``eo-ledger epoch ID``; raises ``EpochNotFound`` for an unknown id and, alike, for an
+    epoch of a pipeline the caller may not see (its existence is not revealed)."""
+    found = ledger.get_epoch(epoch_id)
+    if found.pipeline not in access.visible([found.pipeline]):
+        raise EpochNotFound(epoch_id)
+    return found.to_detail()
 
 
 def pipeline_from_dag_id(dag_id: str | None) -> str | None:

@@ -12,11 +12,12 @@ import yaml
 
 from airflow_provider_eo.config import PipelineConfigError
 from airflow_provider_eo.dags.factory import EPOCH_LABEL, RECOVERY_DAG_ID, build_dags
-from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
+from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.release import ReleaseEpochOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+from airflow_provider_eo.operators.wait import WaitForRecordsOperator
 from airflow_provider_eo.operators.write import WriteEpochOperator
 
 pytestmark = pytest.mark.airflow
@@ -70,8 +71,19 @@ def test_factory_builds_every_dag_with_its_tasks_and_order(pipelines_file: Path)
         ReserveEpochOperator,
         WriteEpochOperator,
         CommitEpochOperator,
+        WaitForRecordsOperator,  # a scheduled pipeline waits by default (docs/pipelines.md, wait)
     ]
-    assert _edges(stream) == {("recover", "reserve"), ("reserve", "write"), ("write", "commit")}
+    assert _edges(stream) == {
+        ("recover", "wait"),
+        ("wait", "reserve"),
+        ("reserve", "write"),
+        ("write", "commit"),
+    }
+    assert _edges(dags["eo_stream__manual"]) == {
+        ("recover", "reserve"),
+        ("reserve", "write"),
+        ("write", "commit"),
+    }
     recover = stream.get_task("recover")
     assert isinstance(recover, RecoverEpochsOperator)
     assert recover.kind == "stream"
@@ -86,17 +98,19 @@ def test_factory_builds_every_dag_with_its_tasks_and_order(pipelines_file: Path)
         assert vars(task)["pipeline"] == "orders"
 
     backfill = dags["eo_backfill__orders"]
-    assert [t.task_id for t in backfill.tasks] == ["reserve", "write", "commit", "release"]
-    assert isinstance(backfill.get_task("reserve"), ReserveBackfillEpochOperator)
+    assert [t.task_id for t in backfill.tasks] == ["plan", "chunk.write", "chunk.commit", "release"]
+    assert isinstance(backfill.get_task("plan"), PlanBackfillOperator)
+    assert isinstance(backfill.get_task("chunk.write"), WriteBackfillChunkOperator)
+    assert isinstance(backfill.get_task("chunk.commit"), CommitEpochOperator)
     assert isinstance(backfill.get_task("release"), ReleaseEpochOperator)
+    assert backfill.get_task("plan").is_setup
     assert backfill.get_task("release").is_teardown
     assert _edges(backfill) == {
-        ("reserve", "write"),
-        ("write", "commit"),
-        ("commit", "release"),
-        ("reserve", "release"),
+        ("plan", "chunk.write"),
+        ("chunk.write", "chunk.commit"),
+        ("chunk.commit", "release"),
+        ("plan", "release"),
     }
-    assert backfill.schedule is None
 
     recovery = dags[RECOVERY_DAG_ID]
     assert recovery.max_active_runs == 1
@@ -125,13 +139,13 @@ def test_schedules_and_spark_settings_come_from_the_yaml(pipelines_file: Path) -
 def test_timeouts_bound_the_write_task_and_the_run(pipelines_file: Path) -> None:
     """A hung write or an abandoned run never holds the pipeline's open epoch forever."""
     dags = build_dags(pipelines_file)
-    for kind in ("stream", "backfill"):
+    for kind, group in (("stream", ""), ("backfill", "chunk.")):
         clicks, manual = dags[f"eo_{kind}__clicks"], dags[f"eo_{kind}__manual"]
         assert clicks.dagrun_timeout == timedelta(minutes=30)
-        assert clicks.get_task("write").execution_timeout == timedelta(minutes=5)
+        assert clicks.get_task(f"{group}write").execution_timeout == timedelta(minutes=5)
         assert manual.dagrun_timeout == timedelta(minutes=240)  # the defaults
-        assert manual.get_task("write").execution_timeout == timedelta(minutes=60)
-        assert manual.get_task("commit").execution_timeout is None
+        assert manual.get_task(f"{group}write").execution_timeout == timedelta(minutes=60)
+        assert manual.get_task(f"{group}commit").execution_timeout is None
 
 
 def test_backfill_trigger_form_params(pipelines_file: Path) -> None:

@@ -1,7 +1,8 @@
 """The local stack through its CLI: up/status/env/down, as a user runs it.
 
 This module starts its own stack (not the shared ``stack`` fixture) in a temp dir,
-because it stops it; the last test checks that ``down`` leaves no process behind.
+because it stops it; ``eo-stack up`` starts Airflow too (its default, what a newcomer
+runs). The last test checks that ``down`` leaves no process and no listening port behind.
 """
 
 from __future__ import annotations
@@ -18,18 +19,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import happybase
+import psutil
 import psycopg2
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from airflow_provider_eo.dags.factory import RECOVERY_DAG_ID, backfill_dag_id, build_dags, stream_dag_id
+from eo_devtools.stack.airflow_api import AirflowApiError, AirflowClient
 from eo_devtools.stack.jvm_artifacts import java_binary
+from eo_devtools.stack.ports import is_port_in_use
 from eo_devtools.stack.process import group_members
+from eo_devtools.stack.stack import REPO_DAGS_DIR
 from tests.conftest import new_stack_dir
 from tests.kafka_helpers import consume_range, produce
 
 pytestmark = pytest.mark.integration
 
 EO_STACK = str(Path(sys.executable).parent / "eo-stack")
+CORE_SERVICES = ["postgres", "kafka", "hbase", "hbase-thrift"]
+AIRFLOW_SERVICES = ["airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"]
 
 
 def eo_stack(*args: str) -> subprocess.CompletedProcess[str]:
@@ -52,6 +60,32 @@ def processes_referencing(path: Path) -> dict[int, str]:
         if str(path) in cmdline or cwd.startswith(str(path)):
             found[int(entry.name)] = cmdline
     return found
+
+
+def processes_with_airflow_home(home: Path) -> dict[int, str]:
+    """Pid -> command line of every process whose environment has ``AIRFLOW_HOME=<home>``
+    (what every Airflow process of the stack and every task it runs inherits)."""
+    found: dict[int, str] = {}
+    marker = f"AIRFLOW_HOME={home}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return found
+
+
+def listening_ports(pids: list[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state held by one of ``pids``."""
+    wanted = set(pids)
+    return {
+        (c.laddr.ip, c.laddr.port)
+        for c in psutil.net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN and c.pid in wanted
+    }
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +119,7 @@ def exported_env(state_dir: Path) -> dict[str, str]:
 
 def test_status_lists_every_service_running_and_healthy(state_dir: Path) -> None:
     services = status(state_dir)
-    assert list(services) == ["postgres", "kafka", "hbase", "hbase-thrift"]
+    assert list(services) == CORE_SERVICES + AIRFLOW_SERVICES
     for name, service in services.items():
         assert service["state"] == "running", name
         assert service["healthy"] is True, name
@@ -94,7 +128,42 @@ def test_status_lists_every_service_running_and_healthy(state_dir: Path) -> None
     assert set(services["kafka"]["ports"]) == {"kafka", "kafka-controller"}  # type: ignore[arg-type]
     assert set(services["hbase"]["ports"]) == {"hbase-master", "hbase-regionserver", "hbase-zookeeper"}  # type: ignore[arg-type]
     all_ports = [p for s in services.values() for p in s["ports"].values()]  # type: ignore[attr-defined]
-    assert len(all_ports) == len(set(all_ports)) == 7
+    assert len(all_ports) == len(set(all_ports)) == 8
+    api = services["airflow-api-server"]
+    assert api["url"] == f"http://127.0.0.1:{api['port']}"
+    assert api["login_file"] == str(state_dir / "airflow" / "login.json")
+    result = eo_stack("status", "--state-dir", str(state_dir))
+    assert result.stderr == (
+        f"Airflow UI: {api['url']} (user and password in {api['login_file']}); "
+        f"the Epochs page: {api['url']}/eo/\n"
+    )
+
+
+def test_airflow_serves_the_repository_dags_to_the_login_of_its_file(state_dir: Path) -> None:
+    login_file = state_dir / "airflow" / "login.json"
+    assert oct(login_file.stat().st_mode & 0o777) == "0o600"
+    assert oct((state_dir / "airflow").stat().st_mode & 0o777) == "0o700"
+    client = AirflowClient.from_login_file(login_file)
+    assert client.username == "admin"
+    expected = set(build_dags(REPO_DAGS_DIR / "pipelines.yaml"))
+    assert {stream_dag_id("demo_events"), backfill_dag_id("demo_events"), RECOVERY_DAG_ID} <= expected
+    for dag_id in expected:
+        client.wait_for_dag(dag_id)
+    served = {d["dag_id"] for d in client.api("GET", "dags?limit=100")["dags"]}
+    assert served == expected
+    dag = client.api("GET", f"dags/{stream_dag_id('demo_events')}")
+    assert dag["fileloc"] == str(REPO_DAGS_DIR / "eo_pipelines.py")
+    pipelines = client.api("GET", "/eo/api/pipelines")
+    assert isinstance(pipelines, list)
+    with pytest.raises(AirflowApiError) as refused:
+        AirflowClient(client.url, "admin", "not-the-password").token()
+    assert refused.value.status == 401
+
+
+def test_airflow_listens_only_on_its_api_port_on_loopback(state_dir: Path) -> None:
+    services = status(state_dir)
+    pids = [m for name in AIRFLOW_SERVICES for m in group_members(int(services[name]["pid"]))]  # type: ignore[call-overload]
+    assert listening_ports(pids) == {("127.0.0.1", services["airflow-api-server"]["port"])}
 
 
 def test_the_servers_are_apache_kafka_and_apache_hbase(state_dir: Path) -> None:
@@ -153,18 +222,37 @@ def test_postgres_accepts_the_printed_dsn(state_dir: Path) -> None:
     conn.close()
 
 
+def leaked(secrets: dict[str, str], text: str) -> list[str]:
+    """Names of the secrets that occur in ``text``."""
+    return [name for name, value in secrets.items() if value in text]
+
+
 def test_password_never_appears_in_command_lines_logs_or_status(state_dir: Path) -> None:
     password = (state_dir / "secrets" / "ledger_password").read_text().strip()
     assert len(password) >= 24
     assert oct((state_dir / "secrets" / "ledger_password").stat().st_mode & 0o777) == "0o600"
+    airflow_secrets = json.loads((state_dir / "airflow" / "secrets.json").read_text())
+    assert oct((state_dir / "airflow" / "secrets.json").stat().st_mode & 0o777) == "0o600"
+    assert set(airflow_secrets) == {
+        "jwt_secret",
+        "api_secret_key",
+        "fernet_key",
+        "db_password",
+        "admin_password",
+    }
+    secrets = {"ledger password": password, **airflow_secrets}
     referencing = processes_referencing(state_dir)
     assert referencing, "no process of the stack was found to check"
+    assert set(processes_with_airflow_home(state_dir / "airflow")) <= set(referencing)
     for pid, cmdline in referencing.items():
-        assert password not in cmdline, f"pid {pid}'s command line holds the ledger password"
-    for log in (state_dir / "logs").iterdir():
-        assert password not in log.read_text(errors="replace"), log
-    assert password not in eo_stack("up", "--state-dir", str(state_dir)).stdout
-    assert password not in eo_stack("status", "--state-dir", str(state_dir)).stdout
+        assert leaked(secrets, cmdline) == [], f"pid {pid}"
+    logs = list((state_dir / "logs").iterdir())
+    assert {log.name for log in logs} >= {f"{name}.log" for name in AIRFLOW_SERVICES}
+    for log in logs:
+        assert leaked(secrets, log.read_text(errors="replace")) == [], log
+    for command in ("up", "status"):
+        result = eo_stack(command, "--state-dir", str(state_dir))
+        assert leaked(secrets, result.stdout + result.stderr) == []
 
 
 def test_produce_consume_round_trip_with_the_printed_kafka_connection(state_dir: Path) -> None:
@@ -297,12 +385,15 @@ def test_topics_records_and_tables_survive_down_then_up(state_dir: Path) -> None
     connection.table(table).put(b"row1", {b"cf:a": b"1"}, timestamp=42)
     connection.close()
 
+    login = (state_dir / "airflow" / "login.json").read_text()
     assert eo_stack("down", "--state-dir", str(state_dir)).returncode == 0
     assert processes_referencing(state_dir) == {}
     result = eo_stack("up", "--state-dir", str(state_dir))
     assert result.returncode == 0, result.stderr
 
     assert exported_env(state_dir) == env  # same ports, same password
+    assert (state_dir / "airflow" / "login.json").read_text() == login  # same Airflow URL and login
+    assert [s["healthy"] for s in status(state_dir).values()] == [True] * 8
     assert consume_range(bootstrap, topic, 1, 0, 50) == [(i, k, v) for i, (k, v) in enumerate(records)]
     connection = happybase.Connection(hbase["host"], hbase["port"])
     try:
@@ -311,13 +402,18 @@ def test_topics_records_and_tables_survive_down_then_up(state_dir: Path) -> None
         connection.close()
 
 
-def test_down_leaves_no_process_behind(state_dir: Path) -> None:
-    pids = [int(s["pid"]) for s in status(state_dir).values() if s["pid"] is not None]  # type: ignore[call-overload]
-    assert len(pids) == 4
+def test_down_leaves_no_process_and_no_listening_port_behind(state_dir: Path) -> None:
+    services = status(state_dir)
+    pids = [int(s["pid"]) for s in services.values() if s["pid"] is not None]  # type: ignore[call-overload]
+    assert len(pids) == 8
+    ports = [p for s in services.values() for p in s["ports"].values()]  # type: ignore[attr-defined]
     assert processes_referencing(state_dir) != {}
+    assert len(processes_with_airflow_home(state_dir / "airflow")) >= 4
     result = eo_stack("down", "--state-dir", str(state_dir))
     assert result.returncode == 0, result.stderr
     assert [pid for pid in pids if Path(f"/proc/{pid}").exists() and group_members(pid)] == []
     assert all(group_members(pid) == [] for pid in pids)
     assert processes_referencing(state_dir) == {}
+    assert processes_with_airflow_home(state_dir / "airflow") == {}
+    assert [port for port in ports if is_port_in_use(port)] == []
     assert {s["state"] for s in status(state_dir).values()} == {"stopped"}

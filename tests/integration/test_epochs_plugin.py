@@ -2,7 +2,9 @@
 
 Real PostgreSQL (fresh ledger database per test) and real topics read through the real
 ``EoKafkaHook``, FastAPI's TestClient on the app; the last test starts a real
-``airflow api-server`` and fetches ``/eo/`` over HTTP.
+``airflow api-server`` whose auth manager denies single DAGs to single users, and checks
+over HTTP what each user sees. Access control, lag and the OpenAPI schema in-process:
+``test_epochs_access_lag.py``.
 """
 
 from __future__ import annotations
@@ -16,132 +18,43 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.ledger import Epoch, Ledger
-from airflow_provider_eo.ledger.models import PartitionRange
+from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.plugins import epochs as plugin_module
 from airflow_provider_eo.plugins.app import create_app
 from eo_devtools.stack.ports import find_free_port
 from tests.conftest import StackInfo
-from tests.integration.ledger_support import TP, fresh_database, make_spec, run_epoch, stack_kafka_hook
-from tests.kafka_helpers import RecordSender
+from tests.integration.epochs_ui_support import (
+    EVIL,
+    Ledgered,
+    conn_json,
+    detail,
+    http,
+    ledgered_data,
+    partitions_shown,
+    rows,
+)
 
 pytestmark = pytest.mark.integration
-
-EVIL = "<script>alert(1)</script>"
-
-
-class TopicShownAs:
-    """The real hook serving one real topic under another name (the one stand-in here).
-
-    Kafka accepts only topic names made of ``[a-zA-Z0-9._-]``, so a name carrying markup
-    can reach the ledger, and so the page, only through a source that is not a broker.
-    Every offset and group commit still goes to the real topic ``real``.
-    """
-
-    def __init__(self, hook: EoKafkaHook, real: str, shown: str) -> None:
-        self.hook, self.real, self.shown = hook, real, shown
-
-    def _to_real(self, tps: Iterable[TP]) -> list[TP]:
-        return [(self.real, p) for t, p in tps if t == self.shown]
-
-    def _to_shown(self, by_tp: Mapping[TP, Any]) -> dict[TP, Any]:
-        return {(self.shown, p): v for (_, p), v in by_tp.items()}
-
-    def list_partitions(self, topics: Sequence[str] | None, pattern: str | None) -> list[TP]:
-        assert (list(topics or []), pattern) == ([self.shown], None)
-        return [(self.shown, p) for _, p in self.hook.list_partitions([self.real], None)]
-
-    def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
-        return self._to_shown(self.hook.watermarks(self._to_real(tps)))
-
-    def offsets_for_timestamp(self, tps: Iterable[TP], ts_ms: int) -> dict[TP, int]:
-        return self._to_shown(self.hook.offsets_for_timestamp(self._to_real(tps), ts_ms))
-
-    def committed_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
-        return self._to_shown(self.hook.committed_offsets(group_id, self._to_real(tps)))
-
-    def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
-        self.hook.commit_offsets(group_id, {(self.real, p): o for (_, p), o in offsets.items()})
-
-
-@dataclass
-class Ledgered:
-    dsn: str
-    topic: str
-    committed: Epoch
-    aborted: Epoch
-    open: Epoch
-    backfill: Epoch
-    evil: Epoch
-
-
-def detail(epoch: Epoch) -> dict[str, Any]:
-    return json.loads(json.dumps(epoch.to_detail()))
-
-
-def conn_json(dsn: str) -> str:
-    """``AIRFLOW_CONN_*`` JSON form of a libpq DSN."""
-    p = parse_dsn(dsn)
-    return json.dumps(
-        {
-            "conn_type": "postgres",
-            "host": p["host"],
-            "port": int(p.get("port", 5432)),
-            "login": p.get("user"),
-            "password": p.get("password"),
-            "schema": p["dbname"],
-        }
-    )
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def ledgered(stack: StackInfo, kafka_topic_factory: Callable[..., str]) -> Iterator[Ledgered]:
-    """orders (a real two-partition topic): COMMITTED, ABORTED, open RESERVED stream epochs
-    and a WRITTEN backfill; a second pipeline whose topic name is hostile HTML."""
-    hook = stack_kafka_hook(stack)
-    topic = kafka_topic_factory(partitions=2, prefix="orders")
-    evil_topic = kafka_topic_factory(partitions=1, prefix="evil")
-    sender = RecordSender(stack.kafka_bootstrap)
-    for i in range(5):
-        sender.send(topic, f"k{i}", "{}", partition=0)
-    sender.send(evil_topic, "k", "{}", partition=0)
-    sender.flush()
-    with fresh_database(stack.ledger_dsn) as dsn, Ledger(dsn) as ledger:
-        spec = make_spec("orders", topics=[topic])
-        committed = run_epoch(ledger, spec, hook, "r1", dag_id="eo_stream__orders")
-        for i in range(3):
-            sender.send(topic, f"k{i}", "{}", partition=1)
-        sender.flush()
-        doomed = ledger.reserve_stream_epoch(spec, hook, dag_id="eo_stream__orders", run_id="r2")
-        assert committed is not None and doomed is not None
-        aborted = ledger.abort(doomed.epoch_id, "worker lost")
-        opened = ledger.reserve_stream_epoch(spec, hook, dag_id="eo_stream__orders", run_id="r3")
-        assert opened is not None
-        back = ledger.reserve_backfill_epoch(
-            spec, [PartitionRange(topic, 0, 1, 3)], dag_id="eo_backfill__orders", run_id="b1"
-        )
-        backfill = ledger.vote_written(back.epoch_id, back.fencing_token, {"records": 2, "cells": 4})
-        evil_spec = make_spec("evil", topics=[EVIL])
-        evil_source = TopicShownAs(hook, evil_topic, EVIL)
-        evil = run_epoch(ledger, evil_spec, evil_source, "r<b>1</b>", dag_id="eo_stream__evil")
-        assert evil is not None
-        yield Ledgered(dsn, topic, committed, aborted, opened, backfill, evil)
+    with ledgered_data(stack, kafka_topic_factory) as data:
+        yield data
 
 
 @pytest.fixture
 def client(ledgered: Ledgered) -> TestClient:
-    return TestClient(create_app(lambda: Ledger(ledgered.dsn)))
+    return TestClient(create_app(lambda: Ledger(ledgered.dsn), watermarks=lambda: ledgered.source))
 
 
 def test_pipelines_json(client: TestClient, ledgered: Ledgered) -> None:
@@ -152,9 +65,11 @@ def test_pipelines_json(client: TestClient, ledgered: Ledgered) -> None:
             "name": "evil",
             "epochs": {"RESERVED": 0, "WRITTEN": 0, "COMMITTED": 1, "ABORTED": 0},
             "open_epochs": [],
-            "cursors": [{"topic": EVIL, "partition": 0, "cursor": 1}],
+            "cursors": [{"topic": EVIL, "partition": 0, "cursor": 1, "high_watermark": 1, "lag": 0}],
             "dead_letters": 0,
             "gaps": [],
+            "total_lag": 0,
+            "lag_error": None,
         },
         {
             "name": "orders",
@@ -169,11 +84,13 @@ def test_pipelines_json(client: TestClient, ledgered: Ledgered) -> None:
                 },
             ],
             "cursors": [
-                {"topic": ledgered.topic, "partition": 0, "cursor": 5},
-                {"topic": ledgered.topic, "partition": 1, "cursor": 0},
+                {"topic": ledgered.topic, "partition": 0, "cursor": 5, "high_watermark": 5, "lag": 0},
+                {"topic": ledgered.topic, "partition": 1, "cursor": 0, "high_watermark": 3, "lag": 3},
             ],
             "dead_letters": 0,
             "gaps": [],
+            "total_lag": 3,
+            "lag_error": None,
         },
     ]
 
@@ -217,10 +134,6 @@ def test_unreachable_ledger_is_503() -> None:
     assert page.status_code == 503 and "epoch ledger unavailable" in page.text
 
 
-def rows(html: str, kind: str) -> list[str]:
-    return re.findall(rf'<tr class="{kind}"[^>]*>(.*?)</tr>', html)
-
-
 def test_html_page_rows_and_escaping(client: TestClient, ledgered: Ledgered) -> None:
     html = client.get("/").text
     ids = [int(m) for m in re.findall(r'<tr class="epoch" id="epoch-(\d+)"', html)]
@@ -239,7 +152,13 @@ def test_html_page_rows_and_escaping(client: TestClient, ledgered: Ledgered) -> 
         f'<td class="muted nw" title="{written}">{written[:19].replace("T", " ")}</td><td class="err"></td>'
     )
     assert "<script>" not in html and "<b>1</b>" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;[0] = 1" in html
+    assert "<code>&lt;script&gt;alert(1)&lt;/script&gt;[0] = 1</code>" in html
+    assert partitions_shown(html) == [
+        ("&lt;script&gt;alert(1)&lt;/script&gt;", 0, "0"),
+        (ledgered.topic, 0, "0"),
+        (ledgered.topic, 1, "3"),
+    ]
+    assert 'id="lag-error"' not in html
     assert "<code>r&lt;b&gt;1&lt;/b&gt;</code>" in html
     assert '<td class="err">worker lost</td>' in html
 
@@ -257,20 +176,21 @@ def test_html_filter_and_dag_preselection(client: TestClient, ledgered: Ledgered
     assert len(rows(other, "pipeline")) == 2
 
 
-def test_plugin_app_reads_the_connection_and_requires_a_user(
+def test_plugin_app_requires_a_user_and_reads_its_connections(
     ledgered: Ledgered, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_EO_LEDGER", conn_json(ledgered.dsn))
     client = TestClient(plugin_module.app)
-    denied = client.get("/api/pipelines")
-    assert (denied.status_code, denied.json()) == (401, {"detail": "Not authenticated"})
-    assert client.get("/").status_code == 401
-    plugin_module.app.dependency_overrides[plugin_module.require_airflow_user] = lambda: None
-    try:
-        names = [p["name"] for p in client.get("/api/pipelines").json()]
-    finally:
-        plugin_module.app.dependency_overrides.clear()
-    assert names == ["evil", "orders"]
+    for path in ("/api/pipelines", "/api/epochs", f"/api/epochs/{ledgered.committed.epoch_id}", "/"):
+        denied = client.get(path)
+        assert (denied.status_code, denied.json()) == (401, {"detail": "Not authenticated"}), path
+    monkeypatch.setenv("AIRFLOW_CONN_EO_LEDGER", conn_json(ledgered.dsn))
+    with plugin_module.open_ledger() as ledger:
+        assert ledger.list_pipelines() == ["evil", "orders"]
+    monkeypatch.setenv("AIRFLOW__EO__UI_KAFKA_CONN_ID", "eo_ui_kafka")
+    reader = plugin_module.open_watermarks()
+    assert isinstance(reader, EoKafkaHook) and reader.kafka_conn_id == "eo_ui_kafka"
+    monkeypatch.setenv("AIRFLOW__EO__UI_KAFKA_CONN_ID", "")
+    assert plugin_module.open_watermarks() is None  # lag off
 
 
 def test_airflow_discovers_the_plugin() -> None:
@@ -289,39 +209,50 @@ def test_airflow_discovers_the_plugin() -> None:
     assert plugin_module.DAG_VIEW["href"] == "eo/?dag_id={DAG_ID}"
 
 
-def _get(url: str, token: str | None = None, data: bytes | None = None) -> tuple[int, str]:
-    """GET (POST JSON when ``data``) -> (status, body); HTTP errors are answers too."""
-    headers = {"Content-Type": "application/json"} if data else {}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(url, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+def _wait_healthy(server: subprocess.Popen[bytes], base: str, log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if http(f"{base}/api/v2/monitor/health")[0] == 200:
+                return
+        except OSError:
+            pass
+        assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(1)
 
 
 @pytest.mark.airflow
-def test_real_api_server_serves_the_page(ledgered: Ledgered) -> None:
+def test_real_api_server_serves_the_page_per_user(ledgered: Ledgered, stack: StackInfo) -> None:
+    """A real ``airflow api-server`` with a real auth-manager subclass
+    (``tests/dag_denying_auth_manager.py``) that denies alice ``eo_stream__evil`` and bob
+    ``eo_stream__orders``: each sees exactly the other pipeline, its epochs and its lag."""
     home = Path(tempfile.mkdtemp(prefix="eo-ui-home-"))
     port = find_free_port()
     passwords = home / "passwords.json"
-    passwords.write_text(json.dumps({"admin": "eo-ui-test"}))
+    users = {"admin": "eo-ui-admin", "alice": "eo-ui-alice", "bob": "eo-ui-bob"}
+    passwords.write_text(json.dumps(users))
+    kafka = {
+        "conn_type": "kafka",
+        "extra": {"bootstrap.servers": stack.kafka_bootstrap, "eo.timeout.ms": 5000},
+    }
     env = {
         **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager."
-        "SimpleAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__CORE__AUTH_MANAGER": "tests.dag_denying_auth_manager.DagDenyingAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:viewer,bob:viewer",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+        "AIRFLOW__EO_TEST__DENIED_DAGS": "alice:eo_stream__evil,bob:eo_stream__orders",
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW_CONN_EO_LEDGER": conn_json(ledgered.dsn),
+        "AIRFLOW__EO__UI_KAFKA_CONN_ID": "eo_ui_kafka",
+        "AIRFLOW_CONN_EO_UI_KAFKA": json.dumps(kafka),
     }
     airflow = [sys.executable, "-m", "airflow"]
     subprocess.run([*airflow, "db", "migrate"], env=env, cwd=home, check=True, capture_output=True)
-    log = (home / "api-server.log").open("w")
+    log_path = home / "api-server.log"
+    log = log_path.open("w")
     server = subprocess.Popen(
         [*airflow, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         env=env,
@@ -332,27 +263,61 @@ def test_real_api_server_serves_the_page(ledgered: Ledgered) -> None:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if _get(f"{base}/api/v2/monitor/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, (
-                home / "api-server.log"
-            ).read_text()
-            time.sleep(1)
-        login = json.dumps({"username": "admin", "password": "eo-ui-test"}).encode()
-        token = json.loads(_get(f"{base}/auth/token", data=login)[1])["access_token"]
-        assert _get(f"{base}/eo/api/pipelines")[0] == 401
-        assert _get(f"{base}/eo/")[0] == 401
-        status, html = _get(f"{base}/eo/?dag_id=eo_stream__orders", token)
+        _wait_healthy(server, base, log_path)
+
+        def token(user: str) -> str:
+            login = json.dumps({"username": user, "password": users[user]}).encode()
+            return str(json.loads(http(f"{base}/auth/token", data=login)[1])["access_token"])
+
+        def get(path: str, user: str) -> tuple[int, Any]:
+            status, body = http(f"{base}/eo{path}", token(user))
+            return status, (body if path.startswith("/?") else json.loads(body))
+
+        assert http(f"{base}/eo/api/pipelines")[0] == 401
+        assert http(f"{base}/eo/")[0] == 401
+        orders = [ledgered.committed, ledgered.aborted, ledgered.open, ledgered.backfill]
+        # alice: orders only, with its exact lag (5 - 5 and 3 - 0)
+        status, alice = get("/api/pipelines", "alice")
+        assert status == 200 and [p["name"] for p in alice] == ["orders"]
+        assert [
+            (c["partition"], c["cursor"], c["high_watermark"], c["lag"]) for c in alice[0]["cursors"]
+        ] == [
+            (0, 5, 5, 0),
+            (1, 0, 3, 3),
+        ]
+        assert (alice[0]["total_lag"], alice[0]["lag_error"]) == (3, None)
+        assert get("/api/epochs", "alice") == (200, [detail(e) for e in orders])
+        assert get("/api/epochs?limit=1", "alice") == (200, [detail(ledgered.backfill)])
+        assert get("/api/epochs?pipeline=evil", "alice") == (200, [])
+        hidden = get(f"/api/epochs/{ledgered.evil.epoch_id}", "alice")
+        assert hidden == (
+            404,
+            {"error": f"epoch {ledgered.evil.epoch_id} does not exist", "type": "EpochNotFound"},
+        )
+        status, html = get("/?dag_id=eo_stream__orders", "alice")
         assert status == 200, html
-        assert f'id="epoch-{ledgered.open.epoch_id}"' in html and "<script>" not in html
-        status, body = _get(f"{base}/eo/api/epochs/{ledgered.committed.epoch_id}", token)
-        assert (status, json.loads(body)) == (200, detail(ledgered.committed))
-        plugins = json.loads(_get(f"{base}/api/v2/plugins", token)[1])["plugins"]
+        assert [int(i) for i in re.findall(r'id="epoch-(\d+)"', html)] == [
+            e.epoch_id for e in reversed(orders)
+        ]
+        assert partitions_shown(html) == [(ledgered.topic, 0, "0"), (ledgered.topic, 1, "3")]
+        assert "<script>" not in html and 'id="lag-error"' not in html
+        # bob: evil only; its topic name is no Kafka topic, so its lag is unknown
+        status, bob = get("/api/pipelines", "bob")
+        assert status == 200 and [p["name"] for p in bob] == ["evil"]
+        assert [(c["cursor"], c["high_watermark"], c["lag"]) for c in bob[0]["cursors"]] == [(1, None, None)]
+        assert (bob[0]["total_lag"], bob[0]["lag_error"]) == (None, f"not found in Kafka: {EVIL}[0]")
+        assert get("/api/epochs", "bob") == (200, [detail(ledgered.evil)])
+        assert get(f"/api/epochs/{ledgered.committed.epoch_id}", "bob")[0] == 404
+        status, html = get("/?dag_id=eo_backfill__orders", "bob")
+        assert status == 200 and rows(html, "epoch") == [] and rows(html, "pipeline") == []
+        assert '<option value="orders"' not in html and '<option value="evil">evil</option>' in html
+        # admin: everything
+        assert get(f"/api/epochs/{ledgered.evil.epoch_id}", "admin") == (200, detail(ledgered.evil))
+        assert get("/api/epochs", "admin") == (200, [detail(e) for e in [*orders, ledgered.evil]])
+        schema = json.loads(http(f"{base}/eo/api/openapi.json")[1])
+        answer = schema["paths"]["/api/pipelines"]["get"]["responses"]["200"]["content"]["application/json"]
+        assert answer["schema"]["items"] == {"$ref": "#/components/schemas/Pipeline"}
+        plugins = json.loads(http(f"{base}/api/v2/plugins", token("admin"))[1])["plugins"]
         (eo,) = [p for p in plugins if p["name"] == "eo"]
         assert [v["name"] for v in eo["external_views"]] == ["Epochs", "Epochs"]
     finally:

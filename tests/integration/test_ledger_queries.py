@@ -21,6 +21,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, EpochKind, EpochState, Ledger, PartitionRange
 from airflow_provider_eo.ledger.store.queries import EpochFilter, Gap, OpenEpoch, PipelineOverview
 from airflow_provider_eo.plugins import views
+from airflow_provider_eo.plugins.access import EveryPipeline
 from airflow_provider_eo.plugins.app import create_app
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
@@ -256,7 +257,7 @@ def test_epochs_and_the_page_read_in_one_transaction_each(counted: Counted, buil
             1,
         )
         counted.last.reset()
-        data = views.page_data(ledger, EpochFilter(pipeline="b-open", limit=50))
+        data = views.page_data(ledger, EpochFilter(pipeline="b-open", limit=50), EveryPipeline(), None)
         # the overview (6 statements) and the epochs with their ranges (2): two transactions
         assert (len(counted.last.statements), counted.last.commits) == (OVERVIEW_STATEMENTS + 2, 2)
     assert data["pipeline_names"] == ["a-committed", "b-open", "c-aborted", "d-dead-letters", "e-gap"]

@@ -22,6 +22,7 @@ from airflow_provider_eo.config import (
     load_pipelines,
     parse_pipelines_text,
 )
+from airflow_provider_eo.config.specs import WaitSpec
 
 BASE: dict[str, Any] = {"name": "orders", "topics": ["orders"], "hbase": {"table": "orders"}}
 DROP = object()
@@ -118,6 +119,7 @@ def test_full_example() -> None:
             SparkResources("2g", 1, "4g", 2, 3),
             50000,
         ),
+        wait=WaitSpec(enabled=True),  # on by default: the pipeline has a schedule
         schedule="*/5 * * * *",
         batch_size=500,
         source_file="p.yaml",
@@ -140,8 +142,8 @@ def test_timestamp_forms(timestamp: Any, expected_ms: int) -> None:
 
 
 PIPELINE_KEYS = (
-    "bad_records, batch_size, caps, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
-    "starting, timeouts, topic_pattern, topics"
+    "backfill, bad_records, batch_size, caps, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
+    "starting, timeouts, topic_pattern, topics, wait"
 )
 P = "p.yaml: pipeline 'orders': "
 

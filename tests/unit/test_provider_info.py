@@ -53,3 +53,14 @@ def test_every_listed_module_and_plugin_imports() -> None:
                 assert importlib.import_module(module).__name__ == module
     for plugin in info.get("plugins", []):
         assert isinstance(_import_object(plugin["plugin-class"]), type), plugin["name"]
+
+
+def test_the_hbase_asset_scheme_is_registered_with_the_product_handler() -> None:
+    from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+
+    from airflow_provider_eo.assets import sanitize_uri
+
+    (uris,) = get_provider_info()["asset-uris"]
+    assert uris == {"schemes": ["hbase"], "handler": "airflow_provider_eo.assets.sanitize_uri"}
+    assert _import_object(uris["handler"]) is sanitize_uri
+    assert ProvidersManagerTaskRuntime().asset_uri_handlers["hbase"] is sanitize_uri

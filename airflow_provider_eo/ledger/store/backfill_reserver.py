@@ -1,4 +1,5 @@
-"""Reservation of backfill epochs: explicit ranges, never touching cursors or pins."""
+"""Reservation of backfill epochs: explicit ranges, never touching cursors or pins; a run
+may hold several (its chunks) over disjoint ranges."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from airflow_provider_eo.ledger.errors import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import TopicPartition
-from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
+from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch
 from airflow_provider_eo.ledger.store.stream_reserver import lock_pipeline
 
@@ -46,22 +47,40 @@ def validate_backfill_ranges(
 def reserve_backfill(
     cur: Any, pipeline: str, ranges: tuple[PartitionRange, ...], dag_id: str, run_id: str
 ) -> Epoch:
-    """Insert a RESERVED backfill epoch; a retry of the same run gets its open epoch back.
+    """Insert a RESERVED backfill epoch for the run, unless the run already has these ranges.
 
-    The same run asking for different ranges while its epoch is open is an
-    ``OpenEpochConflict``. Other runs' backfills may be open at the same time.
+    Under the pipeline's lock, against the run's own backfill epochs:
+
+    * an open or COMMITTED epoch over exactly ``ranges`` is returned as it is (a retry
+      of the chunk, or a cleared run resuming; ABORTED ones are ignored);
+    * an open epoch overlapping ``ranges`` (same partition, shared offsets) is an
+      ``OpenEpochConflict``: one run never writes the same offsets twice at once;
+    * otherwise (disjoint ranges: the run's next chunk) a new epoch is inserted.
+
+    Other runs' backfills may be open over any ranges at the same time.
     """
     lock_pipeline(cur, pipeline)
     mine = fetch_epochs(
         cur,
         pipeline=pipeline,
         kind=EpochKind.BACKFILL.value,
-        states=[s.value for s in OPEN_STATES],
+        states=[*(s.value for s in OPEN_STATES), EpochState.COMMITTED.value],
         dag_id=dag_id,
         run_id=run_id,
     )
     for epoch in mine:
         if epoch.ranges == ranges:
             return epoch
-        raise OpenEpochConflict(pipeline, epoch.epoch_id, epoch.state.value, epoch.dag_id, epoch.run_id)
+    for epoch in mine:
+        if epoch.state in OPEN_STATES and _overlap(epoch.ranges, ranges):
+            raise OpenEpochConflict(pipeline, epoch.epoch_id, epoch.state.value, epoch.dag_id, epoch.run_id)
     return insert_epoch(cur, pipeline, EpochKind.BACKFILL, str(uuid.uuid4()), dag_id, run_id, ranges)
+
+
+def _overlap(held: Iterable[PartitionRange], wanted: Iterable[PartitionRange]) -> bool:
+    """Whether any two ranges of one partition share an offset."""
+    wanted_by_tp = {r.tp: r for r in wanted}
+    return any(
+        (other := wanted_by_tp.get(r.tp)) is not None and r.start < other.end and other.start < r.end
+        for r in held
+    )

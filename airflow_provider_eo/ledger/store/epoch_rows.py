@@ -31,6 +31,7 @@ def fetch_epochs(
     cur: Any,
     *,
     pipeline: str | None = None,
+    pipelines: Sequence[str] | None = None,
     states: Sequence[str] | None = None,
     kind: str | None = None,
     dag_id: str | None = None,
@@ -43,6 +44,7 @@ def fetch_epochs(
     """Epochs matching every given filter, ordered by id (``newest_first`` reverses)."""
     filters = [
         ("pipeline = %s", pipeline),
+        ("pipeline = ANY(%s)", list(pipelines) if pipelines is not None else None),
         ("state = ANY(%s)", list(states) if states is not None else None),
         ("kind = %s", kind),
         ("dag_id = %s", dag_id),

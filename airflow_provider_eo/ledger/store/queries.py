@@ -24,7 +24,8 @@ class EpochFilter:
     """Which epochs to list: every field given must match (None matches anything).
 
     ``min_id`` / ``max_id`` are inclusive. With ``limit``, only the ``limit`` newest
-    matching epochs; answers are oldest first either way.
+    matching epochs; answers are oldest first either way. ``pipelines`` (if not None)
+    keeps only epochs of those pipelines (an empty set matches nothing).
     """
 
     pipeline: str | None = None
@@ -33,6 +34,7 @@ class EpochFilter:
     min_id: int | None = None
     max_id: int | None = None
     limit: int | None = None
+    pipelines: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def matching_epochs(cur: Any, wanted: EpochFilter) -> list[Epoch]:
     found = fetch_epochs(
         cur,
         pipeline=wanted.pipeline,
+        pipelines=None if wanted.pipelines is None else sorted(wanted.pipelines),
         states=None if wanted.state is None else [str(wanted.state)],
         kind=None if wanted.kind is None else str(wanted.kind),
         min_id=wanted.min_id,

@@ -1,10 +1,17 @@
 """``eo-stack up|down|status|env [--state-dir DIR]``: the local stack from the shell.
 
+``up`` starts PostgreSQL, Kafka, HBase + Thrift and Airflow (api-server, scheduler,
+dag-processor, triggerer serving the repository's ``dags/``; ``--no-airflow`` skips it)
+and prints the status JSON, then on stderr where the Airflow UI is and which file holds
+its login. ``down`` stops everything. ``--airflow-port`` (or ``EO_STACK_AIRFLOW_PORT``)
+fixes the Airflow UI's port, ``--dags-folder`` (or ``EO_STACK_DAGS_FOLDER``) its DAG folder.
+
 State dir: ``--state-dir``, else ``$EO_STACK_STATE_DIR``, else ``.eo-state`` in the
 current directory. Client ports: ``--postgres-port/--kafka-port/--hbase-port`` (the
 HBase Thrift server) or ``EO_STACK_POSTGRES_PORT/EO_STACK_KAFKA_PORT/EO_STACK_HBASE_PORT``,
 free ones otherwise; internal ports (Kafka's controller, HBase's master, region server and
-ZooKeeper) are always chosen freely. Only ``env`` prints secrets (the ledger DSN).
+ZooKeeper) are always chosen freely. Only ``env`` prints secrets (the ledger DSN); the
+Airflow password stays in its login file.
 """
 
 from __future__ import annotations
@@ -41,7 +48,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--postgres-port", type=int, default=None)
     parser.add_argument("--kafka-port", type=int, default=None)
     parser.add_argument("--hbase-port", type=int, default=None, help="the HBase Thrift server's port")
+    parser.add_argument("--airflow-port", type=int, default=None, help="the Airflow UI/API server's port")
+    parser.add_argument("--no-airflow", action="store_true", help="up: do not start Airflow")
+    parser.add_argument(
+        "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
+    )
     return parser
+
+
+def airflow_hint(status: dict[str, dict[str, object]]) -> str | None:
+    """One line naming the Airflow UI's URL and the login file, or None when Airflow is not running."""
+    api = status.get("airflow-api-server")
+    if not api or api["state"] != "running":
+        return None
+    url, login = api["url"], api["login_file"]
+    return f"Airflow UI: {url} (user and password in {login}); the Epochs page: {url}/eo/"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,18 +74,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("postgres", args.postgres_port),
             ("kafka", args.kafka_port),
             ("hbase-thrift", args.hbase_port),
+            ("airflow-api", args.airflow_port),
         )
         if port is not None
     }
-    stack = LocalStack(args.state_dir or default_state_dir(), ports)
+    stack = LocalStack(args.state_dir or default_state_dir(), ports, dags_folder=args.dags_folder)
     try:
-        if args.command == "up":
-            print(json.dumps(stack.up(), indent=2))
+        if args.command in ("up", "status"):
+            status = stack.up(airflow=not args.no_airflow) if args.command == "up" else stack.status()
+            print(json.dumps(status, indent=2))
+            if hint := airflow_hint(status):
+                print(hint, file=sys.stderr)
         elif args.command == "down":
             stack.down()
             print(f"local stack in {stack.state_dir} stopped")
-        elif args.command == "status":
-            print(json.dumps(stack.status(), indent=2))
         else:
             for name, value in stack.conn_env().items():
                 print(f"export {name}={shlex.quote(value)}")

@@ -1,9 +1,13 @@
-"""LocalStack: PostgreSQL, Apache Kafka, Apache HBase and its Thrift server under one state dir.
+"""LocalStack: PostgreSQL, Apache Kafka, Apache HBase and its Thrift server under one state dir,
+and optionally Airflow itself (:mod:`.airflow`) on top of them.
 
 Layout of the state dir: ``stack.json`` (ports), ``pids/<service>.pid``,
-``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``kafka/``, ``hbase/``.
+``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``kafka/``, ``hbase/``,
+``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs).
 ``up`` is idempotent: running healthy services are left alone (same pids, same ports).
-Services start in the order of :data:`SERVICES` and stop in reverse.
+Services start in the order of :data:`SERVICES` and stop in reverse; Airflow starts
+after them (``up(airflow=True)``: its metadata DB is database ``airflow`` of the stack's
+PostgreSQL, its DAG folder the repository's ``dags/``) and stops before them.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from eo_devtools.stack.airflow import LocalAirflow
+from eo_devtools.stack.airflow_config import AirflowConfig
+from eo_devtools.stack.airflow_services import API_PORT_KEY
 from eo_devtools.stack.connections import stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
@@ -42,8 +49,12 @@ PORT_ENV_VARS: Mapping[str, str] = {
     "postgres": "EO_STACK_POSTGRES_PORT",
     "kafka": "EO_STACK_KAFKA_PORT",
     "hbase-thrift": "EO_STACK_HBASE_PORT",
+    API_PORT_KEY: "EO_STACK_AIRFLOW_PORT",
 }
 """The ports clients use can be fixed by environment; the others are chosen freely."""
+REPO_DAGS_DIR = Path(__file__).resolve().parents[3] / "dags"
+"""The repository's DAG folder: what the stack's Airflow serves unless told otherwise."""
+AIRFLOW_DATABASE = "airflow"
 
 
 def start_service(service: Service) -> int:
@@ -72,11 +83,23 @@ def start_service(service: Service) -> int:
 
 
 class LocalStack:
-    """The local stack rooted at ``state_dir``; ``ports`` overrides (port key -> port) apply on start."""
+    """The local stack rooted at ``state_dir``; ``ports`` overrides (port key -> port) apply on start.
 
-    def __init__(self, state_dir: str | Path, ports: Mapping[str, int] | None = None) -> None:
+    ``dags_folder`` is the DAG folder of the stack's Airflow (default: ``$EO_STACK_DAGS_FOLDER``,
+    else the repository's ``dags/``).
+    """
+
+    def __init__(
+        self,
+        state_dir: str | Path,
+        ports: Mapping[str, int] | None = None,
+        *,
+        dags_folder: str | Path | None = None,
+    ) -> None:
         self.state_dir = Path(state_dir).resolve()
         self._requested_ports = dict(ports or {})
+        folder = dags_folder or os.environ.get("EO_STACK_DAGS_FOLDER") or REPO_DAGS_DIR
+        self.dags_folder = Path(folder).resolve()
 
     # -- state ---------------------------------------------------------------
     @property
@@ -99,10 +122,12 @@ class LocalStack:
 
     def _choose_ports(self, recorded: Mapping[str, int]) -> dict[str, int]:
         """Port key -> port: a running service keeps its ports, then requests, env, record, free."""
+        owners = [(name, cls.port_keys) for name, cls in SERVICE_CLASSES.items()]
+        owners.append(("airflow-api-server", (API_PORT_KEY,)))
         chosen: dict[str, int] = {}
-        for name, cls in SERVICE_CLASSES.items():
+        for name, keys in owners:
             running = self._pid(name) is not None
-            for key in cls.port_keys:
+            for key in keys:
                 env_var = PORT_ENV_VARS.get(key)
                 if running and key in recorded:
                     port = recorded[key]
@@ -125,8 +150,12 @@ class LocalStack:
             yield
 
     # -- lifecycle -----------------------------------------------------------
-    def up(self) -> dict[str, dict[str, Any]]:
-        """Start every missing service and wait until all answer; return :meth:`status`."""
+    def up(self, *, airflow: bool = False) -> dict[str, dict[str, Any]]:
+        """Start every missing service and wait until all answer; return :meth:`status`.
+
+        ``airflow``: also start Airflow's api-server, scheduler, dag-processor and triggerer
+        (the ``eo-stack up`` default; the Python API's callers, e.g. the tests, opt in).
+        """
         with self._locked():
             self.state_dir.chmod(0o755)  # PostgreSQL's OS user must be able to enter it
             (self.state_dir / "pids").mkdir(exist_ok=True)
@@ -141,6 +170,8 @@ class LocalStack:
                     service.preflight()
             for service in services:
                 self._ensure_running(service)
+            if airflow:
+                self._airflow(ports).up()
         return self.status()
 
     def _ensure_running(self, service: Service) -> None:
@@ -161,6 +192,8 @@ class LocalStack:
         """Stop every service of this stack; returns when none of their processes is left."""
         with self._locked():
             recorded = self._recorded_ports()
+            if API_PORT_KEY in recorded and "postgres" in recorded:
+                self._airflow(recorded).down()
             for name in reversed(SERVICES):
                 pid = read_pid(self.state_dir / "pids" / f"{name}.pid")
                 if pid is None:
@@ -175,6 +208,8 @@ class LocalStack:
 
         ``port`` is the one clients use; ``ports`` every port the service binds;
         ``rss_mb`` the resident memory of the service's process group (None when stopped).
+        Once Airflow was started in this state dir, its four services follow; the
+        ``airflow-api-server`` entry adds ``url`` and ``login_file``.
         """
         recorded = self._recorded_ports()
         result: dict[str, dict[str, Any]] = {}
@@ -190,11 +225,35 @@ class LocalStack:
                 "state": "running" if pid is not None else "stopped",
                 "rss_mb": group_rss_mb(pid) if pid is not None else None,
             }
+        if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
+            result.update(self._airflow(recorded).status())
         return result
 
     def is_up(self) -> bool:
-        """True when every service is running and healthy."""
-        return all(s["healthy"] for s in self.status().values())
+        """True when every service of :data:`SERVICES` is running and healthy (Airflow aside)."""
+        return all(s["healthy"] for name, s in self.status().items() if name in SERVICE_CLASSES)
+
+    # -- Airflow -------------------------------------------------------------
+    def _airflow(self, ports: Mapping[str, int]) -> LocalAirflow:
+        postgres = self._service("postgres", ports)
+        assert isinstance(postgres, PostgresService)
+        config = AirflowConfig(
+            state_dir=self.state_dir,
+            home=self.state_dir / "airflow",
+            port=ports[API_PORT_KEY],
+            database=AIRFLOW_DATABASE,
+            postgres_dsn=postgres.dsn(),
+            conn_env=stack_conn_env(postgres.dsn(), ports["kafka"], ports["hbase-thrift"]),
+            dags_folder=self.dags_folder,
+        )
+        return LocalAirflow(config)
+
+    def airflow(self) -> LocalAirflow:
+        """The stack's Airflow (``url``, ``login_path`` on its ``config``); raises before the first ``up``."""
+        recorded = self._recorded_ports()
+        if API_PORT_KEY not in recorded:
+            raise RuntimeError(f"local stack in {self.state_dir} has never been started (no stack.json)")
+        return self._airflow(recorded)
 
     # -- connection info -----------------------------------------------------
     def _port(self, name: str) -> int:

@@ -1,0 +1,109 @@
+"""A committed epoch's metrics, sent through Airflow's metrics (``airflow.sdk.observability.stats``).
+
+Airflow decides where they go: ``[metrics] statsd_on`` (StatsD), ``statsd_datadog_enabled``
+(DogStatsD), ``otel_on`` (OpenTelemetry), or nowhere. Called by the commit and recover
+operators (task code, never on Spark executors) once per epoch *this* task committed: a
+no-op re-commit sends nothing, so counters are never counted twice (they are at most once
+per epoch; the ledger's epoch metrics are the exact record).
+
+Each metric is sent under a dimensional name with tags (``pipeline``, ``kind``; lag adds
+``topic`` and ``partition``), which DogStatsD, InfluxDB-style StatsD and OpenTelemetry
+keep. Plain StatsD drops tags, so while ``[metrics] legacy_names_on`` is true (Airflow's
+switch for exactly this; default true) each is also sent under a name carrying the
+variables, as Airflow's own legacy names do: ``eo.epoch.records.<pipeline>``,
+``eo.partition.lag.<pipeline>.<topic>.<partition>``; a ``.`` inside a variable becomes
+``__`` so the name's hierarchy stays intact.
+
+=====================  =======  ==========================================================
+``eo.epoch.records``   counter  records read (every offset that held a record)
+``eo.epoch.bytes``     counter  bytes of those records (key + value)
+``eo.epoch.bad_records`` counter  records dead-lettered (bad_records: dead_letter)
+``eo.epoch.skipped_offsets`` counter  offsets without a record (transaction markers, aborted
+                                records, compaction holes)
+``eo.epoch.cells``     counter  HBase cells written (puts and deletes)
+``eo.epoch.duration``  timer    reservation to commit (ledger ``created_at`` -> ``committed_at``), ms
+``eo.partition.lag``   gauge    stream epochs only: the partition's high watermark minus the
+                                committed end offset, right after the commit
+=====================  =======  ==========================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from airflow.sdk.configuration import conf
+from airflow.sdk.observability import stats
+
+from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.states import EpochKind
+
+log = logging.getLogger(__name__)
+
+#: counter name -> key of the write step's vote metrics (``spark/task_plan.aggregate_metrics``)
+COUNTERS = {
+    "eo.epoch.records": "records",
+    "eo.epoch.bytes": "bytes",
+    "eo.epoch.bad_records": "bad_records",
+    "eo.epoch.skipped_offsets": "skipped_offsets",
+    "eo.epoch.cells": "cells_written",
+}
+DURATION = "eo.epoch.duration"
+LAG = "eo.partition.lag"
+
+
+def partition_lag(epoch: Epoch, offsets: OffsetSource) -> dict[TopicPartition, int]:
+    """High watermark minus committed end per range of a stream epoch (one watermarks call);
+    {} for other kinds."""
+    if epoch.kind is not EpochKind.STREAM or not epoch.ranges:
+        return {}
+    high = offsets.watermarks([r.tp for r in epoch.ranges])
+    return {r.tp: max(high[r.tp][1] - r.end, 0) for r in epoch.ranges if r.tp in high}
+
+
+def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
+    """Send ``epoch``'s counters and duration, and ``lag`` per partition (see the module doc)."""
+    legacy = conf.getboolean("metrics", "legacy_names_on", fallback=True)
+    tags = {"pipeline": epoch.pipeline, "kind": epoch.kind.value}
+    metrics = epoch.metrics or {}
+    pipeline = _part(epoch.pipeline)
+    for name, key in COUNTERS.items():
+        count = int(metrics.get(key, 0))
+        stats.incr(name, count, tags=tags)
+        if legacy:
+            stats.incr(f"{name}.{pipeline}", count)
+    if epoch.committed_at is not None:
+        duration = epoch.committed_at - epoch.created_at
+        stats.timing(DURATION, duration, tags=tags)
+        if legacy:
+            stats.timing(f"{DURATION}.{pipeline}", duration)
+    for (topic, partition), value in sorted(lag.items()):
+        stats.gauge(LAG, value, tags={**tags, "topic": topic, "partition": str(partition)})
+        if legacy:
+            stats.gauge(f"{LAG}.{pipeline}.{_part(topic)}.{partition}", value)
+    log.info(
+        "metrics sent pipeline=%s epoch_id=%s ranges=%s records=%s lag=%s",
+        epoch.pipeline, epoch.epoch_id, epoch.ranges_text, metrics.get("records"),
+        ",".join(f"{t}[{p}]={v}" for (t, p), v in sorted(lag.items())),
+    )  # fmt: skip
+
+
+def report_committed(epoch: Epoch, offsets: OffsetSource | None) -> None:
+    """Emit ``epoch``'s metrics, with lag when ``offsets`` is given. Never raises: the epoch
+    is committed whatever happens here (a failed watermarks call only drops the lag)."""
+    lag: dict[TopicPartition, int] = {}
+    try:
+        if offsets is not None:
+            lag = partition_lag(epoch, offsets)
+    except Exception as exc:
+        log.warning("no lag metric pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
+    try:
+        emit_epoch_metrics(epoch, lag)
+    except Exception as exc:
+        log.warning("metrics not sent pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
+
+
+def _part(value: str) -> str:
+    """A variable inside a legacy stat name: ``.`` -> ``__`` (as Airflow's legacy names do)."""
+    return stats.normalize_name_for_stats(value.replace(".", "__"), log_warning=False)

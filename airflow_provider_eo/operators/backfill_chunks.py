@@ -1,0 +1,106 @@
+"""The backfill DAG's chunked run: plan the chunks, then write each one (reserve + Spark).
+
+``plan`` (:class:`PlanBackfillOperator`) returns the run's chunks, one backfill epoch
+each (:meth:`EpochProtocol.plan_backfill`); the DAG maps a task group over them, so the
+grid shows one ``write``/``commit`` instance per chunk. :class:`WriteBackfillChunkOperator`
+reserves its chunk's epoch and runs the Spark write in one task, so every retry or clear
+of it reserves again: the run's open epoch over the same ranges comes back (written or
+not), an epoch this run already committed is not written twice, and an epoch the run's
+``release`` aborted is replaced by a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from airflow.sdk import Context
+from airflow.sdk.exceptions import AirflowSkipException
+
+from airflow_provider_eo.config import load_pipeline
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.hooks.ledger import EoLedgerHook
+from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
+from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve, Reserved
+from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.operators.backfill import backfill_request
+from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
+from airflow_provider_eo.operators.write import WriteEpochOperator
+from airflow_provider_eo.operators.xcom import epoch_summary, run_identity
+
+
+class PlanBackfillOperator(PipelineOperator):
+    """Plan this backfill run: its ranges (explicit ``ranges``, the data interval of a run
+    of Airflow's backfill, or the Trigger form) cut into chunks of at most the pipeline's
+    ``backfill.max_records_per_epoch`` offsets.
+
+    Returns (XCom) the chunks in order, each a list of ``{topic, partition, start, end,
+    records}``. Nothing to replay: ``AirflowSkipException``. Invalid form or ranges:
+    ``ValueError`` / ``InvalidRanges`` naming the field, topic or partition.
+
+    :param ranges: explicit ranges (templated), as :class:`ReserveBackfillEpochOperator`.
+    Other parameters: :class:`PipelineOperator`.
+    """
+
+    template_fields: Sequence[str] = ("pipeline", "pipelines_file", "ranges")
+    ui_color = "#e8f0fe"
+
+    def __init__(self, *, ranges: str | list[Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ranges = ranges
+
+    def execute(self, context: Context) -> list[list[dict[str, Any]]]:
+        spec = self.pipeline_spec()
+        with self.epoch_protocol() as protocol:
+            chunks = protocol.plan_backfill(spec, backfill_request(context, self.ranges))
+        if not chunks:
+            raise AirflowSkipException(f"pipeline {spec.name!r}: nothing to backfill in the requested range")
+        return [[r.to_summary() for r in chunk] for chunk in chunks]
+
+
+class WriteBackfillChunkOperator(WriteEpochOperator):
+    """Reserve the backfill epoch of one chunk for this run, then write it with Spark.
+
+    The reservation (:meth:`EpochProtocol.reserve_backfill`) gives back the run's epoch
+    over exactly these ranges when there is one: RESERVED is written (under its fencing
+    token), WRITTEN or COMMITTED is not written again (a resumed run). Returns (XCom) the
+    epoch's summary as the ledger holds it after the write (``epoch_summary``), which
+    the chunk's ``commit`` reads.
+
+    :param ranges: the chunk, a list of ``{topic, partition, start, end[, records]}``
+        (templated; in the DAG an element of the plan task's XCom).
+    Other parameters: :class:`WriteEpochOperator` (no ``epoch_id``: reserved here).
+    """
+
+    template_fields: Sequence[str] = (*WriteEpochOperator.template_fields, "ranges")
+
+    def __init__(self, *, ranges: str | list[Any], **kwargs: Any) -> None:
+        super().__init__(epoch_id="", **kwargs)
+        self.ranges = ranges
+
+    @contextmanager
+    def _protocol(self) -> Iterator[EpochProtocol]:
+        ledger_conn_id, kafka_conn_id, _ = self.conn_ids
+        with EoLedgerHook(ledger_conn_id).get_ledger() as ledger:
+            yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(kafka_conn_id))
+
+    def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
+        spec = load_pipeline(self.pipeline, self.pipelines_file)
+        with self._protocol() as protocol:
+            outcome = protocol.reserve_backfill(
+                spec, BackfillRequest(ranges=self.ranges), run_identity(context)
+            )
+        if isinstance(outcome, NothingToReserve):
+            raise AirflowSkipException(f"pipeline {spec.name!r}: {outcome.reason}")
+        epoch = outcome.epoch
+        if isinstance(outcome, Reserved) and epoch.state is EpochState.RESERVED:
+            self.epoch_id, self.fencing_token = epoch.epoch_id, str(epoch.fencing_token)
+            super().execute(context)
+        else:
+            self.log.info(
+                "Chunk already %s by this run, not written again: pipeline=%s epoch_id=%s ranges=%s",
+                epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
+            )  # fmt: skip
+        with self._protocol() as protocol:
+            return epoch_summary(protocol.ledger.get_epoch(epoch.epoch_id))

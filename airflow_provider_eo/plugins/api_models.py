@@ -1,0 +1,139 @@
+"""Typed answers of the UI plugin's JSON API: the OpenAPI schema of ``/eo/api/*``.
+
+Each model mirrors, field for field, a JSON form the ledger already produces
+(``Epoch.to_detail``, ``PipelineOverview.to_json``) plus the lag fields of
+:mod:`.lag`; the routes of :mod:`.app` declare them as ``response_model`` so
+``/eo/api/openapi.json`` describes every field, and FastAPI checks each answer
+against them. Timestamps stay the ledger's ISO-8601 strings (``datetime.isoformat``),
+exactly what ``eo-ledger`` prints.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
+
+_DATE_TIME: JsonDict = {"format": "date-time"}
+Timestamp = Annotated[str, Field(json_schema_extra=_DATE_TIME)]
+"""An ISO-8601 timestamp as ``datetime.isoformat`` writes it."""
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=True)
+
+
+class EpochCounts(_Answer):
+    """Number of epochs of a pipeline in each state (every state present, zero included)."""
+
+    RESERVED: int
+    WRITTEN: int
+    COMMITTED: int
+    ABORTED: int
+
+
+class OpenEpoch(_Answer):
+    """A RESERVED or WRITTEN epoch of a pipeline."""
+
+    epoch_id: int
+    kind: EpochKind
+    state: EpochState
+    run_id: str = Field(description="run id of the Airflow run that reserved it")
+
+
+class PartitionLag(_Answer):
+    """One pinned partition of a pipeline: its cursor and how far the topic is ahead of it."""
+
+    topic: str
+    partition: int
+    cursor: int = Field(description="next stream offset: where the next stream epoch starts")
+    high_watermark: int | None = Field(
+        description="the partition's last stable offset (read_committed); null when unknown"
+    )
+    lag: int | None = Field(description="max(high_watermark - cursor, 0); null when unknown")
+
+
+class Gap(_Answer):
+    """Offsets ``[start, end)`` lost to retention and skipped (``on_data_loss: record_gap``)."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    epoch_id: int | None
+    reason: str
+
+
+class Pipeline(_Answer):
+    """One pipeline at a glance (``eo-ledger pipelines``) with its lag per partition."""
+
+    name: str
+    epochs: EpochCounts
+    open_epochs: list[OpenEpoch] = Field(description="RESERVED/WRITTEN epochs, by id")
+    cursors: list[PartitionLag] = Field(description="every pinned partition, by topic and partition")
+    dead_letters: int = Field(description="number of dead letters")
+    gaps: list[Gap]
+    total_lag: int | None = Field(description="sum of the partitions' lag; null if any is unknown")
+    lag_error: str | None = Field(
+        description="why lag is unknown (Kafka unreadable, or partitions not found in Kafka), else null"
+    )
+
+
+class PartitionRange(_Answer):
+    """Offsets ``[start, end)`` of one topic-partition in an epoch."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    records: int = Field(description="end - start")
+
+
+class Epoch(_Answer):
+    """One epoch with its ranges (``eo-ledger epoch``); no fencing token."""
+
+    epoch_id: int
+    pipeline: str
+    kind: EpochKind
+    state: EpochState
+    dag_id: str
+    run_id: str
+    records: int = Field(description="offsets covered by all ranges")
+    ranges: list[PartitionRange]
+    metrics: dict[str, Any] | None = Field(description="the write step's vote (WRITTEN and later)")
+    error: str | None = Field(description="abort reason or failure")
+    created_at: Timestamp
+    written_at: Timestamp | None
+    committed_at: Timestamp | None
+    aborted_at: Timestamp | None
+
+
+class ErrorBody(_Answer):
+    """An error of the plugin's routes, as the CLI prints it."""
+
+    error: str = Field(description="what went wrong")
+    type: str = Field(description="EpochNotFound, InvalidRequest or LedgerUnavailable")
+
+
+class AuthErrorBody(BaseModel):
+    """Airflow's answer to a missing (401) or invalid (403) token."""
+
+    detail: str
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": AuthErrorBody, "description": "no Airflow token or session cookie"},
+    403: {"model": AuthErrorBody, "description": "invalid Airflow token"},
+    422: {"model": ErrorBody, "description": "invalid query (type InvalidRequest)"},
+    503: {"model": ErrorBody, "description": "ledger unreachable (type LedgerUnavailable)"},
+}
+NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "no such epoch, or one the caller may not see (EpochNotFound)"},
+}
+PAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **{status: ERROR_RESPONSES[status] for status in (401, 403, 422)},
+    503: {"description": "the page, with the ledger error in a banner", "content": {"text/html": {}}},
+}

@@ -1,0 +1,1 @@
+"""Triggers that run in Airflow's triggerer (deferrable operators wait on them)."""

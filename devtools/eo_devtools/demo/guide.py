@@ -1,0 +1,35 @@
+"""What the demo prints last: where the Airflow UI is, how to log in, and what to look at.
+
+The password is not printed: it stays in the stack's private login file (mode 600),
+whose path is printed with the command that shows it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
+
+
+def closing_guide(
+    *, url: str, username: str, login_file: Path, pipeline: str, topic: str, stream_runs: int, state_dir: Path
+) -> str:
+    """The closing text of a successful demo (multi-line)."""
+    stream, backfill = stream_dag_id(pipeline), backfill_dag_id(pipeline)
+    return "\n".join(
+        [
+            "",
+            f"Airflow is running: open {url}",
+            f"  user:     {username}",
+            f"  password: in {login_file}  (show it: python3 -m json.tool {login_file})",
+            "What to look at:",
+            f"  - {url}/dags/{stream}  the stream DAG's Grid: this demo's {stream_runs} runs, one"
+            " epoch each; its write and commit tasks name their epoch (id, records, ranges)",
+            f"  - {url}/dags/{backfill}  the backfill DAG: the replay of {topic}[0]; its"
+            " Trigger form takes topics, partitions and offsets or times",
+            f"  - {url}/eo/?dag_id={quote(stream)}  the Epochs page (also the 'Epochs' entry in"
+            " the navigation and on each DAG): every epoch with its ranges, cursors and lag",
+            f"Stop everything: eo-stack down --state-dir {state_dir}",
+        ]
+    )

@@ -1,0 +1,305 @@
+"""A person's walk through Airflow 3.3's UI on the session's real Airflow (``airflow_server``),
+in headless Chromium, with Spark, the ledger, Kafka and HBase real. The tests run in order
+on one pipeline (data: tests/browser/walkthrough.py); each asserts on what the page shows
+and on the ledger and HBase:
+
+1. sign in through the Simple auth manager's form and land on Home;
+2. trigger ``eo_stream__<p>`` from its page; the grid, the run page and the run list
+   show the run succeed; the epoch drained both partitions;
+3. trigger ``eo_backfill__<p>`` through its Trigger form (partition 1, offsets [1, 4));
+   exactly those records are rewritten as one backfill epoch;
+4. run Airflow's Backfill dialog over one whole day: one run, and exactly that day's
+   records of both partitions are rewritten, nothing else;
+5. the Epochs page (navigation entry and the DAG's Epochs tab) lists the three epochs
+   with their exact ranges and, after producing more records, the exact lag per partition.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
+from airflow_provider_eo.ledger import Ledger
+from tests.airflow_server import AirflowServer
+from tests.browser import airflow_ui as ui
+from tests.browser import epochs_page
+from tests.browser.browser import Browser
+from tests.browser.walkthrough import (
+    Stamped,
+    days_before,
+    drop_table,
+    hbase_rows,
+    in_day,
+    recreate_table,
+    scan,
+    stamped_records,
+)
+from tests.conftest import StackInfo
+from tests.kafka_helpers import produce
+
+pytestmark = [pytest.mark.browser, pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
+
+RUN_TIMEOUT_S = 420  # a Spark write on 2 busy cores; the wait ends as soon as the run does
+EXTRA_RECORDS = {0: 3, 1: 1}  # produced before step 5: the lag each partition must show
+
+
+@dataclass
+class Walk:
+    """The walkthrough's pipeline and what the steps found (run ids, steps done)."""
+
+    stack: StackInfo
+    server: AirflowServer
+    name: str
+    topic: str
+    day: datetime
+    records: list[Stamped]
+    runs: dict[str, str] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)
+
+    @property
+    def stream(self) -> str:
+        return stream_dag_id(self.name)
+
+    @property
+    def backfill(self) -> str:
+        return backfill_dag_id(self.name)
+
+    def require(self, *steps: str) -> None:
+        missing = [s for s in steps if s not in self.done]
+        if missing:
+            pytest.skip(f"needs the earlier step(s) {missing}, which failed")
+
+    def epochs(self) -> list[tuple[str, str, str, list[tuple[int, int, int]]]]:
+        """(kind, state, run id, [(partition, start, end)]) of every epoch, oldest first."""
+        with Ledger(self.stack.ledger_dsn) as ledger:
+            found = ledger.list_epochs(pipeline=self.name)
+        return [
+            (e.kind.value, e.state.value, e.run_id, [(r.partition, r.start, r.end) for r in e.ranges])
+            for e in found
+        ]
+
+
+@pytest.fixture(scope="module")
+def walk(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[Walk]:
+    tag = uuid.uuid4().hex[:8]
+    name, topic = f"ui_{tag}", f"eo-ui-{tag}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(15)
+    _, day, _ = days_before(datetime.now(UTC))
+    records = stamped_records(day)
+    for partition in (0, 1):
+        mine = [r for r in records if r.partition == partition]
+        produce(
+            stack.kafka_bootstrap,
+            topic,
+            [(r.key, r.value) for r in mine],
+            partition=partition,
+            timestamps=[int(r.moment.timestamp() * 1000) for r in mine],
+        )
+    recreate_table(stack, name)
+    airflow_server.add_pipeline(
+        {
+            "name": name,
+            "topics": [topic],
+            "group_id": f"eo-{name}",
+            "hbase": {"table": name},
+            "schedule": None,  # only the runs the tests start
+            "spark": {"conf": {"spark.ui.enabled": False}},
+            "backfill": {"schedule": "@daily"},
+        }
+    )
+    found = Walk(stack, airflow_server, name, topic, day, records)
+    airflow_server.wait_for_dag(found.stream)
+    airflow_server.wait_for_dag(found.backfill)
+    yield found
+    drop_table(stack, name)
+    admin.delete_topics([topic])[topic].result(15)
+
+
+def _wait_for_success(walk: Walk, dag_id: str, run_id: str) -> None:
+    """Wait through the REST API (cheap), naming the task states when the run failed."""
+    state = walk.server.wait_for_run(dag_id, run_id, timeout=RUN_TIMEOUT_S)
+    assert state == "success", f"{dag_id} {run_id}: {state}, tasks {walk.server.task_states(dag_id, run_id)}"
+
+
+def _see_run_succeeded(browser: Browser, walk: Walk, dag_id: str, run_id: str) -> list[ui.TaskRow]:
+    """On the run's page: the heading's badge and the grid's tooltip say Success; returns
+    the Task Instances table."""
+    browser.open(f"{walk.server.url}/dags/{dag_id}/runs/{run_id}")
+    browser.wait(f"run {run_id} to show Success", lambda: ui.run_header_state(browser, run_id) == "Success", 60)
+    tooltip = browser.wait(
+        "the grid's tooltip to say Success",
+        lambda: (tip := ui.grid_tooltip(browser, run_id)) and "State: Success" in tip and tip,
+    )
+    assert f"Run ID: {run_id} State: Success" in tooltip
+    browser.shot("grid-success")
+    return browser.wait("the task table", lambda: ui.task_rows(browser))
+
+
+def test_log_in_through_the_form(browser: Browser, walk: Walk) -> None:
+    ui.log_in(browser, walk.server.url, walk.server.username, walk.server.password)
+    browser.wait("Home", lambda: browser.by_xpath("//h1[normalize-space(.)='Welcome'] | //h2[normalize-space(.)='Welcome']"))
+    assert browser.url == walk.server.url + "/"
+    nav = browser.element("[data-testid=nav-sidebar]").text.split("\n")
+    assert {"Home", "Dags", "Epochs"} <= set(nav)
+    browser.shot("home")
+    walk.done.add("login")
+
+
+def test_trigger_stream_run_and_watch_it_succeed(browser: Browser, walk: Walk) -> None:
+    walk.require("login")
+    ui.open_dag(browser, walk.server.url, walk.stream)
+    dialog = ui.open_trigger_dialog(browser, f"Trigger Dag - {walk.stream}")
+    browser.shot("trigger-dialog")
+    browser.click(browser.element("[data-testid=trigger-dag-submit]", within=dialog))
+    run_id = browser.wait("the new run's page", lambda: ui.run_id_from_url(browser, walk.stream))
+    browser.shot("run-started")
+    _wait_for_success(walk, walk.stream, run_id)
+
+    rows = _see_run_succeeded(browser, walk, walk.stream, run_id)
+    (epoch_id,) = {r.label.split()[1] for r in rows if r.label}
+    label = f"epoch {epoch_id} stream, 11 records: {walk.topic}[0]=[0,6) {walk.topic}[1]=[0,5)"
+    assert rows == [
+        ui.TaskRow("commit", label, "Success"),
+        ui.TaskRow("recover", "", "Success"),
+        ui.TaskRow("reserve", "", "Success"),
+        ui.TaskRow("write", label, "Success"),
+    ]
+    browser.open(f"{walk.server.url}/dags/{walk.stream}/runs")
+    listed = browser.wait("the run list", lambda: ui.run_list_row(browser, run_id))
+    assert (listed["state"], listed["run_type"], listed["triggering_user_name"]) == ("Success", "Manual", "admin")
+    browser.shot("run-list")
+
+    assert walk.epochs() == [("stream", "COMMITTED", run_id, [(0, 0, 6), (1, 0, 5)])]
+    assert scan(walk.stack, walk.name) == hbase_rows(walk.records)
+    walk.runs["stream"] = run_id
+    walk.done.add("stream")
+
+
+def test_trigger_form_backfills_one_partition_range(browser: Browser, walk: Walk) -> None:
+    walk.require("login", "stream")
+    recreate_table(walk.stack, walk.name)  # what the backfill rewrites is then all there is
+    ui.open_dag(browser, walk.server.url, walk.backfill)
+    dialog = ui.open_trigger_dialog(browser, f"Trigger Dag - {walk.backfill}")
+    ui.type_json_param(browser, dialog, "Partitions", "[1")
+    browser.replace_text(dialog.find_element("name", "element_start_offset"), "1")
+    browser.replace_text(dialog.find_element("name", "element_end_offset"), "4")
+    browser.wait("the Partitions editor to hold [1]", lambda: "SyntaxError" not in ui.param_field(dialog, "Partitions").text)
+    browser.shot("trigger-form-filled")
+    browser.click(browser.element("[data-testid=trigger-dag-submit]", within=dialog))
+    run_id = browser.wait("the new run's page", lambda: ui.run_id_from_url(browser, walk.backfill))
+    conf = walk.server.api("GET", f"dags/{walk.backfill}/dagRuns/{run_id}")["conf"]
+    assert conf == {
+        "topics": [],
+        "partitions": [1],
+        "start_offset": 1,
+        "end_offset": 4,
+        "start_time": None,
+        "end_time": None,
+    }
+    _wait_for_success(walk, walk.backfill, run_id)
+
+    rows = _see_run_succeeded(browser, walk, walk.backfill, run_id)
+    chunk = f"chunk 1/1, 3 offsets: {walk.topic}[1]=[1,4)"
+    assert rows == [
+        ui.TaskRow("chunk.commit", chunk, "Success"),
+        ui.TaskRow("chunk.write", chunk, "Success"),
+        ui.TaskRow("plan", "", "Success"),
+        ui.TaskRow("release", "", "Success"),
+    ]
+    assert walk.epochs()[1:] == [("backfill", "COMMITTED", run_id, [(1, 1, 4)])]
+    wanted = [r for r in walk.records if r.partition == 1 and 1 <= r.offset < 4]
+    assert scan(walk.stack, walk.name) == hbase_rows(wanted)
+    walk.runs["form"] = run_id
+    walk.done.add("form")
+
+
+def test_backfill_dialog_rewrites_exactly_one_day(browser: Browser, walk: Walk) -> None:
+    walk.require("login", "stream")
+    recreate_table(walk.stack, walk.name)
+    day, last_minute = walk.day, walk.day + timedelta(days=1) - timedelta(minutes=1)
+    ui.open_dag(browser, walk.server.url, walk.backfill)
+    ui.open_trigger_dialog(browser, f"Trigger Dag - {walk.backfill}")
+    dialog = ui.choose_backfill(browser, walk.backfill)
+    start, end = dialog.find_elements("css selector", "[data-testid=datetime-input]")[:2]
+    ui.pick_datetime(browser, start, day)
+    ui.pick_datetime(browser, end, last_minute)
+    assert (start.text, end.text) == (ui.ui_datetime(day), ui.ui_datetime(last_minute))
+    browser.wait("the dry run's answer", lambda: "1 run will be triggered." in dialog.text)
+    browser.shot("backfill-dialog-filled")
+    browser.click(browser.by_xpath(".//button[normalize-space(.)='Run Backfill']", within=dialog))
+    banner = browser.by_xpath("//*[starts-with(normalize-space(.), 'Backfill in progress')]", timeout=60)
+    browser.shot("backfill-started")
+    assert f"{day:%Y-%m-%d} 00:00:00 - {day:%Y-%m-%d} 23:59:59" in banner.text
+
+    runs = walk.server.api("GET", f"dags/{walk.backfill}/dagRuns?run_type=backfill")["dag_runs"]
+    assert [(r["data_interval_start"], r["data_interval_end"]) for r in runs] == [
+        (_iso(day), _iso(day + timedelta(days=1)))
+    ]
+    run_id = runs[0]["dag_run_id"]
+    _wait_for_success(walk, walk.backfill, run_id)
+
+    rows = _see_run_succeeded(browser, walk, walk.backfill, run_id)
+    chunk = f"chunk 1/1, 5 offsets: {walk.topic}[0]=[2,5) {walk.topic}[1]=[1,3)"
+    assert rows == [
+        ui.TaskRow("chunk.commit", chunk, "Success"),
+        ui.TaskRow("chunk.write", chunk, "Success"),
+        ui.TaskRow("plan", "", "Success"),
+        ui.TaskRow("release", "", "Success"),
+    ]
+    backfills = [e for e in walk.epochs() if e[2] == run_id]
+    assert backfills == [("backfill", "COMMITTED", run_id, [(0, 2, 5), (1, 1, 3)])]
+    assert scan(walk.stack, walk.name) == hbase_rows(in_day(walk.records, day))
+    walk.runs["dialog"] = run_id
+    walk.done.add("dialog")
+
+
+def test_epochs_page_shows_ranges_and_lag(browser: Browser, walk: Walk) -> None:
+    walk.require("login", "stream", "form", "dialog")
+    for partition, count in EXTRA_RECORDS.items():
+        produce(walk.stack.kafka_bootstrap, walk.topic, [("late", "{}")] * count, partition=partition)
+    t = walk.topic
+    expected_epochs = [  # newest first, ranges exactly as printed
+        ("backfill", "COMMITTED", walk.backfill, walk.runs["dialog"], (f"{t}[0] [2, 5)", f"{t}[1] [1, 3)"), 5),
+        ("backfill", "COMMITTED", walk.backfill, walk.runs["form"], (f"{t}[1] [1, 4)",), 3),
+        ("stream", "COMMITTED", walk.stream, walk.runs["stream"], (f"{t}[0] [0, 6)", f"{t}[1] [0, 5)"), 11),
+    ]
+    expected_partitions = [
+        epochs_page.PartitionCell(t, 0, "3", f"{t}[0] = 6 high 9 lag 3"),
+        epochs_page.PartitionCell(t, 1, "1", f"{t}[1] = 5 high 6 lag 1"),
+    ]
+
+    def shown() -> tuple[list[Any], list[epochs_page.PartitionCell], str]:
+        rows = [
+            (r.kind, r.state, r.dag_id, r.run_id, r.ranges, r.records)
+            for r in epochs_page.epoch_rows(browser)
+            if r.pipeline == walk.name
+        ]
+        return rows, epochs_page.partition_cells(browser, walk.name), epochs_page.total_lag(browser, walk.name)
+
+    # the navigation bar's Epochs entry, filtered on the pipeline through the page's form
+    browser.open(walk.server.url + "/")
+    browser.click(browser.by_xpath("//*[@data-testid='nav-sidebar']//a[normalize-space(.)='Epochs']"))
+    epochs_page.enter_epochs_iframe(browser, "eo/")
+    epochs_page.filter_pipeline(browser, walk.name)
+    browser.shot("epochs-page")
+    assert shown() == (expected_epochs, expected_partitions, "4")
+
+    # the stream DAG's Epochs tab: the page preselects the pipeline
+    browser.driver.switch_to.default_content()
+    ui.open_dag(browser, walk.server.url, walk.stream)
+    browser.click(browser.by_xpath("//a[normalize-space(.)='Epochs' and contains(@href, '/dags/')]"))
+    epochs_page.enter_epochs_iframe(browser, f"dag_id={walk.stream}")
+    browser.shot("dag-epochs-tab")
+    assert shown() == (expected_epochs, expected_partitions, "4")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
