@@ -9,7 +9,8 @@ with LocalExecutor, dag-processor, triggerer), with
 * a DAG folder of its own holding the repository's DAG template (``dags/eo_pipelines.py``,
   copied unchanged) and a ``pipelines.yaml`` that starts empty (only ``eo_recovery``)
   and that tests extend with :meth:`AirflowServer.add_pipeline`;
-* short intervals (:data:`FAST_SETTINGS`): a new pipeline's DAGs are parsed within seconds.
+* short intervals (:data:`FAST_SETTINGS`): a new pipeline's DAGs are parsed within seconds,
+  and are unpaused from the start (a triggered run starts at once).
 
 Set ``EO_TEST_KEEP_AIRFLOW=1`` to keep its files (service logs under ``logs/``, task logs
 under ``airflow/logs/``) and database after the session, for a post-mortem.
@@ -122,7 +123,7 @@ def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
         airflow.down()
         if os.environ.get("EO_TEST_KEEP_AIRFLOW"):
             print(f"airflow_server: kept {base} and database {config.database} (EO_TEST_KEEP_AIRFLOW)")
-            return
-        with contextlib.suppress(Exception):  # the stack may be gone already: nothing to drop then
-            drop_database(config)
-        shutil.rmtree(base, ignore_errors=True)
+        else:
+            with contextlib.suppress(Exception):  # the stack may be gone already: nothing to drop
+                drop_database(config)
+            shutil.rmtree(base, ignore_errors=True)

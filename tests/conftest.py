@@ -77,6 +77,12 @@ def stack() -> Iterator[StackInfo]:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use the session's real Airflow run last, one after the other: its
+    scheduler, dag-processor and triggerer then never share the 2 cores with the rest."""
+    items.sort(key=lambda item: "airflow_server" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture(scope="session")
 def airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
     """The session's real Airflow on ``stack`` (tests/airflow_server.py), started on first use."""

@@ -28,7 +28,7 @@ POPOVER = "[role=dialog][data-scope=popover][data-state=open]"
 def log_in(browser: Browser, base_url: str, username: str, password: str) -> None:
     """Open the UI, get redirected to the Simple auth manager's form, sign in, land on Home."""
     browser.open(base_url + "/")
-    browser.wait("the login form", lambda: "/auth/login" in browser.url and browser.element("input[name=username]"))
+    browser.wait("the redirect to the login form", lambda: "/auth/login" in browser.url)
     browser.shot("login-form")
     browser.element("input[name=username]").send_keys(username)
     browser.element("input[name=password]").send_keys(password)
@@ -84,7 +84,9 @@ def pick_datetime(browser: Browser, field: WebElement, moment: datetime) -> None
     browser.replace_text(date_input, moment.strftime("%Y/%m/%d"))
     browser.replace_text(time_input, moment.strftime("%H:%M"))
     time_input.send_keys(Keys.ESCAPE)
-    browser.wait("the date picker to close", lambda: not browser.driver.find_elements(By.CSS_SELECTOR, POPOVER))
+    browser.wait(
+        "the date picker to close", lambda: not browser.driver.find_elements(By.CSS_SELECTOR, POPOVER)
+    )
 
 
 def ui_datetime(moment: datetime) -> str:
@@ -115,7 +117,11 @@ def grid_tooltip(browser: Browser, run_id: str) -> str:
     tip = browser.wait(
         f"the grid tooltip of {run_id}",
         lambda: next(
-            (t for t in browser.driver.find_elements(By.CSS_SELECTOR, "[data-testid=basic-tooltip]") if run_id in t.text),
+            (
+                t
+                for t in browser.driver.find_elements(By.CSS_SELECTOR, "[data-testid=basic-tooltip]")
+                if run_id in t.text
+            ),
             None,
         ),
         timeout=10,
@@ -133,10 +139,16 @@ class TaskRow:
 
 
 def task_rows(browser: Browser) -> list[TaskRow]:
-    """The rows of the run page's Task Instances table, sorted by task and label."""
+    """The rows of the run page's Task Instances table, sorted by task and label, once the
+    table holds as many rows as its heading ("N Task Instances") announces."""
+    heading = browser.by_xpath("//*[not(*) and substring-after(normalize-space(.), ' ') = 'Task Instances']")
+    announced = int(heading.text.split()[0])
     rows = []
     for row in browser.driver.find_elements(By.CSS_SELECTOR, "[data-testid=table-list] tbody tr"):
-        cells = {c.get_attribute("data-testid"): " ".join(c.text.split()) for c in row.find_elements(By.TAG_NAME, "td")}
+        cells = {
+            c.get_attribute("data-testid"): " ".join(c.text.split())
+            for c in row.find_elements(By.TAG_NAME, "td")
+        }
         rows.append(
             TaskRow(
                 cells["table-cell-task_display_name"],
@@ -144,6 +156,8 @@ def task_rows(browser: Browser) -> list[TaskRow]:
                 cells["table-cell-state"],
             )
         )
+    if len(rows) != announced:
+        raise LookupError(f"{len(rows)} rows shown of {announced} task instances")
     return sorted(rows, key=lambda r: (r.task, r.label))
 
 

@@ -103,7 +103,9 @@ class Browser:
                 )
             time.sleep(0.5)
 
-    def element(self, css: str, timeout: float = DEFAULT_WAIT_S, within: WebElement | None = None) -> WebElement:
+    def element(
+        self, css: str, timeout: float = DEFAULT_WAIT_S, within: WebElement | None = None
+    ) -> WebElement:
         """The first displayed element matching ``css`` (waits for it)."""
         root = within or self.driver
 
@@ -112,7 +114,9 @@ class Browser:
 
         return self.wait(f"element {css}", found, timeout)
 
-    def by_xpath(self, xpath: str, timeout: float = DEFAULT_WAIT_S, within: WebElement | None = None) -> WebElement:
+    def by_xpath(
+        self, xpath: str, timeout: float = DEFAULT_WAIT_S, within: WebElement | None = None
+    ) -> WebElement:
         """The first displayed element matching ``xpath`` (waits for it)."""
         root = within or self.driver
 

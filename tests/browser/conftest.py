@@ -4,8 +4,10 @@
 and quit at session end. ``browser``: the same browser for one test (named after it, back
 in the top-level document). Screenshots go to ``test-output/screenshots/`` at the
 repository root (``$EO_TEST_OUTPUT_DIR/screenshots/`` when set): one per step, plus
-``FAILED-<test>.png``/``.html`` when a test fails. The folder is emptied when the browser
-starts and its path is printed in the summary. The marker ``browser`` is registered here.
+``NN-<test>-FAILED.png``/``.html`` when a test fails (and ``-timeout-…`` ones when a
+bounded wait runs out); chromedriver's log is ``test-output/chromedriver.log``. Both are
+emptied when the browser starts; the folder's path is printed in the summary. The marker
+``browser`` is registered here.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def chromium() -> Iterator[Browser]:
     shots = output_dir() / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    for old in [*shots.glob("*.png"), *shots.glob("*.html")]:
-        old.unlink()
-    started = start_chromium(shots, output_dir() / "chromedriver.log")
+    log = output_dir() / "chromedriver.log"
+    for old in [*shots.glob("*.png"), *shots.glob("*.html"), log]:
+        old.unlink(missing_ok=True)
+    started = start_chromium(shots, log)
     _started.append(shots)
     print(f"browser screenshots: {shots}")
     try:
@@ -52,10 +55,11 @@ def browser(chromium: Browser, request: pytest.FixtureRequest) -> Browser:
     return chromium
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
-    outcome = yield
-    report = outcome.get_result()
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     browser = getattr(item, "funcargs", {}).get("browser")
     if report.when == "call" and report.failed and isinstance(browser, Browser):
         try:
@@ -63,6 +67,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.sections.append(("browser", f"screenshot and page HTML of the failure: {path}"))
         except Exception as error:  # the browser itself may be what failed
             report.sections.append(("browser", f"no failure screenshot: {error}"))
+    return report
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

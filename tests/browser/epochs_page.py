@@ -102,6 +102,8 @@ def filter_pipeline(browser: Browser, pipeline: str) -> None:
     browser.click(browser.by_xpath("//form//button[normalize-space(.)='Show']"))
     browser.wait(
         f"the page filtered on {pipeline}",
-        lambda: Select(browser.element("select[name=pipeline]")).first_selected_option.text == pipeline
-        and f"pipeline={pipeline}" in str(browser.driver.execute_script("return location.search")),
+        lambda: (
+            Select(browser.element("select[name=pipeline]")).first_selected_option.text == pipeline
+            and f"pipeline={pipeline}" in str(browser.driver.execute_script("return location.search"))
+        ),
     )

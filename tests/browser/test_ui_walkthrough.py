@@ -16,31 +16,18 @@ and on the ledger and HBase:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from selenium.webdriver.common.by import By
 
-from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
-from airflow_provider_eo.ledger import Ledger
 from tests.airflow_server import AirflowServer
 from tests.browser import airflow_ui as ui
 from tests.browser import epochs_page
 from tests.browser.browser import Browser
-from tests.browser.walkthrough import (
-    Stamped,
-    days_before,
-    drop_table,
-    hbase_rows,
-    in_day,
-    recreate_table,
-    scan,
-    stamped_records,
-)
+from tests.browser.walkthrough import Walk, hbase_rows, in_day, recreate_table, scan, walk_on
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
 
@@ -50,77 +37,10 @@ RUN_TIMEOUT_S = 420  # a Spark write on 2 busy cores; the wait ends as soon as t
 EXTRA_RECORDS = {0: 3, 1: 1}  # produced before step 5: the lag each partition must show
 
 
-@dataclass
-class Walk:
-    """The walkthrough's pipeline and what the steps found (run ids, steps done)."""
-
-    stack: StackInfo
-    server: AirflowServer
-    name: str
-    topic: str
-    day: datetime
-    records: list[Stamped]
-    runs: dict[str, str] = field(default_factory=dict)
-    done: set[str] = field(default_factory=set)
-
-    @property
-    def stream(self) -> str:
-        return stream_dag_id(self.name)
-
-    @property
-    def backfill(self) -> str:
-        return backfill_dag_id(self.name)
-
-    def require(self, *steps: str) -> None:
-        missing = [s for s in steps if s not in self.done]
-        if missing:
-            pytest.skip(f"needs the earlier step(s) {missing}, which failed")
-
-    def epochs(self) -> list[tuple[str, str, str, list[tuple[int, int, int]]]]:
-        """(kind, state, run id, [(partition, start, end)]) of every epoch, oldest first."""
-        with Ledger(self.stack.ledger_dsn) as ledger:
-            found = ledger.list_epochs(pipeline=self.name)
-        return [
-            (e.kind.value, e.state.value, e.run_id, [(r.partition, r.start, r.end) for r in e.ranges])
-            for e in found
-        ]
-
-
 @pytest.fixture(scope="module")
 def walk(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[Walk]:
-    tag = uuid.uuid4().hex[:8]
-    name, topic = f"ui_{tag}", f"eo-ui-{tag}"
-    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(15)
-    _, day, _ = days_before(datetime.now(UTC))
-    records = stamped_records(day)
-    for partition in (0, 1):
-        mine = [r for r in records if r.partition == partition]
-        produce(
-            stack.kafka_bootstrap,
-            topic,
-            [(r.key, r.value) for r in mine],
-            partition=partition,
-            timestamps=[int(r.moment.timestamp() * 1000) for r in mine],
-        )
-    recreate_table(stack, name)
-    airflow_server.add_pipeline(
-        {
-            "name": name,
-            "topics": [topic],
-            "group_id": f"eo-{name}",
-            "hbase": {"table": name},
-            "schedule": None,  # only the runs the tests start
-            "spark": {"conf": {"spark.ui.enabled": False}},
-            "backfill": {"schedule": "@daily"},
-        }
-    )
-    found = Walk(stack, airflow_server, name, topic, day, records)
-    airflow_server.wait_for_dag(found.stream)
-    airflow_server.wait_for_dag(found.backfill)
-    yield found
-    drop_table(stack, name)
-    admin.delete_topics([topic])[topic].result(15)
+    with walk_on(stack, airflow_server) as opened:
+        yield opened
 
 
 def _wait_for_success(walk: Walk, dag_id: str, run_id: str) -> None:
@@ -133,11 +53,15 @@ def _see_run_succeeded(browser: Browser, walk: Walk, dag_id: str, run_id: str) -
     """On the run's page: the heading's badge and the grid's tooltip say Success; returns
     the Task Instances table."""
     browser.open(f"{walk.server.url}/dags/{dag_id}/runs/{run_id}")
-    browser.wait(f"run {run_id} to show Success", lambda: ui.run_header_state(browser, run_id) == "Success", 60)
-    tooltip = browser.wait(
-        "the grid's tooltip to say Success",
-        lambda: (tip := ui.grid_tooltip(browser, run_id)) and "State: Success" in tip and tip,
+    browser.wait(
+        f"run {run_id} to show Success", lambda: ui.run_header_state(browser, run_id) == "Success", 60
     )
+
+    def success_tooltip() -> str | None:
+        tip = ui.grid_tooltip(browser, run_id)
+        return tip if "State: Success" in tip else None
+
+    tooltip = browser.wait("the grid's tooltip to say Success", success_tooltip)
     assert f"Run ID: {run_id} State: Success" in tooltip
     browser.shot("grid-success")
     return browser.wait("the task table", lambda: ui.task_rows(browser))
@@ -145,7 +69,7 @@ def _see_run_succeeded(browser: Browser, walk: Walk, dag_id: str, run_id: str) -
 
 def test_log_in_through_the_form(browser: Browser, walk: Walk) -> None:
     ui.log_in(browser, walk.server.url, walk.server.username, walk.server.password)
-    browser.wait("Home", lambda: browser.by_xpath("//h1[normalize-space(.)='Welcome'] | //h2[normalize-space(.)='Welcome']"))
+    browser.by_xpath("//*[self::h1 or self::h2][normalize-space(.)='Welcome']")
     assert browser.url == walk.server.url + "/"
     nav = browser.element("[data-testid=nav-sidebar]").text.split("\n")
     assert {"Home", "Dags", "Epochs"} <= set(nav)
@@ -174,7 +98,11 @@ def test_trigger_stream_run_and_watch_it_succeed(browser: Browser, walk: Walk) -
     ]
     browser.open(f"{walk.server.url}/dags/{walk.stream}/runs")
     listed = browser.wait("the run list", lambda: ui.run_list_row(browser, run_id))
-    assert (listed["state"], listed["run_type"], listed["triggering_user_name"]) == ("Success", "Manual", "admin")
+    assert (listed["state"], listed["run_type"], listed["triggering_user_name"]) == (
+        "Success",
+        "Manual",
+        "admin",
+    )
     browser.shot("run-list")
 
     assert walk.epochs() == [("stream", "COMMITTED", run_id, [(0, 0, 6), (1, 0, 5)])]
@@ -189,9 +117,12 @@ def test_trigger_form_backfills_one_partition_range(browser: Browser, walk: Walk
     ui.open_dag(browser, walk.server.url, walk.backfill)
     dialog = ui.open_trigger_dialog(browser, f"Trigger Dag - {walk.backfill}")
     ui.type_json_param(browser, dialog, "Partitions", "[1")
-    browser.replace_text(dialog.find_element("name", "element_start_offset"), "1")
-    browser.replace_text(dialog.find_element("name", "element_end_offset"), "4")
-    browser.wait("the Partitions editor to hold [1]", lambda: "SyntaxError" not in ui.param_field(dialog, "Partitions").text)
+    browser.replace_text(dialog.find_element(By.NAME, "element_start_offset"), "1")
+    browser.replace_text(dialog.find_element(By.NAME, "element_end_offset"), "4")
+    browser.wait(
+        "the Partitions editor to hold [1]",
+        lambda: "SyntaxError" not in ui.param_field(dialog, "Partitions").text,
+    )
     browser.shot("trigger-form-filled")
     browser.click(browser.element("[data-testid=trigger-dag-submit]", within=dialog))
     run_id = browser.wait("the new run's page", lambda: ui.run_id_from_url(browser, walk.backfill))
@@ -228,7 +159,7 @@ def test_backfill_dialog_rewrites_exactly_one_day(browser: Browser, walk: Walk) 
     ui.open_dag(browser, walk.server.url, walk.backfill)
     ui.open_trigger_dialog(browser, f"Trigger Dag - {walk.backfill}")
     dialog = ui.choose_backfill(browser, walk.backfill)
-    start, end = dialog.find_elements("css selector", "[data-testid=datetime-input]")[:2]
+    start, end = dialog.find_elements(By.CSS_SELECTOR, "[data-testid=datetime-input]")[:2]
     ui.pick_datetime(browser, start, day)
     ui.pick_datetime(browser, end, last_minute)
     assert (start.text, end.text) == (ui.ui_datetime(day), ui.ui_datetime(last_minute))
@@ -237,7 +168,7 @@ def test_backfill_dialog_rewrites_exactly_one_day(browser: Browser, walk: Walk) 
     browser.click(browser.by_xpath(".//button[normalize-space(.)='Run Backfill']", within=dialog))
     banner = browser.by_xpath("//*[starts-with(normalize-space(.), 'Backfill in progress')]", timeout=60)
     browser.shot("backfill-started")
-    assert f"{day:%Y-%m-%d} 00:00:00 - {day:%Y-%m-%d} 23:59:59" in banner.text
+    assert f"{day:%Y-%m-%d} 00:00:00 - {day:%Y-%m-%d} 23:59:00" in banner.text
 
     runs = walk.server.api("GET", f"dags/{walk.backfill}/dagRuns?run_type=backfill")["dag_runs"]
     assert [(r["data_interval_start"], r["data_interval_end"]) for r in runs] == [
@@ -267,7 +198,14 @@ def test_epochs_page_shows_ranges_and_lag(browser: Browser, walk: Walk) -> None:
         produce(walk.stack.kafka_bootstrap, walk.topic, [("late", "{}")] * count, partition=partition)
     t = walk.topic
     expected_epochs = [  # newest first, ranges exactly as printed
-        ("backfill", "COMMITTED", walk.backfill, walk.runs["dialog"], (f"{t}[0] [2, 5)", f"{t}[1] [1, 3)"), 5),
+        (
+            "backfill",
+            "COMMITTED",
+            walk.backfill,
+            walk.runs["dialog"],
+            (f"{t}[0] [2, 5)", f"{t}[1] [1, 3)"),
+            5,
+        ),
         ("backfill", "COMMITTED", walk.backfill, walk.runs["form"], (f"{t}[1] [1, 4)",), 3),
         ("stream", "COMMITTED", walk.stream, walk.runs["stream"], (f"{t}[0] [0, 6)", f"{t}[1] [0, 5)"), 11),
     ]
@@ -282,7 +220,11 @@ def test_epochs_page_shows_ranges_and_lag(browser: Browser, walk: Walk) -> None:
             for r in epochs_page.epoch_rows(browser)
             if r.pipeline == walk.name
         ]
-        return rows, epochs_page.partition_cells(browser, walk.name), epochs_page.total_lag(browser, walk.name)
+        return (
+            rows,
+            epochs_page.partition_cells(browser, walk.name),
+            epochs_page.total_lag(browser, walk.name),
+        )
 
     # the navigation bar's Epochs entry, filtered on the pipeline through the page's form
     browser.open(walk.server.url + "/")

@@ -1,6 +1,6 @@
-"""The data of the browser walkthrough: one pipeline over a two-partition topic whose
-records carry Kafka timestamps spread over three whole UTC days, and what each step must
-leave in HBase.
+"""The browser walkthrough's pipeline (:func:`walk_on`, :class:`Walk`): one pipeline over a
+two-partition topic whose records carry Kafka timestamps spread over three whole UTC
+days, and what each step must leave in HBase.
 
 Days are the three whole days before today (UTC), so a Backfill over the middle one
 (``DAY``) selects a known subset; records sit on its edges (its first millisecond: in;
@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import happybase
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
+from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
+from airflow_provider_eo.ledger import Ledger
+from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
+from tests.kafka_helpers import produce
 
 MS = timedelta(milliseconds=1)
 
@@ -53,7 +61,13 @@ def stamped_records(day: datetime) -> list[Stamped]:
     before, after = day - timedelta(days=1), day + timedelta(days=1)
     moments = {
         0: [before + timedelta(hours=6), day - MS, day, day + timedelta(hours=12), after - MS, after],
-        1: [before + timedelta(hours=1), day + timedelta(hours=1), day + timedelta(hours=20), after, after + timedelta(hours=3)],
+        1: [
+            before + timedelta(hours=1),
+            day + timedelta(hours=1),
+            day + timedelta(hours=20),
+            after,
+            after + timedelta(hours=3),
+        ],
     }
     return [
         Stamped(partition, offset, f"p{partition}-{offset}", moment)
@@ -101,3 +115,117 @@ def drop_table(stack: StackInfo, table: str) -> None:
             connection.delete_table(table, disable=True)
     finally:
         connection.close()
+
+
+@dataclass
+class Walk:
+    """The walkthrough's pipeline and what the steps found (run ids, steps done)."""
+
+    stack: StackInfo
+    server: AirflowServer
+    name: str
+    topic: str
+    day: datetime
+    records: list[Stamped]
+    runs: dict[str, str] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)
+
+    @property
+    def stream(self) -> str:
+        return stream_dag_id(self.name)
+
+    @property
+    def backfill(self) -> str:
+        return backfill_dag_id(self.name)
+
+    def require(self, *steps: str) -> None:
+        missing = [s for s in steps if s not in self.done]
+        if missing:
+            pytest.skip(f"needs the earlier step(s) {missing}, which failed")
+
+    def epochs(self) -> list[tuple[str, str, str, list[tuple[int, int, int]]]]:
+        """(kind, state, run id, [(partition, start, end)]) of every epoch, oldest first."""
+        with Ledger(self.stack.ledger_dsn) as ledger:
+            found = ledger.list_epochs(pipeline=self.name)
+        return [
+            (e.kind.value, e.state.value, e.run_id, [(r.partition, r.start, r.end) for r in e.ranges])
+            for e in found
+        ]
+
+
+@pytest.fixture(scope="module")
+def walk(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[Walk]:
+    tag = uuid.uuid4().hex[:8]
+    name, topic = f"ui_{tag}", f"eo-ui-{tag}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(15)
+    _, day, _ = days_before(datetime.now(UTC))
+    records = stamped_records(day)
+    for partition in (0, 1):
+        mine = [r for r in records if r.partition == partition]
+        produce(
+            stack.kafka_bootstrap,
+            topic,
+            [(r.key, r.value) for r in mine],
+            partition=partition,
+            timestamps=[int(r.moment.timestamp() * 1000) for r in mine],
+        )
+    recreate_table(stack, name)
+    airflow_server.add_pipeline(
+        {
+            "name": name,
+            "topics": [topic],
+            "group_id": f"eo-{name}",
+            "hbase": {"table": name},
+            "schedule": None,  # only the runs the tests start
+            "spark": {"conf": {"spark.ui.enabled": False}},
+            "backfill": {"schedule": "@daily"},
+        }
+    )
+    found = Walk(stack, airflow_server, name, topic, day, records)
+    airflow_server.wait_for_dag(found.stream)
+    airflow_server.wait_for_dag(found.backfill)
+    yield found
+    drop_table(stack, name)
+    admin.delete_topics([topic])[topic].result(15)
+
+
+@contextlib.contextmanager
+def walk_on(stack: StackInfo, server: AirflowServer) -> Iterator[Walk]:
+    """Create the topic (records produced), the HBase table and the pipeline on ``server``;
+    wait for its two DAGs; drop table and topic afterwards."""
+    tag = uuid.uuid4().hex[:8]
+    name, topic = f"ui_{tag}", f"eo-ui-{tag}"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(15)
+    _, day, _ = days_before(datetime.now(UTC))
+    records = stamped_records(day)
+    for partition in (0, 1):
+        mine = [r for r in records if r.partition == partition]
+        produce(
+            stack.kafka_bootstrap,
+            topic,
+            [(r.key, r.value) for r in mine],
+            partition=partition,
+            timestamps=[int(r.moment.timestamp() * 1000) for r in mine],
+        )
+    recreate_table(stack, name)
+    server.add_pipeline(
+        {
+            "name": name,
+            "topics": [topic],
+            "group_id": f"eo-{name}",
+            "hbase": {"table": name},
+            "schedule": None,  # only the runs the tests start
+            "spark": {"conf": {"spark.ui.enabled": False}},
+            "backfill": {"schedule": "@daily"},
+        }
+    )
+    walk = Walk(stack, server, name, topic, day, records)
+    server.wait_for_dag(walk.stream)
+    server.wait_for_dag(walk.backfill)
+    try:
+        yield walk
+    finally:
+        drop_table(stack, name)
+        admin.delete_topics([topic])[topic].result(15)

@@ -408,7 +408,7 @@ def test_down_leaves_no_process_and_no_listening_port_behind(state_dir: Path) ->
     assert len(pids) == 8
     ports = [p for s in services.values() for p in s["ports"].values()]  # type: ignore[attr-defined]
     assert processes_referencing(state_dir) != {}
-    assert len(processes_with_airflow_home(state_dir / "airflow")) >= 4
+    assert len(processes_with_airflow_home(state_dir / "airflow")) >= 3  # renamed ones hide it
     result = eo_stack("down", "--state-dir", str(state_dir))
     assert result.returncode == 0, result.stderr
     assert [pid for pid in pids if Path(f"/proc/{pid}").exists() and group_members(pid)] == []

@@ -9,7 +9,10 @@ checked in test_devstack.py (its own stack).
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -26,6 +29,7 @@ from eo_devtools.demo.expected_state import ProducedRecord, expected_rows
 from eo_devtools.demo.sample_events import produce_records
 from eo_devtools.demo.verification import scan_table, verify_pipeline
 from eo_devtools.stack.airflow_api import AirflowApiError, AirflowClient
+from eo_devtools.stack.process import group_members, kill_with_groups, processes_with_env
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import stack_kafka_hook
@@ -143,3 +147,24 @@ def test_a_pipeline_added_to_the_served_file_runs_through_the_scheduler_exactly(
     assert [(e["epoch_id"], e["state"], e["kind"], e["dag_id"], e["run_id"]) for e in epochs] == [
         (epoch.epoch_id, "COMMITTED", "stream", dag_id, run_id)
     ]
+
+
+def test_down_sweep_kills_what_carries_the_marker_and_its_process_group(tmp_path: Path) -> None:
+    """What ``LocalAirflow.down`` does after the services stopped: a task runs in a process
+    group of its own, and a renamed process no longer shows the inherited marker."""
+    marker = f"marked-{uuid.uuid4().hex}"
+    script = "env -u EO_TEST_SWEEP sleep 300 & exec sleep 300"  # the child drops the marker
+    leader = subprocess.Popen(
+        ["sh", "-c", script], env={**os.environ, "EO_TEST_SWEEP": marker}, start_new_session=True
+    )
+    deadline = time.monotonic() + 10
+    while len(group_members(leader.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    members = group_members(leader.pid)
+    assert len(members) == 2
+    assert processes_with_env("EO_TEST_SWEEP", marker) == [leader.pid]
+
+    kill_with_groups(processes_with_env("EO_TEST_SWEEP", marker))
+    assert leader.wait(10) == -9
+    assert group_members(leader.pid) == []
+    assert processes_with_env("EO_TEST_SWEEP", marker) == []

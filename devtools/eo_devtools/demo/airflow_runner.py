@@ -1,7 +1,8 @@
 """Run this project's DAGs through real Airflow (``airflow dags test``) on the local stack.
 
-Used by the demo and by the end-to-end tests. Airflow keeps its SQLite metadata
-DB under ``<home>`` unless ``extra_env`` points it elsewhere
+Used by the end-to-end tests and the fault suite (the demo itself triggers runs on the
+local stack's Airflow scheduler: :mod:`eo_devtools.demo.scheduled_runs`). Airflow keeps
+its SQLite metadata DB under ``<home>`` unless ``extra_env`` points it elsewhere
 (``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN``); connections reach it only as
 ``AIRFLOW_CONN_*`` variables. Airflow runs with this interpreter, and this
 interpreter's ``bin`` directory comes first on PATH, so tasks find the same

@@ -28,8 +28,8 @@ def closing_guide(
             " epoch each; its write and commit tasks name their epoch (id, records, ranges)",
             f"  - {url}/dags/{backfill}  the backfill DAG: the replay of {topic}[0]; its"
             " Trigger form takes topics, partitions and offsets or times",
-            f"  - {url}/eo/?dag_id={quote(stream)}  the Epochs page (also the 'Epochs' entry in"
-            " the navigation and on each DAG): every epoch with its ranges, cursors and lag",
+            f"  - {url}/plugin/eo-epochs  the Epochs page ('Epochs' in the navigation, a tab on each"
+            f" DAG; alone at {url}/eo/?dag_id={quote(stream)}): every epoch, its ranges, cursors, lag",
             f"Stop everything: eo-stack down --state-dir {state_dir}",
         ]
     )

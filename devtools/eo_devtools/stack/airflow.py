@@ -3,8 +3,9 @@
 ``up`` prepares once (metadata database and role, secrets, login file, ``airflow db
 migrate``), starts every service that is not running (all at once: they import Airflow
 in parallel) and waits until the API server reports each of them healthy; a failed
-``up`` stops what it started. ``down`` stops each service's whole process group (task
-processes and the Spark jobs they run included) and returns when none is left. The
+``up`` stops what it started. ``down`` stops each service's whole process group, then the
+task processes Airflow ran in groups of their own (and the Spark jobs they started), found
+by an environment variable every service passes on; it returns when none is left. The
 local stack (:mod:`.stack`) runs one with AIRFLOW_HOME ``<state>/airflow``; the tests'
 ``airflow_server`` fixture runs another with its own DAG folder and database.
 """
@@ -16,11 +17,13 @@ from typing import Any
 
 from eo_devtools.stack.airflow_config import AirflowConfig
 from eo_devtools.stack.airflow_metadata import ensure_database, migrate
-from eo_devtools.stack.airflow_services import AIRFLOW_SERVICES, AirflowService
+from eo_devtools.stack.airflow_services import AIRFLOW_SERVICES, SERVICE_MARKER, AirflowService
 from eo_devtools.stack.ports import ensure_port_free
 from eo_devtools.stack.process import (
     group_rss_mb,
     is_running,
+    kill_with_groups,
+    processes_with_env,
     read_pid,
     start_process,
     stop_process_group,
@@ -86,12 +89,15 @@ class LocalAirflow:
             raise
 
     def down(self) -> None:
-        """Stop every service (reverse order, whole process groups); none of their processes is left."""
+        """Stop every service (reverse order, whole process groups), then SIGKILL what their
+        tasks left in process groups of their own (a Spark job outliving its task); returns
+        when none of their processes is left."""
         for service in reversed(self.services):
             pid = read_pid(service.pid_path)
             if pid is not None and is_running(pid):
                 stop_process_group(pid, first_signal=service.stop_signal, grace_s=service.stop_grace_s)
             service.pid_path.unlink(missing_ok=True)
+        kill_with_groups(processes_with_env(SERVICE_MARKER, str(self.config.home)))
 
     def status(self) -> dict[str, dict[str, Any]]:
         """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}, like the stack's;

@@ -144,9 +144,8 @@ class AirflowConfig:
             "AIRFLOW__API__SECRET_KEY": secret["api_secret_key"],
             "AIRFLOW__API_AUTH__JWT_SECRET": secret["jwt_secret"],
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.metadata_url(),
-            # Airflow builds an async engine too (asyncpg for PostgreSQL); asyncpg is not
-            # installed and only rarely used routes need it, so it points at an unused SQLite file.
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"sqlite+aiosqlite:///{self.home}/async-unused.db",
+            # the async engine (run waits, the task state store) on the same database
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": self.metadata_url("postgresql+asyncpg"),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": "3",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.home / "logs"),
         }

@@ -23,6 +23,9 @@ from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.service import Service
 
 API_PORT_KEY = "airflow-api"
+SERVICE_MARKER = "EO_STACK_AIRFLOW_HOME"
+"""Set (to AIRFLOW_HOME) in every service's environment: their task processes, which run in
+process groups of their own, inherit it, so ``down`` finds them (:func:`processes_with_env`)."""
 
 
 def health(config: AirflowConfig) -> dict[str, Any] | None:
@@ -61,7 +64,8 @@ class AirflowService(Service):
         return self.config.home
 
     def environment(self) -> dict[str, str]:
-        return {**self.config.environment(), "EO_STACK_STATE_DIR": str(self.state_dir)}
+        env = self.config.environment()
+        return {**env, "EO_STACK_STATE_DIR": str(self.state_dir), SERVICE_MARKER: str(self.config.home)}
 
     def healthy(self) -> bool:
         answer = health(self.config)

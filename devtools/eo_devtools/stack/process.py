@@ -104,6 +104,48 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Pids of live processes (this one excepted) whose environment holds ``name=value``.
+
+    Finds what a service started in a process group of its own (Airflow runs each task in
+    one) after the service itself is gone: the environment is inherited, the group is not.
+    """
+    marker = f"{name}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0") and is_running(int(entry.name)):
+                found.append(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return found
+
+
+def kill_with_groups(pids: list[int], timeout_s: float = 30.0) -> None:
+    """SIGKILL ``pids`` and their process groups (never this process's own group); wait (at
+    most ``timeout_s``) until none of them and no member of those groups is alive.
+
+    The groups matter: a process that renamed itself (``setproctitle`` overwrites the
+    environment it was found by) still shares the group of the processes that were found.
+    """
+    own_group = os.getpgid(0)
+    groups: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            group = os.getpgid(pid)
+            if group != own_group:
+                groups.add(group)
+                os.killpg(group, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(is_running(pid) for pid in pids) and not any(group_members(g) for g in groups):
+            return
+        time.sleep(0.05)
+
+
 def group_rss_mb(pgid: int) -> float:
     """Resident memory (MiB) of every live process in process group ``pgid``."""
     total_kb = 0
