@@ -11,17 +11,15 @@ import string
 from datetime import UTC, date, datetime
 from typing import Any
 
+from airflow_provider_eo.config.scheduling import parse_backfill, parse_schedule, parse_timeouts, parse_wait
 from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.specs import (
-    BackfillSpec,
     CapsSpec,
     MappingSpec,
     PipelineSpec,
     SparkResources,
     SparkSpec,
     StartingSpec,
-    TimeoutsSpec,
-    WaitSpec,
 )
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -37,8 +35,6 @@ FAMILY_ILLEGAL = re.compile(r"^\.|[:/\\]")
 MAX_BATCH_SIZE = 1_000_000
 FUNCTION_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 MEMORY_RE = re.compile(r"^\d+[kmgtKMGT]?$")
-SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly",
-                    "@yearly", "@annually")  # fmt: skip
 
 
 def parse_pipeline(section: Section) -> PipelineSpec:
@@ -69,10 +65,10 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         bad_records=section.choice("bad_records", ("fail", "dead_letter"), "fail"),
         on_data_loss=section.choice("on_data_loss", ("fail", "record_gap"), "fail"),
         spark=_parse_spark(section.child("spark")),
-        timeouts=_parse_timeouts(section.child("timeouts")),
-        backfill=_parse_backfill(section.child("backfill")),
-        wait=_parse_wait(section),
-        schedule=_parse_schedule(section),
+        timeouts=parse_timeouts(section.child("timeouts")),
+        backfill=parse_backfill(section.child("backfill")),
+        wait=parse_wait(section),
+        schedule=parse_schedule(section),
         batch_size=section.integer("batch_size", 1000, maximum=MAX_BATCH_SIZE),
         source_file=section.file,
     )
@@ -187,22 +183,6 @@ def _parse_caps(section: Section) -> CapsSpec:
     return spec
 
 
-def _parse_timeouts(section: Section) -> TimeoutsSpec:
-    defaults = TimeoutsSpec()
-    spec = TimeoutsSpec(
-        write_minutes=section.integer("write_minutes", defaults.write_minutes),
-        run_minutes=section.integer("run_minutes", defaults.run_minutes),
-    )
-    if spec.run_minutes <= spec.write_minutes:
-        section.fail(
-            "run_minutes",
-            f"must be greater than write_minutes ({spec.write_minutes}): a run includes its write, "
-            f"got {spec.run_minutes}",
-        )
-    section.finish()
-    return spec
-
-
 def _parse_spark(section: Section) -> SparkSpec:
     conf = section.raw("conf", {})
     if not isinstance(conf, dict):
@@ -243,78 +223,3 @@ def _memory(section: Section, key: str) -> str | None:
     if not isinstance(value, str) or not MEMORY_RE.fullmatch(value):
         section.fail(key, f"must be a JVM memory size such as '2g' or '512m', got {value!r}")
     return value
-
-
-def _parse_schedule(section: Section, default: str | None = None) -> str | None:
-    value = section.raw("schedule", default)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        section.fail("schedule", f"must be a cron expression, a preset or null, got {value!r}")
-    if value.startswith("@"):
-        if value not in SCHEDULE_PRESETS:
-            section.fail("schedule", f"unknown preset {value!r} (known: {', '.join(SCHEDULE_PRESETS)})")
-    elif len(value.split()) not in (5, 6):
-        section.fail("schedule", f"must be a cron expression with 5 fields or a preset, got {value!r}")
-    else:
-        _check_cron(section, value)
-    return value
-
-
-def _parse_backfill(section: Section) -> BackfillSpec:
-    """``backfill: {schedule, max_records_per_epoch, max_parallel_chunks}``; the schedule
-    must give data intervals: a cron expression or a periodic preset."""
-    schedule = _parse_schedule(section, "@daily") or "@daily"
-    if schedule in ("@once", "@continuous"):
-        section.fail(
-            "schedule", f"must be periodic (a cron expression or a preset with intervals), got {schedule!r}"
-        )
-    spec = BackfillSpec(
-        schedule=schedule,
-        max_records_per_epoch=section.integer("max_records_per_epoch", None),
-        max_parallel_chunks=section.integer("max_parallel_chunks", 1),
-    )
-    section.finish()
-    return spec
-
-
-def _check_cron(section: Section, value: str) -> None:
-    """Validate as Airflow's cron timetables do (croniter comes with Airflow; where it is
-    absent, e.g. on a Spark driver, the schedule is not used and not checked further)."""
-    try:
-        from croniter import croniter
-    except ImportError:
-        return
-    try:
-        croniter(value)
-    except ValueError as exc:
-        section.fail("schedule", f"is not a valid cron expression: {exc}")
-
-
-def _parse_wait(pipeline: Section) -> WaitSpec:
-    """``wait: {enabled, timeout_seconds, poll_seconds}`` of ``pipeline``. ``enabled``
-    defaults to whether the pipeline has a ``schedule``; ``timeout_seconds`` to 3600, or
-    half the time ``timeouts.run_minutes`` leaves beyond ``write_minutes`` if less. A run
-    that waited its whole timeout must still have time for its write."""
-    timeouts = _parse_timeouts(pipeline.child("timeouts"))
-    spare = 60 * (timeouts.run_minutes - timeouts.write_minutes)
-    section = pipeline.child("wait")
-    enabled = section.raw("enabled", pipeline.raw("schedule", None) is not None)
-    if not isinstance(enabled, bool):
-        section.fail("enabled", f"must be true or false, got {enabled!r}")
-    spec = WaitSpec(
-        enabled=enabled,
-        timeout_seconds=section.integer("timeout_seconds", min(WaitSpec.timeout_seconds, spare // 2)),
-        poll_seconds=section.integer("poll_seconds", WaitSpec.poll_seconds),
-    )
-    if spec.timeout_seconds >= spare:
-        section.fail(
-            "timeout_seconds",
-            f"must leave time for the write: less than 60 * (timeouts.run_minutes - timeouts.write_minutes) "
-            f"= {spare}, got {spec.timeout_seconds}",
-        )
-    if spec.poll_seconds > spec.timeout_seconds:
-        limit = spec.timeout_seconds
-        section.fail("poll_seconds", f"must not exceed timeout_seconds ({limit}), got {spec.poll_seconds}")
-    section.finish()
-    return spec

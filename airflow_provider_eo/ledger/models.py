@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -40,6 +41,11 @@ class PartitionRange:
         }
 
 
+def ranges_text(ranges: Iterable[PartitionRange]) -> str:
+    """Compact ``topic[p]=[start,end)`` list of ``ranges``, for log lines."""
+    return ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in ranges)
+
+
 @dataclass(frozen=True)
 class Epoch:
     """One epoch with its ranges (ordered by topic, partition)."""
@@ -67,7 +73,7 @@ class Epoch:
     @property
     def ranges_text(self) -> str:
         """Compact ``topic[p]=[start,end)`` list, for log lines."""
-        return ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in self.ranges)
+        return ranges_text(self.ranges)
 
     @property
     def end_offsets(self) -> dict[tuple[str, int], int]:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo import protocol_points
@@ -49,8 +48,16 @@ from airflow_provider_eo.ledger.fencing import (
     WritePermission,
     write_permission,
 )
-from airflow_provider_eo.ledger.models import Epoch, PartitionRange
-from airflow_provider_eo.ledger.offsets import KafkaOffsets, TopicPartition
+from airflow_provider_eo.ledger.models import Epoch, PartitionRange, ranges_text
+from airflow_provider_eo.ledger.offsets import KafkaOffsets
+from airflow_provider_eo.ledger.outcomes import (
+    AlreadyCommitted,
+    Committed,
+    NothingToReserve,
+    Reservation,
+    Reserved,
+    Settled,
+)
 from airflow_provider_eo.ledger.recovery_plan import (
     Action,
     RunIdentity,
@@ -65,54 +72,20 @@ from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
+__all__ = [
+    "AlreadyCommitted",
+    "Committed",
+    "EpochProtocol",
+    "GroupId",
+    "NothingToReserve",
+    "Reservation",
+    "Reserved",
+    "Settled",
+]
+
 #: The consumer group a commit publishes to, or how to find it from the pipeline name
 #: (called only when a stream epoch has offsets to publish).
 GroupId = str | Callable[[str], str]
-
-
-@dataclass(frozen=True)
-class Reserved:
-    """An epoch is RESERVED for the run (a retry of the run gets the same one)."""
-
-    epoch: Epoch
-
-
-@dataclass(frozen=True)
-class NothingToReserve:
-    """No epoch was opened: ``reason`` says why (no new data, empty backfill range)."""
-
-    pipeline: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class AlreadyCommitted:
-    """This run already committed exactly these ranges (a cleared or retried run
-    resuming): nothing is to be written again."""
-
-    epoch: Epoch
-
-
-Reservation = Reserved | NothingToReserve | AlreadyCommitted
-
-
-@dataclass(frozen=True)
-class Committed:
-    """The epoch is COMMITTED; ``published`` is what this call sent to ``group_id``
-    (empty for backfills and when ``already_committed``)."""
-
-    epoch: Epoch
-    published: dict[TopicPartition, int]
-    group_id: str | None
-    already_committed: bool
-
-
-@dataclass(frozen=True)
-class Settled:
-    """What :meth:`EpochProtocol.recover` / :meth:`EpochProtocol.release` did."""
-
-    pipeline: str
-    plan: SettlementPlan
 
 
 class EpochProtocol:
@@ -172,7 +145,7 @@ class EpochProtocol:
         log.info(
             "planned backfill pipeline=%s chunks=%d records=%d ranges=%s",
             spec.name, len(chunks), sum(r.record_count for r in plan.ranges),
-            ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in plan.ranges) or "-",
+            ranges_text(plan.ranges) or "-",
         )  # fmt: skip
         return chunks
 

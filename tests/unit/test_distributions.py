@@ -53,7 +53,7 @@ def test_devtools_distribution_holds_the_stack_and_the_demo() -> None:
     root = REPO / "devtools"
     project = _project(root)
     assert project["project"]["name"] == "airflow-provider-eo-devtools"
-    assert project["project"]["dependencies"] == ["airflow-provider-eo"]
+    assert project["project"]["dependencies"] == ["airflow-provider-eo", "asyncpg>=0.30,<1"]
     assert project["project"]["scripts"] == {"eo-stack": "eo_devtools.stack.cli:main"}
     packages = _packages(root)
     assert packages == ["eo_devtools", "eo_devtools.demo", "eo_devtools.stack"]
