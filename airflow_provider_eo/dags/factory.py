@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG, task_group
+
+# The task SDK types DAG(allowed_run_types=...) with this enum and exports it nowhere public.
 from airflow.sdk.api.datamodels._generated import DagRunType
 
 from airflow_provider_eo.assets import asset_for
