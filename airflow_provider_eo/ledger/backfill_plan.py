@@ -28,11 +28,14 @@ class BackfillRequest:
     """What a backfill replays: explicit ``ranges`` (a list of ``{topic, partition, start,
     end}`` or its JSON text); else, for a run Airflow's backfill created, its
     ``data_interval`` ``(start, end)`` (timezone-aware) narrowed by the form's ``topics``
-    and ``partitions``; else the Trigger form's ``params``."""
+    and ``partitions``; else the Trigger form's ``params``. ``requested_at`` (when the run
+    was created) ends a form request that gives no end, so every plan of the run (a
+    cleared run plans again) covers the same records."""
 
     ranges: str | Sequence[Any] | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     data_interval: tuple[datetime, datetime] | None = None
+    requested_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ def plan_backfill(spec: PipelineSpec, request: BackfillRequest, kafka: OffsetSou
     elif request.data_interval is not None:
         ranges = ranges_for_interval(spec, request.params, request.data_interval, kafka)
     else:
-        ranges = ranges_from_params(spec, request.params, kafka)
+        ranges = ranges_from_params(spec, request.params, kafka, until=request.requested_at)
     if not ranges:
         return BackfillPlan((), {})
     foreign = sorted({r.topic for r in ranges} - set(spec.topics))
@@ -105,8 +108,11 @@ _MS = timedelta(milliseconds=1)
 def epoch_ms(moment: datetime) -> int:
     """The Kafka timestamp (epoch ms) a record needs at least to be at or after ``moment``
     (naive = UTC): exact integer arithmetic, a fraction of a millisecond rounds up."""
-    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return -((_EPOCH - aware) // _MS)
+    utc = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    plain = datetime(  # a stdlib datetime: pendulum's subtraction gives no plain timedelta
+        utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond, tzinfo=UTC
+    )
+    return -((_EPOCH - plain) // _MS)
 
 
 def _epoch_ms(field: str, value: str) -> int:
@@ -163,12 +169,13 @@ def _ranges(
 
 
 def ranges_from_params(
-    spec: PipelineSpec, params: Mapping[str, Any], kafka: OffsetSource
+    spec: PipelineSpec, params: Mapping[str, Any], kafka: OffsetSource, *, until: datetime | None = None
 ) -> list[PartitionRange]:
     """Ranges from the backfill Trigger form (``topics``, ``partitions``, exactly one of
     ``start_offset``/``start_time``, at most one of ``end_offset``/``end_time``; no end:
-    each partition's high watermark). Partitions with nothing to replay are left out.
-    Raises ``ValueError`` naming the param (and topic/partition) at fault."""
+    the first record stamped at or after ``until`` (the run's creation), or with no
+    ``until`` each partition's high watermark). Partitions with nothing to replay are
+    left out. Raises ``ValueError`` naming the param (and topic/partition) at fault."""
     tps = _chosen_partitions(spec, params, kafka)
     start_offset, start_time = params.get("start_offset"), params.get("start_time")
     end_offset, end_time = params.get("end_offset"), params.get("end_time")
@@ -185,6 +192,8 @@ def ranges_from_params(
         ends = dict.fromkeys(tps, _param_int("end_offset", end_offset))
     elif end_time not in (None, ""):
         ends = kafka.offsets_for_timestamp(tps, _epoch_ms("end_time", str(end_time)))
+    elif until is not None:
+        ends = kafka.offsets_for_timestamp(tps, epoch_ms(until))
     else:
         ends = {tp: hw for tp, (_, hw) in kafka.watermarks(tps).items()}
     what = "end_offset" if end_offset is not None else "end_time" if end_time else "high watermark"

@@ -25,7 +25,8 @@ class OffsetSource(Protocol):
         ...
 
     def offsets_for_timestamp(self, tps: Iterable[TopicPartition], ts_ms: int) -> dict[TopicPartition, int]:
-        """Earliest offset whose timestamp is >= ``ts_ms``; -1 (or absent) if none."""
+        """Earliest offset whose timestamp is >= ``ts_ms``; the high watermark where no
+        record is that late (every partition of ``tps`` is answered)."""
         ...
 
     def committed_offsets(

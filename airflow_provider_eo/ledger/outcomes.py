@@ -33,7 +33,15 @@ class AlreadyCommitted:
     epoch: Epoch
 
 
-Reservation = Reserved | NothingToReserve | AlreadyCommitted
+@dataclass(frozen=True)
+class AlreadyWritten:
+    """This run's open epoch over exactly these ranges is already WRITTEN (a retry after
+    the vote): it needs its commit, not another write."""
+
+    epoch: Epoch
+
+
+Reservation = Reserved | NothingToReserve | AlreadyWritten | AlreadyCommitted
 
 
 @dataclass(frozen=True)

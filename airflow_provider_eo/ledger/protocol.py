@@ -52,6 +52,7 @@ from airflow_provider_eo.ledger.models import Epoch, PartitionRange, ranges_text
 from airflow_provider_eo.ledger.offsets import KafkaOffsets
 from airflow_provider_eo.ledger.outcomes import (
     AlreadyCommitted,
+    AlreadyWritten,
     Committed,
     NothingToReserve,
     Reservation,
@@ -74,6 +75,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "AlreadyCommitted",
+    "AlreadyWritten",
     "Committed",
     "EpochProtocol",
     "GroupId",
@@ -154,7 +156,8 @@ class EpochProtocol:
 
         A run may hold several backfill epochs (chunks) over disjoint ranges. The same
         ranges again: the run's open epoch (a retry) or, when the run already committed
-        exactly them, :class:`AlreadyCommitted` (a resumed run writes nothing twice).
+        exactly them, :class:`AlreadyCommitted` (a resumed run writes nothing twice);
+        already WRITTEN by it: :class:`AlreadyWritten` (only the commit is left).
         Cursors, pins and the consumer group never move. Raises ``ValueError`` for a
         malformed request, ``InvalidRanges`` for ranges outside the watermarks and
         ``OpenEpochConflict`` when the ranges overlap another open epoch of the run.
@@ -168,6 +171,9 @@ class EpochProtocol:
         if epoch.state is EpochState.COMMITTED:
             log.info("already committed by this run, nothing to write %s", _describe(epoch))
             return AlreadyCommitted(epoch)
+        if epoch.state is EpochState.WRITTEN:
+            log.info("already written by this run, only its commit is left %s", _describe(epoch))
+            return AlreadyWritten(epoch)
         return Reserved(epoch)
 
     # -- phase 2: write and vote ----------------------------------------------------

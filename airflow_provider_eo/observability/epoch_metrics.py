@@ -30,7 +30,7 @@ variables, as Airflow's own legacy names do: ``eo.epoch.records.<pipeline>``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
@@ -89,13 +89,14 @@ def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
     )  # fmt: skip
 
 
-def report_committed(epoch: Epoch, offsets: OffsetSource | None) -> None:
-    """Emit ``epoch``'s metrics, with lag when ``offsets`` is given. Never raises: the epoch
-    is committed whatever happens here (a failed watermarks call only drops the lag)."""
+def report_committed(epoch: Epoch, offsets: Callable[[], OffsetSource] | None) -> None:
+    """Emit ``epoch``'s metrics, with lag when ``offsets`` (a factory, called here) is
+    given. Never raises: the epoch is committed whatever happens here (a broker that
+    cannot be reached only drops the lag)."""
     lag: dict[TopicPartition, int] = {}
     try:
         if offsets is not None:
-            lag = partition_lag(epoch, offsets)
+            lag = partition_lag(epoch, offsets())
     except Exception as exc:
         log.warning("no lag metric pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
     try:

@@ -41,6 +41,6 @@ def report_settled_commits(
     announce it on ``asset`` (None: metrics only). Call with ``protocol``'s ledger open."""
     epochs = [protocol.ledger.get_epoch(epoch_id) for epoch_id in epoch_ids]
     for epoch in epochs:
-        report_committed(epoch, protocol.kafka if epoch.kind is EpochKind.STREAM else None)
+        report_committed(epoch, (lambda: protocol.kafka) if epoch.kind is EpochKind.STREAM else None)
     if asset is not None:
         announce_recommits(context, asset, epochs)

@@ -32,7 +32,12 @@ def backfill_request(
     interval = None
     if getattr(run_type, "value", run_type) == "backfill":
         interval = (dag_run.data_interval_start, dag_run.data_interval_end)  # type: ignore[union-attr]
-    return BackfillRequest(ranges=ranges, params=context.get("params") or {}, data_interval=interval)
+    return BackfillRequest(
+        ranges=ranges,
+        params=context.get("params") or {},
+        data_interval=interval,
+        requested_at=getattr(dag_run, "run_after", None),
+    )
 
 
 class ReserveBackfillEpochOperator(ReserveEpochOperator):

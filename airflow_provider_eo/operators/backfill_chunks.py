@@ -11,21 +11,16 @@ not), an epoch this run already committed is not written twice, and an epoch the
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_eo.config import load_pipeline
-from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
-from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve, Reserved
-from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
 from airflow_provider_eo.operators.backfill import backfill_request
-from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
+from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol
 from airflow_provider_eo.operators.write import WriteEpochOperator
 from airflow_provider_eo.operators.xcom import epoch_summary, run_identity
 
@@ -79,22 +74,16 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
         super().__init__(epoch_id="", **kwargs)
         self.ranges = ranges
 
-    @contextmanager
-    def _protocol(self) -> Iterator[EpochProtocol]:
-        ledger_conn_id, kafka_conn_id, _ = self.conn_ids
-        with EoLedgerHook(ledger_conn_id).get_ledger() as ledger:
-            yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(kafka_conn_id))
-
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
-        spec = load_pipeline(self.pipeline, self.pipelines_file)
-        with self._protocol() as protocol:
+        spec = self.spec
+        with open_protocol(self.conn_ids[0], self.conn_ids[1]) as protocol:
             outcome = protocol.reserve_backfill(
                 spec, BackfillRequest(ranges=self.ranges), run_identity(context)
             )
         if isinstance(outcome, NothingToReserve):
             raise AirflowSkipException(f"pipeline {spec.name!r}: {outcome.reason}")
         epoch = outcome.epoch
-        if isinstance(outcome, Reserved) and epoch.state is EpochState.RESERVED:
+        if isinstance(outcome, Reserved):
             self.epoch_id, self.fencing_token = epoch.epoch_id, str(epoch.fencing_token)
             super().execute(context)
         else:
@@ -102,5 +91,5 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
                 "Chunk already %s by this run, not written again: pipeline=%s epoch_id=%s ranges=%s",
                 epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
             )  # fmt: skip
-        with self._protocol() as protocol:
+        with open_protocol(self.conn_ids[0], self.conn_ids[1]) as protocol:
             return epoch_summary(protocol.ledger.get_epoch(epoch.epoch_id))

@@ -60,7 +60,7 @@ class CommitEpochOperator(PipelineOperator):
             outcome = protocol.commit(epoch_id, group_id=spec.group_id, pipeline=spec.name)
             if not outcome.already_committed:
                 stream = outcome.epoch.kind is EpochKind.STREAM
-                report_committed(outcome.epoch, protocol.kafka if stream else None)
+                report_committed(outcome.epoch, (lambda: protocol.kafka) if stream else None)
         if self.table_asset is not None:
             announce_commit(context, self.table_asset, outcome.epoch)
         return commit_summary(outcome)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -47,9 +47,14 @@ class PipelineOperator(BaseOperator):
         """The pipeline's spec; raises ``PipelineConfigError`` naming file, pipeline and field."""
         return load_pipeline(self.pipeline, self.pipelines_file)
 
-    @contextmanager
-    def epoch_protocol(self) -> Iterator[EpochProtocol]:
-        """The protocol over this operator's ledger and Kafka connections (Kafka is
-        connected only if the call needs it); the ledger is closed afterwards."""
-        with EoLedgerHook(self.ledger_conn_id).get_ledger() as ledger:
-            yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(self.kafka_conn_id))
+    def epoch_protocol(self) -> AbstractContextManager[EpochProtocol]:
+        """The protocol over this operator's ledger and Kafka connections."""
+        return open_protocol(self.ledger_conn_id, self.kafka_conn_id)
+
+
+@contextmanager
+def open_protocol(ledger_conn_id: str, kafka_conn_id: str) -> Iterator[EpochProtocol]:
+    """An :class:`EpochProtocol` over the two Airflow connections (Kafka is connected only
+    if a call needs it); the ledger is closed afterwards."""
+    with EoLedgerHook(ledger_conn_id).get_ledger() as ledger:
+        yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(kafka_conn_id))

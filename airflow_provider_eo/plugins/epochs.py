@@ -8,7 +8,8 @@ Hrefs are relative: the UI resolves them against its ``<base href>``.
 
 Settings (``airflow.cfg`` section ``[eo]`` or ``AIRFLOW__EO__...``):
 
-* ``ui_enabled`` (default True): False registers an empty plugin (no app, no views);
+* ``ui_enabled`` (default True): False registers no app and no views (the plugin then
+  only carries the backfill DAG's timetable, which Airflow needs to load those DAGs);
 * ``ui_ledger_conn_id`` (default ``eo_ledger``): the ledger connection, read through
   ``EoLedgerHook`` by the API server;
 * ``ui_kafka_conn_id`` (default ``eo_kafka``): the Kafka connection whose high
@@ -93,14 +94,19 @@ async def stream_dag_readers(request: Request) -> PipelineAccess:
     return StreamDagReaders(get_auth_manager(), user, multi_team=multi_team)
 
 
-app = create_app(
-    open_ledger,
-    dependencies=[Depends(require_airflow_user)],
-    access=stream_dag_readers,
-    watermarks=open_watermarks,
-)
+def ledger_apps() -> list[dict[str, Any]]:
+    """The ledger app at ``/eo`` (none when ``ui_enabled`` is False)."""
+    if not ui_enabled():
+        return []
+    app = create_app(
+        open_ledger,
+        dependencies=[Depends(require_airflow_user)],
+        access=stream_dag_readers,
+        watermarks=open_watermarks,
+    )
+    return [{"app": app, "url_prefix": URL_PREFIX, "name": "Epoch ledger"}]
 
-FASTAPI_APP: dict[str, Any] = {"app": app, "url_prefix": URL_PREFIX, "name": "Epoch ledger"}
+
 NAV_VIEW: dict[str, Any] = {
     "name": "Epochs",
     "href": "eo/",
@@ -122,5 +128,5 @@ class EpochLedgerPlugin(AirflowPlugin):
     name = PLUGIN_NAME
     # the backfill DAG's timetable: Airflow serializes only core or plugin-listed timetables
     timetables = [BackfillOnlyTimetable]
-    fastapi_apps = [FASTAPI_APP] if ui_enabled() else []
+    fastapi_apps = ledger_apps()
     external_views = [NAV_VIEW, DAG_VIEW] if ui_enabled() else []

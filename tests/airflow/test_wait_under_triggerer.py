@@ -30,7 +30,6 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
-from eo_devtools.stack.airflow_api import AirflowApiError
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
@@ -84,20 +83,6 @@ def wait_until_deferred(
     return states
 
 
-def wait_until_triggerable(server: AirflowServer, dag_id: str, timeout: float = 60) -> None:
-    """Until the API server can load the serialized DAG (``GET dags/{id}/details``): the DAG
-    row that ``wait_for_dag`` sees may be written a moment before the serialized DAG."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            server.api("GET", f"dags/{quote(dag_id)}/details")
-            return
-        except AirflowApiError as exc:
-            if exc.status != 404 or time.monotonic() > deadline:
-                raise
-        time.sleep(0.5)
-
-
 def task_instance(server: AirflowServer, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
     path = f"dags/{quote(dag_id)}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
     return dict(server.api("GET", path))
@@ -130,7 +115,6 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
     assert ledger.cursors(name) == {(topic, 0): 0, (topic, 1): 0}
     dag_id = stream_dag_id(name)
     airflow_server.wait_for_dag(dag_id)
-    wait_until_triggerable(airflow_server, dag_id)
 
     # 1. no data: the wait task defers to the triggerer; nothing else happens
     first = airflow_server.trigger(dag_id)

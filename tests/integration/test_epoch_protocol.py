@@ -3,7 +3,7 @@ what each call reads and changes, and that Kafka is touched only when needed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg2
@@ -11,15 +11,21 @@ import psycopg2.extensions
 import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.ledger import EpochOfAnotherPipeline, EpochProtocol, IllegalTransition, Ledger
+from airflow_provider_eo.ledger import (
+    EpochOfAnotherPipeline,
+    EpochProtocol,
+    IllegalTransition,
+    InvalidRanges,
+    Ledger,
+)
 from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.fencing import AlreadyDone, Fenced, WriteLease
-from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
+from airflow_provider_eo.ledger.protocol import AlreadyCommitted, AlreadyWritten, NothingToReserve, Reserved
 from airflow_provider_eo.ledger.recovery_plan import Action, RunIdentity
 from airflow_provider_eo.ledger.states import EpochState
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec
-from tests.kafka_helpers import created_topic, produce
+from tests.kafka_helpers import created_topic, delete_records_before, produce
 
 pytestmark = pytest.mark.integration
 RUN = RunIdentity("eo_stream__p", "run-1")
@@ -157,3 +163,26 @@ def test_backfill_reserve_release_and_recover(ledger: Ledger, hook: EoKafkaHook,
     assert ledger.get_epoch(second.epoch.epoch_id).error == (
         "recovery by eo_stream__p/run-1: owning run x/bf-2 is not live"
     )
+
+
+def test_a_retried_chunk_comes_back_as_written_then_committed_even_after_retention(
+    stack: StackInfo, ledger: Ledger, hook: EoKafkaHook, kafka_topic_factory: Callable[..., str]
+) -> None:
+    topic = kafka_topic_factory()
+    produce(stack.kafka_bootstrap, topic, [(f"k{i}", "{}") for i in range(6)], partition=0)
+    spec = make_spec(topics=[topic])
+    protocol = EpochProtocol(ledger, kafka=lambda: hook)
+    run = RunIdentity("eo_backfill__p", "bf-retry")
+    chunk = BackfillRequest(ranges=[{"topic": topic, "partition": 0, "start": 1, "end": 4}])
+    first = protocol.reserve_backfill(spec, chunk, run)
+    assert isinstance(first, Reserved)
+    voted = ledger.vote_written(first.epoch.epoch_id, first.epoch.fencing_token, {})
+    assert protocol.reserve_backfill(spec, chunk, run) == AlreadyWritten(voted)
+    committed = protocol.commit(first.epoch.epoch_id, group_id=spec.group_id).epoch
+    assert (
+        delete_records_before(stack.kafka_bootstrap, topic, 0, 3) == 3
+    )  # retention passed the chunk's start
+    assert protocol.reserve_backfill(spec, chunk, run) == AlreadyCommitted(committed)
+    with pytest.raises(InvalidRanges, match=r"outside the available offsets \[3, 6\)"):
+        protocol.reserve_backfill(spec, chunk, RunIdentity("eo_backfill__p", "another-run"))
+    assert [e.epoch_id for e in ledger.list_epochs(pipeline=spec.name)] == [first.epoch.epoch_id]

@@ -52,3 +52,11 @@ def test_ranges_round_trip_through_chunk_summaries() -> None:
     assert parse_ranges(summary) == [R("t", 0, 40, 50)]
     with pytest.raises(ValueError, match="records must equal end - start"):
         parse_ranges([{**summary[0], "records": 9}])
+
+
+def test_epoch_ms_of_a_pendulum_datetime_equals_the_stdlib_one() -> None:
+    """Airflow hands out pendulum datetimes (``context["data_interval_start"]``)."""
+    import pendulum
+
+    paris = pendulum.datetime(2026, 3, 1, 1, 0, 0, 500, tz="Europe/Paris")
+    assert epoch_ms(paris) == epoch_ms(datetime(2026, 3, 1, 0, 0, 0, 500, tzinfo=UTC)) == 1772323200001

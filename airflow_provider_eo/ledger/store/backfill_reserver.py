@@ -45,7 +45,12 @@ def validate_backfill_ranges(
 
 
 def reserve_backfill(
-    cur: Any, pipeline: str, ranges: tuple[PartitionRange, ...], dag_id: str, run_id: str
+    cur: Any,
+    pipeline: str,
+    ranges: tuple[PartitionRange, ...],
+    dag_id: str,
+    run_id: str,
+    watermarks: Mapping[TopicPartition, tuple[int, int]] | None = None,
 ) -> Epoch:
     """Insert a RESERVED backfill epoch for the run, unless the run already has these ranges.
 
@@ -55,7 +60,8 @@ def reserve_backfill(
       of the chunk, or a cleared run resuming; ABORTED ones are ignored);
     * an open epoch overlapping ``ranges`` (same partition, shared offsets) is an
       ``OpenEpochConflict``: one run never writes the same offsets twice at once;
-    * otherwise (disjoint ranges: the run's next chunk) a new epoch is inserted.
+    * otherwise (disjoint ranges: the run's next chunk) a new epoch is inserted, after
+      checking ``ranges`` against ``watermarks`` when given (``InvalidRanges``).
 
     Other runs' backfills may be open over any ranges at the same time.
     """
@@ -74,6 +80,8 @@ def reserve_backfill(
     for epoch in mine:
         if epoch.state in OPEN_STATES and _overlap(epoch.ranges, ranges):
             raise OpenEpochConflict(pipeline, epoch.epoch_id, epoch.state.value, epoch.dag_id, epoch.run_id)
+    if watermarks is not None:
+        validate_backfill_ranges(ranges, watermarks)
     return insert_epoch(cur, pipeline, EpochKind.BACKFILL, str(uuid.uuid4()), dag_id, run_id, ranges)
 
 

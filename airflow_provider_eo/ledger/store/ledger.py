@@ -97,11 +97,13 @@ class Ledger:
         watermarks: Mapping[TopicPartition, tuple[int, int]] | None = None,
     ) -> Epoch:
         """Reserve a backfill epoch over explicit ranges (``InvalidRanges`` if malformed or,
-        with ``watermarks``, outside them). Cursors and pins are never touched."""
+        with ``watermarks``, a new epoch outside them: the run's own epoch over the same
+        ranges comes back even if retention has since moved past them). Cursors and pins
+        are never touched."""
         pipeline = spec if isinstance(spec, str) else spec.name
-        checked = validate_backfill_ranges(ranges, watermarks)
+        checked = validate_backfill_ranges(ranges)
         with self._transaction() as cur:
-            epoch = reserve_backfill(cur, pipeline, checked, dag_id, run_id)
+            epoch = reserve_backfill(cur, pipeline, checked, dag_id, run_id, watermarks)
         log.info(
             "reserved epoch %s pipeline=%s kind=backfill ranges=%s",
             epoch.epoch_id,

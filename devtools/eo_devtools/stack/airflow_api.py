@@ -79,11 +79,13 @@ class AirflowClient:
         return json.loads(body) if body else None
 
     def wait_for_dag(self, dag_id: str, timeout: float = 180) -> None:
-        """Wait until the dag-processor has parsed ``dag_id`` (the API knows it)."""
+        """Wait until the dag-processor has parsed ``dag_id`` and the API server can load
+        its serialized form (``dags/{id}/details``: the DAG row may come a moment before it,
+        and a trigger needs the serialized DAG)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.api("GET", f"dags/{quote(dag_id)}")
+                self.api("GET", f"dags/{quote(dag_id)}/details")
                 return
             except AirflowApiError as exc:
                 if exc.status != 404 or time.monotonic() > deadline:
