@@ -81,7 +81,7 @@ class Ledger:
             raise outcome.error
         if outcome.epoch is not None:
             log.info(
-                "reserved epoch %s pipeline=%s kind=stream run=%s/%s ranges=%s records=%s",
+                "reserved epoch_id=%s pipeline=%s kind=stream run=%s/%s ranges=%s records=%s",
                 outcome.epoch.epoch_id, spec.name, dag_id, run_id, outcome.epoch.ranges_text,
                 outcome.epoch.record_count,
             )  # fmt: skip
@@ -105,11 +105,10 @@ class Ledger:
         with self._transaction() as cur:
             epoch = reserve_backfill(cur, pipeline, checked, dag_id, run_id, watermarks)
         log.info(
-            "reserved epoch %s pipeline=%s kind=backfill ranges=%s",
-            epoch.epoch_id,
-            pipeline,
-            epoch.ranges_text,
-        )
+            "reserved epoch_id=%s pipeline=%s kind=backfill run=%s/%s state=%s ranges=%s records=%s",
+            epoch.epoch_id, pipeline, dag_id, run_id, epoch.state.value, epoch.ranges_text,
+            epoch.record_count,
+        )  # fmt: skip
         return epoch
 
     # -- transitions ---------------------------------------------------------------
@@ -123,7 +122,7 @@ class Ledger:
         """
         with self._transaction() as cur:
             epoch = transitions.vote_written(cur, epoch_id, fencing_token, metrics)
-        log.info("epoch %s pipeline=%s voted WRITTEN metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
+        log.info("voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
         return epoch
 
     def rotate_fencing_token(self, epoch_id: int) -> str:
@@ -141,7 +140,9 @@ class Ledger:
         with self._transaction() as cur:
             epoch, changed = transitions.mark_committed(cur, epoch_id)
         if changed:
-            log.info("epoch %s pipeline=%s COMMITTED ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_text)
+            log.info(
+                "COMMITTED epoch_id=%s pipeline=%s ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_text
+            )
         return epoch
 
     def abort(self, epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch:
@@ -154,7 +155,7 @@ class Ledger:
             epoch, changed = transitions.abort(cur, epoch_id, reason, allow_written=allow_written)
         if changed:
             log.warning(
-                "epoch %s pipeline=%s ABORTED: %s ranges=%s",
+                "ABORTED epoch_id=%s pipeline=%s reason=%s ranges=%s",
                 epoch_id,
                 epoch.pipeline,
                 reason,

@@ -54,7 +54,7 @@ def reserve_stream(
     )
     for existing in open_epochs:
         if (existing.dag_id, existing.run_id) == (dag_id, run_id):
-            log.info("epoch %s pipeline=%s already reserved by this run", existing.epoch_id, spec.name)
+            log.info("already reserved by this run epoch_id=%s pipeline=%s", existing.epoch_id, spec.name)
             return StreamReservation(existing)
         raise OpenEpochConflict(
             spec.name, existing.epoch_id, existing.state.value, existing.dag_id, existing.run_id
