@@ -94,17 +94,17 @@ async def stream_dag_readers(request: Request) -> PipelineAccess:
     return StreamDagReaders(get_auth_manager(), user, multi_team=multi_team)
 
 
-def ledger_apps() -> list[dict[str, Any]]:
-    """The ledger app at ``/eo`` (none when ``ui_enabled`` is False)."""
-    if not ui_enabled():
-        return []
-    app = create_app(
+#: The ledger app mounted at ``/eo`` (None when ``ui_enabled`` is False).
+app = (
+    create_app(
         open_ledger,
         dependencies=[Depends(require_airflow_user)],
         access=stream_dag_readers,
         watermarks=open_watermarks,
     )
-    return [{"app": app, "url_prefix": URL_PREFIX, "name": "Epoch ledger"}]
+    if ui_enabled()
+    else None
+)
 
 
 NAV_VIEW: dict[str, Any] = {
@@ -128,5 +128,5 @@ class EpochLedgerPlugin(AirflowPlugin):
     name = PLUGIN_NAME
     # the backfill DAG's timetable: Airflow serializes only core or plugin-listed timetables
     timetables = [BackfillOnlyTimetable]
-    fastapi_apps = ledger_apps()
+    fastapi_apps = [{"app": app, "url_prefix": URL_PREFIX, "name": "Epoch ledger"}] if app else []
     external_views = [NAV_VIEW, DAG_VIEW] if ui_enabled() else []
