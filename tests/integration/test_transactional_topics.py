@@ -16,13 +16,14 @@ on purpose: the reservation (watermarks) and the range reader must both read
 from __future__ import annotations
 
 import logging
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import happybase
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from airflow_provider_eo.spark.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.records import TaskRange
@@ -45,10 +46,15 @@ READ_UNCOMMITTED = {"isolation.level": "read_uncommitted"}
 
 class TxProducer:
     """A transactional producer; every record is flushed before the next call, so the
-    offsets of interleaved producers follow the call order."""
+    offsets of interleaved producers follow the call order. ``commit``/``abort`` return
+    once the control marker is in the partition: the broker writes it after answering the
+    producer, and the last stable offset only moves then."""
 
     def __init__(self, bootstrap: str, topic: str, name: str) -> None:
         self.topic = topic
+        self.log_end = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"tx-{name}", **READ_UNCOMMITTED}
+        )
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -67,10 +73,21 @@ class TxProducer:
         assert self.producer.flush(30) == 0, f"{self.topic}: record {key} not delivered"
 
     def commit(self) -> None:
-        self.producer.commit_transaction(30)
+        self._finish(self.producer.commit_transaction)
 
     def abort(self) -> None:
-        self.producer.abort_transaction(30)
+        self._finish(self.producer.abort_transaction)
+
+    def _finish(self, end_transaction: Callable[[float], None]) -> None:
+        before = self._high_watermark()
+        end_transaction(30)
+        deadline = time.monotonic() + 30
+        while self._high_watermark() <= before:
+            assert time.monotonic() < deadline, f"{self.topic}: no transaction marker after 30 s"
+            time.sleep(0.05)
+
+    def _high_watermark(self) -> int:
+        return int(self.log_end.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=10)[1])
 
 
 @dataclass
