@@ -153,43 +153,6 @@ class Walk:
         ]
 
 
-@pytest.fixture(scope="module")
-def walk(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[Walk]:
-    tag = uuid.uuid4().hex[:8]
-    name, topic = f"ui_{tag}", f"eo-ui-{tag}"
-    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(15)
-    _, day, _ = days_before(datetime.now(UTC))
-    records = stamped_records(day)
-    for partition in (0, 1):
-        mine = [r for r in records if r.partition == partition]
-        produce(
-            stack.kafka_bootstrap,
-            topic,
-            [(r.key, r.value) for r in mine],
-            partition=partition,
-            timestamps=[int(r.moment.timestamp() * 1000) for r in mine],
-        )
-    recreate_table(stack, name)
-    airflow_server.add_pipeline(
-        {
-            "name": name,
-            "topics": [topic],
-            "group_id": f"eo-{name}",
-            "hbase": {"table": name},
-            "schedule": None,  # only the runs the tests start
-            "spark": {"conf": {"spark.ui.enabled": False}},
-            "backfill": {"schedule": "@daily"},
-        }
-    )
-    found = Walk(stack, airflow_server, name, topic, day, records)
-    airflow_server.wait_for_dag(found.stream)
-    airflow_server.wait_for_dag(found.backfill)
-    yield found
-    drop_table(stack, name)
-    admin.delete_topics([topic])[topic].result(15)
-
-
 @contextlib.contextmanager
 def walk_on(stack: StackInfo, server: AirflowServer) -> Iterator[Walk]:
     """Create the topic (records produced), the HBase table and the pipeline on ``server``;
