@@ -31,6 +31,8 @@ import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgspec
+
 from airflow_provider_eo.errors import RecordError
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, RowPut
 
@@ -43,23 +45,29 @@ class BadRecord(RecordError):
         self.reason = reason
 
 
-_SCALARS: dict[Any, bytes] = {True: b"true", False: b"false", None: b"null"}
+_compact_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _compact_json(value: Any) -> bytes:
+    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`` in UTF-8
+    (one encoder for every call: ``json.dumps`` with options builds a new one each time)."""
+    return _compact_encoder.encode(value).encode("utf-8")
+
+
+#: Cell encoder per exact type (JSON decoders only produce these); anything else: compact JSON.
+_ENCODERS: dict[type, Callable[[Any], bytes]] = {
+    str: lambda value: value.encode("utf-8"),
+    int: lambda value: str(value).encode(),
+    float: lambda value: repr(value).encode(),  # what json.dumps writes for a finite float
+    bool: lambda value: b"true" if value else b"false",
+    type(None): lambda _value: b"null",
+    bytes: lambda value: value,
+}
 
 
 def encode_value(value: Any) -> bytes:
     """Encode one JSON value as cell bytes (strings raw UTF-8, others compact JSON)."""
-    kind = type(value)
-    if kind is str:
-        return value.encode("utf-8")
-    if kind is int:
-        return str(value).encode()
-    if kind is float:
-        return repr(value).encode()  # what json.dumps writes for a finite float
-    if kind is bool or value is None:
-        return _SCALARS[value]
-    if kind is bytes:
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return _ENCODERS.get(type(value), _compact_json)(value)
 
 
 def _reject_constant(name: str) -> Any:
@@ -121,12 +129,16 @@ class RecordMapper:
             return RowDelete(self.kafka_key_row(record), (self.family,))
         row = self.template.render(fields) if self.template else self.kafka_key_row(record)
         columns = self._columns
+        encoders = _ENCODERS
         cells = {}
-        for name, value in fields.items():
-            column = columns.get(name)
-            if column is None:
-                column = columns[name] = self.column(name)
-            cells[column] = encode_value(value)
+        try:
+            for name, value in fields.items():
+                column = columns.get(name)
+                if column is None:
+                    column = columns[name] = self.column(name)
+                cells[column] = encoders.get(type(value), _compact_json)(value)
+        except UnicodeEncodeError as exc:  # a "\ud800" escape decodes to a lone surrogate
+            raise BadRecord(f"a string is not encodable as UTF-8 (lone surrogate escape?): {exc}") from None
         return RowPut(row, cells)
 
     def column(self, name: str | bytes) -> bytes:
@@ -145,14 +157,32 @@ class RecordMapper:
         raise NotImplementedError
 
 
+_decode_json = msgspec.json.Decoder().decode
+
+
 class JsonMapping(RecordMapper):
-    """The default mapping: JSON object -> one column per top-level field."""
+    """The default mapping: JSON object -> one column per top-level field.
+
+    Values are decoded by msgspec; a value msgspec refuses is decoded again by the
+    standard library, which accepts exactly what it always did (lone surrogate escapes)
+    and words the errors of bad records. msgspec accepts a subset of what the standard
+    library accepts and decodes it to equal values.
+    """
 
     def fields(self, record: KafkaRecord) -> Mapping[str, Any] | None:
         if record.value is None:
             return None
         try:
-            text = record.value.decode("utf-8")
+            value = _decode_json(record.value)
+        except (msgspec.MsgspecError, ValueError):  # UnicodeDecodeError included
+            return self._stdlib_fields(record.value)
+        if not isinstance(value, dict):
+            raise BadRecord(f"JSON value is not an object (got {type(value).__name__})")
+        return value
+
+    def _stdlib_fields(self, raw: bytes) -> Mapping[str, Any]:
+        try:
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BadRecord(f"value is not valid UTF-8: {exc}") from None
         try:

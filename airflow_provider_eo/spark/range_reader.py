@@ -127,7 +127,7 @@ def _records(
             if offset < next_offset:  # already handled (defensive: a refetch after an error)
                 continue
             next_offset = offset + 1
-            yield _to_record(msg, offset)
+            yield _to_record(msg, rng, offset)
 
 
 def _eof_reason(consumer: Consumer, rng: TaskRange, position: int) -> str:
@@ -178,14 +178,14 @@ def _next_messages(consumer: Consumer, batch_size: int, wait_s: float) -> list[M
     return [] if msg is None else [msg]
 
 
-def _to_record(msg: Message, offset: int) -> KafkaRecord:
-    headers = tuple((str(name), _as_bytes(raw)) for name, raw in _header_pairs(msg))
+def _to_record(msg: Message, rng: TaskRange, offset: int) -> KafkaRecord:
+    headers = tuple((str(name), _as_bytes(raw)) for name, raw in _header_pairs(msg)) if msg.headers() else ()
     _, ts = msg.timestamp()
     key = msg.key()
     value = msg.value()
     return KafkaRecord(
-        topic=str(msg.topic()),
-        partition=int(msg.partition() or 0),
+        topic=rng.topic,  # the consumer is assigned this one partition only
+        partition=rng.partition,
         offset=offset,
         key=_as_bytes(key),
         value=_as_bytes(value),

@@ -2,7 +2,8 @@
 
 Runs on an executor. Everything it needs travels in :class:`TaskSettings` inside
 the task closure (resolved on the driver from its environment); executors never
-read connection files or environment variables. The task either reaches the end
+read connection files or environment variables. HBase writes overlap the reading:
+segments go out on a writer thread (:mod:`~airflow_provider_eo.spark.segment_pipeline`). The task either reaches the end
 of its range and returns :class:`TaskMetrics`, or raises (range unreadable, bad
 record under the ``fail`` policy, HBase unwritable): a partial range is never
 reported as written. Inside Spark, such an ``EoError`` leaves the executor as an
@@ -29,6 +30,7 @@ from airflow_provider_eo.spark.hbase_writer import SegmentWriter
 from airflow_provider_eo.spark.mapping import BadRecord, build_mapper
 from airflow_provider_eo.spark.range_reader import read_range
 from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
 
@@ -105,13 +107,13 @@ def run_task(
         flush_every=settings.batch_size,
     )
     writer = SegmentWriter(settings.hbase_kwargs, settings.hbase_table)
+    writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
     builder = SegmentBuilder(settings.batch_size)
 
     def write(segment: Segment) -> None:
-        writer.write(segment)
+        writes.submit(segment)
         metrics.segments += 0 if segment.is_empty() else 1
         metrics.cells_written += segment.cell_count
-        protocol_points.passed("spark.task.after_segment")
 
     try:
         for record in read_range(settings.kafka_config, rng, settings.batch_size, settings.read_timeout_s):
@@ -130,8 +132,10 @@ def run_task(
         last = builder.finish()
         if last is not None:
             write(last)
+        writes.finish()
         handler.flush()
     finally:
+        writes.close()
         writer.close()
         ledger_sink.close()
     metrics.bad_records = handler.count

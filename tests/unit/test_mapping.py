@@ -140,3 +140,53 @@ def test_load_function_errors_name_the_path(path: str, message: str) -> None:
 def test_invalid_row_key_templates_are_rejected(template: str) -> None:
     with pytest.raises(ValueError, match="row key template"):
         build_mapper("cf", row_key_template=template)
+
+
+def stdlib_cells(value: bytes) -> dict[bytes, bytes] | str:
+    """The mapping's documented encoding computed with the standard library only, or the error."""
+
+    def finite(text: str) -> float:
+        if abs(float(text)) == float("inf"):
+            raise ValueError(text)
+        return float(text)
+
+    def reject(constant: str) -> None:
+        raise ValueError(constant)
+
+    try:
+        fields = json.loads(value.decode("utf-8"), parse_constant=reject, parse_float=finite)
+        if not isinstance(fields, dict):
+            return "not an object"
+        return {
+            b"cf:" + k.encode(): v.encode() if isinstance(v, str)
+            else json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+            for k, v in fields.items()
+        }  # fmt: skip
+    except ValueError as exc:  # UnicodeError included
+        return type(exc).__name__
+
+
+TRICKY_JSON = [
+    b'{"big":123456789012345678901234567890,"neg":-0.0,"e16":1e16,"tiny":5e-324,"third":0.1}',
+    b'{"dup":1,"dup":"last wins"}',
+    '{"u":"h\u00e9llo \u2028 \u00f1","esc":"tab\\tquote\\"nl\\n\\u0001"}'.encode(),
+    b'{"nested":{"f":[1.5,2e-7,{"x":null}],"b":true},"empty":{},"list":[]}',
+    b'{"lone":"\\ud800"}',
+    b'\xef\xbb\xbf{"bom":1}',
+    b'{"bad utf8":"\xff"}',
+    b'{"nan":NaN}',
+    b'{"inf":1e999}',
+    b"[1,2]",
+    b'  {"spaces":  1 }  ',
+]
+
+
+@pytest.mark.parametrize("value", TRICKY_JSON)
+def test_fast_json_path_gives_the_standard_librarys_cells_or_rejects_the_same_records(value: bytes) -> None:
+    expected = stdlib_cells(value)
+    try:
+        mutation = build_mapper("cf").map(rec(value))
+    except BadRecord:
+        assert isinstance(expected, str), f"{value!r} is valid for the standard library: {expected!r}"
+        return
+    assert mutation == RowPut(b"k1", expected)

@@ -1,0 +1,48 @@
+"""``python -m benchmarks [--quick] [--only SECTION,...]``: the benchmark suite on the local stack.
+
+Sections (each a ratio or a figure measured against a baseline in this run):
+
+* ``write``: 1M JSON records (``--quick``: 100k) over 8 partitions; the write step
+  (spark-submit, local[2]) vs the hand-written loop, the read-only and write-only bounds;
+* ``memory``: the write step's peak RSS at 10 x the ``write`` size vs at that size;
+* ``reserve_commit``: reserve + commit at 100, 1,000 and 10,000 partitions, and after
+  100,000 epochs of history (``--quick``: fewer);
+* ``epoch_overhead``: one 1-record epoch under a real Airflow scheduler, broken down;
+* ``standalone``: the write step on a Spark standalone cluster with 1 and 2 workers.
+
+Uses the local stack in ``--state-dir`` (default ``$EO_STACK_STATE_DIR`` or
+``.eo-state``), started for the run (Airflow too when ``epoch_overhead`` runs) and
+stopped afterwards when it was not running. Prints a table and writes the JSON report
+to ``benchmarks/results/latest.json``. Runs under the repository's ``.venv`` even when
+it is not activated.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _reexec_in_venv() -> None:
+    """Run again with the repository's virtualenv interpreter when this one lacks the stack."""
+    venv_python = REPO / ".venv" / "bin" / "python"
+    try:
+        import pyspark  # noqa: F401
+
+        import eo_devtools.stack  # noqa: F401
+    except ImportError:
+        if venv_python.exists() and Path(sys.executable) != venv_python:
+            os.execv(str(venv_python), [str(venv_python), "-m", "benchmarks", *sys.argv[1:]])
+        raise SystemExit(
+            f"benchmarks: run `bash scripts/setup.sh` first ({venv_python} is missing)"
+        ) from None
+
+
+if __name__ == "__main__":
+    _reexec_in_venv()
+    from benchmarks.suite import main
+
+    sys.exit(main())

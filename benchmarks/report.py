@@ -1,0 +1,73 @@
+"""The benchmark report: the machine it ran on, the JSON file, and the printed table."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+def machine() -> dict[str, Any]:
+    """CPU model and count, memory, OS, Python and Java versions of this machine."""
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in _read("/proc/cpuinfo").splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    java = subprocess.run(
+        ["java", "-version"], capture_output=True, text=True, check=False
+    ).stderr.splitlines()
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "java": java[0] if java else None,
+    }
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def write_report(report: Mapping[str, Any], path: Path) -> None:
+    """Write ``report`` as indented JSON (the parent directory is created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+
+
+def table(report: Mapping[str, Any]) -> str:
+    """The figures and the targets as aligned text."""
+    lines = []
+    write = report.get("write")
+    if write:
+        lines.append(f"write throughput, {write['records']:,} records over {write['partitions']} partitions:")
+        lines.append(
+            f"  {'run':<12} {'records/s':>10} {'MB/s':>7} {'client CPU s/M':>15} {'server CPU s/M':>15}"
+        )
+        for name, run in write["runs"].items():
+            lines.append(
+                f"  {name:<12} {run['records_per_s']:>10,} {run['mb_per_s']:>7} "
+                f"{run['client_cpu_s_per_million']:>15} {run['server_cpu_s_per_million']:>15}"
+            )
+    for key in ("reserve_commit_ms", "standalone", "memory", "epoch_overhead_parts"):
+        if key in report:
+            lines.append(f"{key}: {json.dumps(report[key])}")
+    lines.append("targets:")
+    for check in report.get("targets", []):
+        verdict = {True: "met", False: "NOT MET", None: "not measured"}[check["met"]]
+        lines.append(f"  {verdict:<12} {check['target']}: {check['figure']} (target {check['bound']})")
+    return "\n".join(lines)

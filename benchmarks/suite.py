@@ -1,0 +1,108 @@
+"""The suite's command line: which sections run, on which stack, and the report they make."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import write_memory, write_throughput
+from benchmarks.dataset import delete_topic, produce_dataset
+from benchmarks.report import machine, table, write_report
+from benchmarks.targets import check_targets
+from eo_devtools.stack.stack import LocalStack
+
+SECTIONS = ("write", "memory", "reserve_commit", "standalone", "epoch_overhead")
+DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description="airflow-provider-eo benchmarks"
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (minutes instead of an hour)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
+    parser.add_argument(
+        "--records", type=int, default=None, help="write dataset size (default 1M, quick 100k)"
+    )
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument(
+        "--state-dir", type=Path, default=Path(os.environ.get("EO_STACK_STATE_DIR", ".eo-state"))
+    )
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args(argv)
+    args.sections = [s for s in args.only.split(",") if s]
+    unknown = set(args.sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)} (known: {', '.join(SECTIONS)})")
+    return args
+
+
+def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
+    """Every selected section's results, merged into one report body."""
+    report: dict[str, Any] = {}
+    records = args.records or (100_000 if args.quick else 1_000_000)
+    if "write" in args.sections or "memory" in args.sections:
+        dataset = produce_dataset(stack.kafka_bootstrap, records, args.partitions)
+        try:
+            report["write"] = write_throughput.run(stack, dataset)
+            if "memory" in args.sections:
+                report["memory"] = write_memory.run(stack, dataset, report["write"]["runs"]["write_step"])
+                report["memory_ratio_10m_1m"] = report["memory"]["ratio"]
+        finally:
+            delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "reserve_commit" in args.sections:
+        from benchmarks import reserve_commit
+
+        report.update(reserve_commit.run(stack, quick=args.quick))
+    if "standalone" in args.sections:
+        from benchmarks import standalone
+
+        dataset = produce_dataset(stack.kafka_bootstrap, records, args.partitions)
+        try:
+            report.update(standalone.run(stack, dataset, quick=args.quick))
+        finally:
+            delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "epoch_overhead" in args.sections:
+        from benchmarks import epoch_overhead
+
+        report.update(epoch_overhead.run(stack, quick=args.quick))
+    return report
+
+
+def airflow_healthy(stack: LocalStack) -> bool:
+    """True when the stack's Airflow API server answers."""
+    return bool(stack.status().get("airflow-api-server", {}).get("healthy"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the suite; returns 0 when every measured target is met, 1 otherwise."""
+    args = parse_args(argv)
+    stack = LocalStack(args.state_dir)
+    with_airflow = "epoch_overhead" in args.sections
+    started_here = not stack.is_up() or (with_airflow and not airflow_healthy(stack))
+    if started_here:
+        stack.up(airflow=with_airflow)
+    began = time.monotonic()
+    try:
+        body = run_sections(stack, args)
+    finally:
+        if started_here:
+            stack.down()
+    report = {
+        "mode": "quick" if args.quick else "full",
+        "sections": args.sections,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - began),
+        "machine": machine(),
+        **body,
+    }
+    report["targets"] = check_targets(report)
+    write_report(report, args.output)
+    print(table(report))
+    print(f"report: {args.output}")
+    return 0 if all(check["met"] is not False for check in report["targets"]) else 1

@@ -1,0 +1,66 @@
+"""The issue's performance targets, checked against a report (never in a timed test).
+
+Each :class:`Target` reads one figure of the report by its dotted key path and
+compares it with a bound. A figure that is missing (its section did not run) is
+reported as ``not measured``, never as met.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Target:
+    """``figure <op> bound`` for the figure at ``key`` (dots separate levels)."""
+
+    key: str
+    op: str
+    bound: float
+    what: str
+
+    def figure(self, report: Mapping[str, Any]) -> float | None:
+        """The figure, or None when the report does not have it."""
+        node: Any = report
+        for part in self.key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return None
+            node = node[part]
+        return float(node) if isinstance(node, int | float) else None
+
+    def check(self, report: Mapping[str, Any]) -> dict[str, Any]:
+        """``{"target", "key", "figure", "bound", "met"}``; ``met`` is None when not measured."""
+        value = self.figure(report)
+        met = None if value is None else OPERATORS[self.op](value, self.bound)
+        return {
+            "target": self.what,
+            "key": self.key,
+            "figure": value,
+            "bound": f"{self.op} {self.bound:g}",
+            "met": met,
+        }
+
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "<": operator.lt,
+}
+
+TARGETS = (
+    Target("write.ratio_vs_loop", ">=", 1.0, "write step >= 1.0x the hand-written loop"),
+    Target("write.ratio_vs_bound", ">=", 0.7, "write step >= 0.7x min(read-only, write-only bound)"),
+    Target("reserve_commit_ms.100", "<", 100, "reserve + commit < 100 ms at 100 partitions"),
+    Target("reserve_commit_ms.10000", "<", 3000, "reserve + commit < 3 s at 10,000 partitions"),
+    Target("reserve_commit_history_ratio", "<=", 1.2, "reserve + commit flat in epoch history (100k epochs)"),
+    Target("epoch_overhead_s", "<=", 15, "one-epoch fixed overhead <= 15 s"),
+    Target("memory_ratio_10m_1m", "<=", 1.2, "write-step peak memory at 10M <= 1.2x at 1M"),
+)
+
+
+def check_targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every target checked against ``report``."""
+    return [target.check(report) for target in TARGETS]
