@@ -119,7 +119,8 @@ def run_write_step(
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # spark-submit's SPARK_HOME
+    # spark-submit looks for SPARK_HOME through the python on PATH: the venv's first
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     servers = server_pids(stack)
     server_before = cpu_seconds(servers)
     started = time.monotonic()

@@ -3,10 +3,10 @@
 Runs on an executor. Everything it needs travels in :class:`TaskSettings` inside
 the task closure (resolved on the driver from its environment); executors never
 read connection files or environment variables. HBase writes overlap the reading:
-segments go out on a writer thread (:mod:`~airflow_provider_eo.spark.segment_pipeline`). The task either reaches the end
-of its range and returns :class:`TaskMetrics`, or raises (range unreadable, bad
-record under the ``fail`` policy, HBase unwritable): a partial range is never
-reported as written. Inside Spark, such an ``EoError`` leaves the executor as an
+segments go out on a writer thread (:mod:`~airflow_provider_eo.spark.segment_pipeline`).
+The task either reaches the end of its range and returns :class:`TaskMetrics`, or
+raises (range unreadable, bad record under the ``fail`` policy, HBase unwritable): a
+partial range is never reported as written. Inside Spark, such an ``EoError`` leaves the executor as an
 :class:`~airflow_provider_eo.spark.task_errors.ExecutorTaskError` carrying it as data.
 """
 
@@ -33,6 +33,7 @@ from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.worker_gc import task_gc
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +168,8 @@ def task_partition_function(settings: TaskSettings) -> Any:
         configure_logging()
         for rng in ranges:
             try:
-                metrics = run_task(settings, rng)
+                with task_gc():
+                    metrics = run_task(settings, rng)
             except EoError as exc:
                 data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
                 raise ExecutorTaskError(data) from exc
