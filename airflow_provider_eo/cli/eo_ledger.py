@@ -5,7 +5,8 @@ The ledger DSN is never a required argument (arguments are visible to other user
 ``AIRFLOW_CONN_<CONN_ID>`` (``--conn-id``, default ``eo_ledger``; URI or JSON form).
 Kafka (``lag``, ``commit``) uses ``AIRFLOW_CONN_<KAFKA_CONN_ID>`` (default ``eo_kafka``).
 Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for failures,
-2 for refusals (``commit``/``abort`` without ``--yes``) and usage errors.
+2 for refusals (``commit``/``abort`` without ``--yes``, ``prune`` without a pipeline
+selector or a criterion) and usage errors. ``prune`` without ``--yes`` is a dry run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.queries import EpochFilter
+from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
 DSN_ENV = "EO_LEDGER_DSN"
 
@@ -74,6 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
     abort.add_argument("--yes", action="store_true", help="confirm")
     abort.add_argument("--allow-written", action="store_true", help="also abort a WRITTEN epoch")
     abort.add_argument("--reason", default="aborted by operator (eo-ledger)")
+    prune = sub.add_parser(
+        "prune", help="delete old COMMITTED/ABORTED epochs (dry run without --yes); cursors never move"
+    )
+    prune.add_argument("--pipeline", action="append", help="a pipeline to prune (repeatable)")
+    prune.add_argument("--all-pipelines", action="store_true", help="prune every pipeline of the ledger")
+    prune.add_argument("--older-than-days", type=int, help="settled more than N days ago")
+    prune.add_argument("--keep-last", type=int, help="keep the N newest settled epochs of each pipeline")
+    prune.add_argument("--batch-size", type=int, default=1000, help="epochs per delete transaction")
+    prune.add_argument("--yes", action="store_true", help="delete (without it: report what would go)")
     dead = sub.add_parser("dead-letters", help="dead-lettered records of a pipeline")
     dead.add_argument("--pipeline", required=True)
     dead.add_argument("--limit", type=int, default=100)
@@ -92,10 +103,20 @@ def epoch_filter(args: argparse.Namespace) -> EpochFilter:
     )
 
 
+def prune_policy(args: argparse.Namespace) -> PrunePolicy:
+    """The policy of ``eo-ledger prune``; ``Refused`` (exit 2) when it names no criterion."""
+    try:
+        return PrunePolicy(older_than_days=args.older_than_days, keep_last=args.keep_last)
+    except ValueError as exc:
+        raise Refused(str(exc)) from exc
+
+
 def run(args: argparse.Namespace) -> Any:
     """Execute the parsed command; returns the JSON-serializable answer."""
     if args.command in ("commit", "abort") and not args.yes:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
+    if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
+        raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
     from airflow_provider_eo.ledger.protocol import EpochProtocol
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
@@ -110,6 +131,10 @@ def run(args: argparse.Namespace) -> Any:
             return ledger.get_epoch(args.epoch_id).to_detail()
         if args.command == "lag":
             return commands.lag(ledger, args.pipeline, commands.kafka_hook(args.kafka_conn_id))
+        if args.command == "prune":
+            return commands.prune(
+                ledger, args.pipeline, prune_policy(args), yes=args.yes, batch=args.batch_size
+            )
         if args.command == "dead-letters":
             return commands.dead_letters(ledger, args.pipeline, args.limit)
         protocol = EpochProtocol(ledger, kafka=lambda: commands.kafka_hook(args.kafka_conn_id))

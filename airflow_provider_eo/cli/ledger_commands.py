@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.protocol import EpochProtocol, GroupId
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.queries import EpochFilter
+from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
 
 def migrate(ledger: Ledger) -> dict[str, Any]:
@@ -89,6 +90,23 @@ def dead_letters(ledger: Ledger, pipeline: str, limit: int) -> dict[str, Any]:
         "pipeline": pipeline,
         "count": ledger.dead_letter_count(pipeline),
         "dead_letters": ledger.list_dead_letters(pipeline, limit),
+    }
+
+
+def prune(
+    ledger: Ledger, pipelines: Sequence[str] | None, policy: PrunePolicy, *, yes: bool, batch: int
+) -> dict[str, Any]:
+    """Prune settled epochs of ``pipelines`` (every pipeline when None): with ``yes``,
+    delete them in batches of ``batch``; without it, only count them (a dry run)."""
+    counts = (
+        ledger.prune(pipelines, policy, batch_size=batch) if yes else ledger.prune_plan(pipelines, policy)
+    )
+    return {
+        "dry_run": not yes,
+        "policy": {"older_than_days": policy.older_than_days, "keep_last": policy.keep_last},
+        "pipelines": [count.to_json() for count in counts],
+        "epochs": sum(count.epochs for count in counts),
+        "ranges": sum(count.ranges for count in counts),
     }
 
 

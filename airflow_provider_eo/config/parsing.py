@@ -35,6 +35,8 @@ FAMILY_ILLEGAL = re.compile(r"^\.|[:/\\]")
 MAX_BATCH_SIZE = 1_000_000
 FUNCTION_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 MEMORY_RE = re.compile(r"^\d+[kmgtKMGT]?$")
+#: What ``spark-submit --master`` accepts: local modes, standalone (HA lists too), YARN, Kubernetes.
+MASTER_RE = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://\S+|yarn|k8s://\S+)$")
 
 
 def parse_pipeline(section: Section) -> PipelineSpec:
@@ -192,6 +194,16 @@ def _parse_spark(section: Section) -> SparkSpec:
             section.fail(f"conf.{key}", f"must map a property name to a scalar, got {value!r}")
     deploy_mode = section.choice("deploy_mode", ("client", "cluster"), "client")
     master = section.string("master", None)
+    if master is not None and not MASTER_RE.fullmatch(master):
+        section.fail(
+            "master", f"must be a Spark master URL (local[N], spark://, yarn, k8s://), got {master!r}"
+        )
+    if deploy_mode == "cluster" and master is not None and master.startswith("spark://"):
+        section.fail(
+            "deploy_mode",
+            f"'cluster' with master {master!r}: Spark runs Python applications on a standalone "
+            "cluster in client deploy mode only (cluster mode needs YARN or Kubernetes)",
+        )
     res = section.child("resources")
     resources = SparkResources(
         driver_memory=_memory(res, "driver_memory"),

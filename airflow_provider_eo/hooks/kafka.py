@@ -16,8 +16,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from airflow.sdk import BaseHook
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
@@ -124,11 +131,59 @@ class EoKafkaHook(BaseHook):
     def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
         """(low, high) watermark of each partition, read from the broker (not cached).
 
-        ``high`` is the partition's last stable offset (the consumer reads read_committed,
-        whatever the connection says): the end of the records whose transactions are decided.
-        While a transaction is open it stays at the transaction's first offset, so ranges
-        reserved up to it never wait for, nor end inside, an undecided transaction.
+        ``high`` is the partition's last stable offset (asked read_committed, whatever the
+        connection says): the end of the records whose transactions are decided. While a
+        transaction is open it stays at the transaction's first offset, so ranges reserved
+        up to it never wait for, nor end inside, an undecided transaction.
+
+        Two batched admin requests (ListOffsets earliest and latest, sent together)
+        whatever the number of partitions. Partitions they could not answer are asked
+        again one by one, so an error names its own partition: :class:`EoKafkaError`
+        ``watermarks of <topic>[<partition>]: ...`` (or the count on a batch timeout).
         """
+        wanted = sorted(set(tps))
+        if not wanted:
+            return {}
+        admin = self._admin()  # referenced until answered: a destroyed client abandons requests
+        requests = [
+            self._list_offsets(admin, wanted, spec) for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
+        ]
+        try:
+            lows, highs = (self._answers(futures, len(wanted)) for futures in requests)
+        finally:
+            requests.clear()  # the futures go before the client (see commit_offsets)
+            del admin
+        answered = {tp: (lows[tp], highs[tp]) for tp in wanted if tp in lows and tp in highs}
+        if len(answered) < len(wanted):
+            answered.update(self._watermarks_one_by_one([tp for tp in wanted if tp not in answered]))
+        return answered
+
+    def _list_offsets(self, admin: AdminClient, tps: list[TP], spec: OffsetSpec) -> dict[Any, Any]:
+        """Send one ListOffsets request (read_committed) for ``tps``; its futures by partition."""
+        return admin.list_offsets(
+            {TopicPartition(t, p): spec for t, p in tps},
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=self.settings.timeout_s,
+        )
+
+    def _answers(self, futures: Mapping[Any, Any], count: int) -> dict[TP, int]:
+        """The offsets one ListOffsets request answered (failed partitions left out);
+        :class:`EoKafkaError` when no answer comes within the connection's timeout."""
+        timeout = self.settings.timeout_s
+        answers: dict[TP, int] = {}
+        for tp, future in futures.items():
+            try:
+                answers[(tp.topic, tp.partition)] = int(future.result(timeout=timeout + 1).offset)
+            except KafkaException:
+                continue
+            except FutureTimeout as exc:
+                raise EoKafkaError(
+                    f"watermarks of {count} partition(s): no answer within {timeout:g}s"
+                ) from exc
+        return answers
+
+    def _watermarks_one_by_one(self, tps: list[TP]) -> dict[TP, tuple[int, int]]:
+        """One consumer query per partition: the fallback that names a failing partition."""
         result: dict[TP, tuple[int, int]] = {}
         with self._consumer() as consumer:
             for topic, partition in tps:

@@ -15,21 +15,38 @@ how settings reach the Spark application without ever appearing on a command lin
   Spark hook would otherwise turn ``env_vars`` into ``--conf`` arguments.
 
 The application arguments carry only names and ids (pipeline, epoch id).
+
+Where the driver and executors run: ``spark.master`` of the pipeline overrides the
+Spark connection's master; on any master but
+``local`` the package's code travels as a ``--py-files`` zip built for the submission
+(``airflow_provider_eo.spark.package_zip``), so executors need its dependencies but not
+the package itself. ``spark.resources`` become spark-submit options
+(:mod:`airflow_provider_eo.operators.spark_submission`).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook
 
 from airflow_provider_eo.config.loader import resolve_pipelines_file
 from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.operators.spark_submission import (
+    MasterOverrideSparkSubmitHook,
+    is_standalone,
+    resource_options,
+)
+from airflow_provider_eo.spark.package_zip import build_zip
 
 PIPELINES_YAML_ENV = "EO_PIPELINES_YAML"
 CLUSTER_ENV_PREFIXES = ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
@@ -79,10 +96,14 @@ class WriteEpochOperator(SparkSubmitOperator):
     :param fencing_token: the token the reserve task returned (templated); the application
         refuses to write an epoch whose token differs, and treats an epoch already voted
         under this token as done (a retry of this task).
-    :param spec: the pipeline spec; its ``spark`` section sets conf, deploy mode and resources.
+    :param spec: the pipeline spec; its ``spark`` section sets conf, deploy mode, resources and
+        the master (``spark.master`` overrides the connection's).
     :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``).
     :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
     :param spark_conn_id: the Spark connection (master), default ``spark_default``.
+
+    Any other ``SparkSubmitOperator`` keyword passes through; ``py_files`` given there are
+    shipped beside the package zip.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id", "fencing_token")
@@ -102,20 +123,17 @@ class WriteEpochOperator(SparkSubmitOperator):
         spark_conn_id: str = "spark_default",
         **kwargs: Any,
     ) -> None:
-        resources = spec.spark.resources
+        options = resource_options(spec.spark.resources, spec.spark.master)
         super().__init__(
             application=spark_application_path(),
             application_args=["--pipeline", pipeline, "--epoch-id", str(epoch_id)],
-            conf=dict(spec.spark.conf),
             conn_id=spark_conn_id,
             deploy_mode=spec.spark.deploy_mode,
-            driver_memory=resources.driver_memory,
-            executor_memory=resources.executor_memory,
-            executor_cores=resources.executor_cores,
-            num_executors=resources.num_executors,
             name=f"eo-write-{pipeline}",
+            **{**options, "conf": {**options["conf"], **spec.spark.conf}},
             **kwargs,
         )
+        self.spark_master = spec.spark.master
         self.pipeline = pipeline
         self.epoch_id = epoch_id
         self.fencing_token = fencing_token
@@ -123,6 +141,71 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.pipelines_file = pipelines_file
         self.conn_ids = (ledger_conn_id, kafka_conn_id, hbase_conn_id)
         self._properties_path: str | None = None
+        self._zip_dir: str | None = None
+
+    def _get_hook(self) -> SparkSubmitHook:
+        """The provider's hook with the same settings, its master overridden by ``spark.master``."""
+        return MasterOverrideSparkSubmitHook(master=self.spark_master, **self.hook_arguments())
+
+    def hook_arguments(self) -> dict[str, Any]:
+        """What ``SparkSubmitOperator._get_hook`` (provider 6.3) passes to ``SparkSubmitHook``.
+
+        A unit test checks these names against the hook's signature, so a provider that adds
+        a parameter fails the suite instead of silently dropping the setting.
+        """
+        return {
+            "conf": self.conf,
+            "conn_id": self._conn_id,
+            "files": self.files,
+            "py_files": self.py_files,
+            "archives": self._archives,
+            "driver_class_path": self.driver_class_path,
+            "jars": self.jars,
+            "java_class": self._java_class,
+            "packages": self.packages,
+            "exclude_packages": self.exclude_packages,
+            "repositories": self._repositories,
+            "total_executor_cores": self._total_executor_cores,
+            "executor_cores": self._executor_cores,
+            "executor_memory": self._executor_memory,
+            "driver_memory": self._driver_memory,
+            "keytab": self.keytab,
+            "principal": self.principal,
+            "proxy_user": self.proxy_user,
+            "name": self.name,
+            "num_executors": self._num_executors,
+            "status_poll_interval": self._status_poll_interval,
+            "application_args": self.application_args,
+            "env_vars": self.env_vars,
+            "verbose": self._verbose,
+            "spark_binary": self._spark_binary,
+            "properties_file": self.properties_file,
+            "yarn_queue": self._yarn_queue,
+            "deploy_mode": self._deploy_mode,
+            "use_krb5ccache": self._use_krb5ccache,
+            "post_submit_commands": self.post_submit_commands,
+            "track_driver_via_k8s_api": self._track_driver_via_k8s_api,
+            "yarn_track_via_rm_api": self._yarn_track_via_rm_api,
+            "yarn_rm_auth": self._yarn_rm_auth,
+        }
+
+    def _ship_package(self) -> None:
+        """On a non-local master, add the package zip to ``py_files`` (temp dir removed after the run).
+
+        Raises :class:`ConfigError` for cluster deploy mode on a standalone master, which
+        Spark refuses for Python applications.
+        """
+        master = str(self._get_hook()._connection["master"])
+        if is_standalone(master) and self.spec.spark.deploy_mode == "cluster":
+            raise ConfigError(
+                f"pipeline {self.pipeline}: deploy_mode 'cluster' with master {master!r}: Spark runs Python "
+                "applications on a standalone cluster in client deploy mode only"
+            )
+        if master.startswith("local"):
+            return
+        self._zip_dir = tempfile.mkdtemp(prefix="eo-pyfiles-")
+        package = build_zip(Path(self._zip_dir) / "airflow_provider_eo.zip")
+        self.py_files = ",".join(filter(None, [self.py_files, str(package)]))
 
     def execute(self, context: Any) -> None:
         """Run spark-submit; raises if the application fails or its vote is fenced out."""
@@ -137,15 +220,22 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.epoch_id,
             self.spec.spark.deploy_mode,
         )
-        if self.spec.spark.deploy_mode == "cluster":
-            self._properties_path = write_properties_file(self.conf or {}, env)
-            self.properties_file = self._properties_path
-            self.conf = {}
-        else:
-            self.env_vars = {**(self.env_vars or {}), **env}
+        py_files = self.py_files
         try:
+            self._ship_package()
+            if self.spec.spark.deploy_mode == "cluster":
+                self._properties_path = write_properties_file(self.conf or {}, env)
+                self.properties_file = self._properties_path
+                self.conf = {}
+            else:
+                self.env_vars = {**(self.env_vars or {}), **env}
+            self._hook = None  # built by execute, with the settings above
             super().execute(context)
         finally:
+            self.py_files = py_files
             if self._properties_path:
                 os.unlink(self._properties_path)
                 self._properties_path = None
+            if self._zip_dir:
+                shutil.rmtree(self._zip_dir, ignore_errors=True)
+                self._zip_dir = None

@@ -15,6 +15,8 @@ from tests.integration.ledger_support import fresh_database
 
 pytestmark = pytest.mark.integration
 
+SHIPPED = [(1, "initial"), (2, "stored_cursors")]
+
 
 def migration_rows(dsn: str) -> list[tuple[int, str]]:
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
@@ -25,7 +27,7 @@ def migration_rows(dsn: str) -> list[tuple[int, str]]:
 
 
 def test_shipped_migrations_are_ordered() -> None:
-    assert [(m.version, m.name) for m in available_migrations()] == [(1, "initial")]
+    assert [(m.version, m.name) for m in available_migrations()] == SHIPPED
 
 
 def test_migrating_twice_applies_once(stack: StackInfo) -> None:
@@ -33,12 +35,12 @@ def test_migrating_twice_applies_once(stack: StackInfo) -> None:
         conn = psycopg2.connect(dsn)
         try:
             assert applied_versions(conn) == []
-            assert apply_migrations(conn) == [1]
+            assert apply_migrations(conn) == [1, 2]
             assert apply_migrations(conn) == []
-            assert applied_versions(conn) == [1]
+            assert applied_versions(conn) == [1, 2]
         finally:
             conn.close()
-        assert migration_rows(dsn) == [(1, "initial")]
+        assert migration_rows(dsn) == SHIPPED
 
 
 def test_concurrent_migrations_are_safe(stack: StackInfo) -> None:
@@ -55,8 +57,8 @@ def test_concurrent_migrations_are_safe(stack: StackInfo) -> None:
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             results = sorted(pool.map(lambda _: migrate(), range(4)))
-        assert results == [[], [], [], [1]]
-        assert migration_rows(dsn) == [(1, "initial")]
+        assert results == [[], [], [], [1, 2]]
+        assert migration_rows(dsn) == SHIPPED
 
 
 def test_ledger_migrates_on_first_use(stack: StackInfo) -> None:
@@ -66,4 +68,4 @@ def test_ledger_migrates_on_first_use(stack: StackInfo) -> None:
             assert list(pool.map(lambda ledger: ledger.list_pipelines(), ledgers)) == [[], []]
         for ledger in ledgers:
             ledger.close()
-        assert migration_rows(dsn) == [(1, "initial")]
+        assert migration_rows(dsn) == SHIPPED

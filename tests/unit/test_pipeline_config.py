@@ -84,7 +84,7 @@ pipelines:
     spark:
       conf: {spark.sql.shuffle.partitions: 4, spark.speculation: false}
       deploy_mode: cluster
-      master: "spark://master:7077"
+      master: "k8s://https://k8s.example:6443"
       resources: {driver_memory: 2g, driver_cores: 1, executor_memory: 4g, executor_cores: 2, num_executors: 3}
       split_size: 50000
     schedule: "*/5 * * * *"
@@ -115,7 +115,7 @@ def test_full_example() -> None:
         spark=SparkSpec(
             {"spark.sql.shuffle.partitions": "4", "spark.speculation": "false"},
             "cluster",
-            "spark://master:7077",
+            "k8s://https://k8s.example:6443",
             SparkResources("2g", 1, "4g", 2, 3),
             50000,
         ),
@@ -192,6 +192,11 @@ INVALID_PIPELINES = [
     (document(spark__conf="x"), P + "field 'spark.conf': must be a mapping of Spark properties, got str"),
     (document(spark__conf={"a": [1]}), P + "field 'spark.conf.a': must map a property name to a scalar, got [1]"),
     (document(spark__master=""), P + "field 'spark.master': must be a non-empty string, got ''"),
+    (document(spark__master="spark-master:7077"), P + "field 'spark.master': must be a Spark master URL (local[N], spark://, yarn, k8s://), got 'spark-master:7077'"),
+    (
+        document(spark__deploy_mode="cluster", spark__master="spark://m:7077"),
+        P + "field 'spark.deploy_mode': 'cluster' with master 'spark://m:7077': Spark runs Python applications on a standalone cluster in client deploy mode only (cluster mode needs YARN or Kubernetes)",
+    ),
     (
         document(spark__resources__driver_memory="lots"),
         P + "field 'spark.resources.driver_memory': must be a JVM memory size such as '2g' or '512m', got 'lots'",

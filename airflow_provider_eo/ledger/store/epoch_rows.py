@@ -117,5 +117,6 @@ def insert_epoch(
         cur,
         'INSERT INTO eo.epoch_ranges (epoch_id, topic, "partition", start_offset, end_offset) VALUES %s',
         [(epoch_id, r.topic, r.partition, r.start, r.end) for r in ranges],
+        page_size=max(1, len(ranges)),  # one statement, whatever the number of partitions
     )
     return fetch_epoch(cur, epoch_id)

@@ -25,12 +25,14 @@ from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.models import DeadLetter, Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
-from airflow_provider_eo.ledger.store import dead_letters, queries, transitions
+from airflow_provider_eo.ledger.store import dead_letters, queries, retention, transitions
 from airflow_provider_eo.ledger.store.backfill_reserver import reserve_backfill, validate_backfill_ranges
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
+from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch, fetch_epochs
 from airflow_provider_eo.ledger.store.migrate import applied_versions
-from airflow_provider_eo.ledger.store.stream_reserver import reserve_stream, stream_cursors
+from airflow_provider_eo.ledger.store.retention import PruneCount, PrunePolicy
+from airflow_provider_eo.ledger.store.stream_reserver import reserve_stream
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +242,27 @@ class Ledger:
         in one transaction of a fixed number of statements."""
         with self._transaction() as cur:
             return queries.pipeline_overviews(cur, pipeline)
+
+    # -- retention -----------------------------------------------------------------
+    def prune_plan(self, pipelines: Sequence[str] | None, policy: PrunePolicy) -> list[PruneCount]:
+        """What :meth:`prune` would delete now per pipeline (every pipeline when None),
+        sorted by name, read in one transaction; nothing changes. ``LookupError`` names
+        unknown pipelines."""
+        with self._transaction() as cur:
+            names = retention.known_pipelines(cur, pipelines)
+            return [retention.count_prunable(cur, name, policy) for name in names]
+
+    def prune(
+        self, pipelines: Sequence[str] | None, policy: PrunePolicy, *, batch_size: int = 1000
+    ) -> list[PruneCount]:
+        """Delete settled epochs matching ``policy`` (store/retention.py: open epochs,
+        cursors, pins, gaps, dead letters and the epochs these name are kept), in
+        transactions of at most ``batch_size`` epochs; what was deleted per pipeline."""
+        with self._transaction() as cur:
+            names = retention.known_pipelines(cur, pipelines)
+        return [
+            retention.prune_pipeline(self._transaction, name, policy, batch_size=batch_size) for name in names
+        ]
 
     # -- dead letters --------------------------------------------------------------
     def record_dead_letters(self, rows: Iterable[DeadLetter | Mapping[str, Any]]) -> int:

@@ -188,21 +188,13 @@ def open_epochs_by_pipeline(cur: Any, pipeline: str | None = None) -> dict[str, 
 
 def cursors_by_pipeline(cur: Any, pipeline: str | None = None) -> dict[str, dict[TopicPartition, int]]:
     """Cursor per pinned partition of each pipeline that has pins: the greatest of the
-    partition's initial offset, its committed stream epochs' ends and its gaps' ends."""
+    partition's initial offset, its committed stream epochs' ends and its gaps' ends, as
+    stored in ``eo.partitions`` (store/cursors.py keeps it; no epoch history is read)."""
     cur.execute(
         """
-        SELECT p.pipeline, p.topic, p."partition",
-               GREATEST(p.initial_offset,
-                        (SELECT max(r.end_offset)
-                           FROM eo.epoch_ranges r JOIN eo.epochs e USING (epoch_id)
-                          WHERE e.pipeline = p.pipeline AND e.kind = 'stream' AND e.state = 'COMMITTED'
-                            AND r.topic = p.topic AND r."partition" = p."partition"),
-                        (SELECT max(g.end_offset) FROM eo.gaps g
-                          WHERE g.pipeline = p.pipeline AND g.topic = p.topic
-                            AND g."partition" = p."partition"))
-          FROM eo.partitions p
-         WHERE (%(pipeline)s::text IS NULL OR p.pipeline = %(pipeline)s)
-         ORDER BY p.pipeline, p.topic, p."partition"
+        SELECT pipeline, topic, "partition", cursor_offset FROM eo.partitions
+         WHERE (%(pipeline)s::text IS NULL OR pipeline = %(pipeline)s)
+         ORDER BY pipeline, topic, "partition"
         """,
         {"pipeline": pipeline},
     )

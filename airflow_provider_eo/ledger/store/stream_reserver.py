@@ -1,17 +1,20 @@
 """The stream reservation transaction (docs/DESIGN.md section 2, step 1).
 
 Runs inside the caller's transaction, after the pipeline row is locked
-(``SELECT ... FOR UPDATE``), so reservations of one pipeline are serialized.
+(``SELECT ... FOR UPDATE``), so reservations of one pipeline are serialized. It issues a
+fixed number of statements whatever the number of partitions (pins, ranges and gaps are
+each one batched statement; cursors are read from ``eo.partitions``, store/cursors.py)
+and three broker calls (list, two batched ListOffsets; plus the group's offsets on the
+first reservation and a timestamp lookup when a new partition needs one).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
-
-from psycopg2.extras import execute_values
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
@@ -19,9 +22,9 @@ from airflow_provider_eo.ledger.errors import LedgerError, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
+from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch
-from airflow_provider_eo.ledger.store.queries import cursors_by_pipeline
-from airflow_provider_eo.ledger.stream_plan import choose_pins, plan_stream
+from airflow_provider_eo.ledger.stream_plan import Pin, choose_pins, plan_stream
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +73,14 @@ def reserve_stream(
         )
         return StreamReservation(None)
     watermarks = offsets.watermarks(listed)
-    pinned = _pinned_partitions(cur, spec.name)
-    _pin_new_partitions(cur, spec, offsets, listed, watermarks, first=not pinned, pinned=pinned)
     cursors = stream_cursors(cur, spec.name)
+    pins = _new_pins(spec, offsets, listed, watermarks, first=not cursors, pinned=cursors.keys())
+    pin_partitions(cur, spec.name, pins)
+    for tp, pin in pins.items():
+        cursors[tp] = pin.offset
+        log.info(
+            "pipeline %s: pinned new partition %s[%s] at %s (%s)", spec.name, *tp, pin.offset, pin.source
+        )
     try:
         plan = plan_stream(
             {tp: cursors[tp] for tp in listed},
@@ -87,12 +95,8 @@ def reserve_stream(
     if plan.has_data:
         token = str(uuid.uuid4())
         epoch = insert_epoch(cur, spec.name, EpochKind.STREAM, token, dag_id, run_id, plan.ranges)
+    record_gaps(cur, spec.name, plan.gaps, None if epoch is None else epoch.epoch_id, "retention")
     for gap in plan.gaps:
-        cur.execute(
-            'INSERT INTO eo.gaps (pipeline, topic, "partition", start_offset, end_offset, epoch_id, reason)'
-            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (spec.name, gap.topic, gap.partition, gap.start, gap.end, epoch and epoch.epoch_id, "retention"),
-        )
         log.warning(
             "pipeline %s: recorded gap %s[%s] [%s, %s) (data lost to retention)",
             spec.name, gap.topic, gap.partition, gap.start, gap.end,
@@ -101,27 +105,23 @@ def reserve_stream(
     return StreamReservation(epoch)
 
 
-def _pinned_partitions(cur: Any, pipeline: str) -> set[TopicPartition]:
-    cur.execute('SELECT topic, "partition" FROM eo.partitions WHERE pipeline = %s', (pipeline,))
-    return {(topic, partition) for topic, partition in cur.fetchall()}
-
-
-def _pin_new_partitions(
-    cur: Any,
+def _new_pins(
     spec: PipelineSpec,
     offsets: OffsetSource,
     listed: list[TopicPartition],
     watermarks: dict[TopicPartition, tuple[int, int]],
     *,
     first: bool,
-    pinned: set[TopicPartition],
-) -> None:
+    pinned: Collection[TopicPartition],
+) -> dict[TopicPartition, Pin]:
+    """Starting offsets of the listed partitions not pinned yet (one broker call for the
+    group's offsets on the first reservation, one for a timestamp policy)."""
     new_tps = [tp for tp in listed if tp not in pinned]
     if not new_tps:
-        return
+        return {}
     policy = spec.starting.policy if first else spec.starting.new_partitions
     ts = spec.starting.timestamp_ms
-    pins = choose_pins(
+    return choose_pins(
         new_tps,
         watermarks,
         first_reservation=first,
@@ -131,22 +131,3 @@ def _pin_new_partitions(
         if policy == "timestamp" and ts is not None
         else {},
     )
-    execute_values(
-        cur,
-        'INSERT INTO eo.partitions (pipeline, topic, "partition", initial_offset, initial_source) VALUES %s',
-        [(spec.name, tp[0], tp[1], pin.offset, pin.source) for tp, pin in pins.items()],
-    )
-    for tp, pin in pins.items():
-        log.info(
-            "pipeline %s: pinned new partition %s[%s] at %s (%s)",
-            spec.name,
-            tp[0],
-            tp[1],
-            pin.offset,
-            pin.source,
-        )
-
-
-def stream_cursors(cur: Any, pipeline: str) -> dict[TopicPartition, int]:
-    """Cursor per pinned partition: greatest(initial offset, committed stream ends, gap ends)."""
-    return cursors_by_pipeline(cur, pipeline).get(pipeline, {})

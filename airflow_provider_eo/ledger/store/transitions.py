@@ -16,6 +16,7 @@ from airflow_provider_eo.ledger.errors import FencedOut, IllegalTransition
 from airflow_provider_eo.ledger.fencing import AlreadyDone, write_permission
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochState, check_transition, sources_of
+from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
 
 #: The hint of a refusal whose UPDATE matched nothing although the row, read right after,
@@ -79,6 +80,8 @@ def rotate_fencing_token(cur: Any, epoch_id: int, new_token: str) -> Epoch:
 def mark_committed(cur: Any, epoch_id: int) -> tuple[Epoch, bool]:
     """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed).
 
+    A stream epoch's change raises its partitions' stored cursors to its range ends in
+    the same transaction (:func:`~.cursors.advance_to_committed_ends`).
     Raises ``IllegalTransition`` (nothing changed) from any other state.
     """
     cur.execute(
@@ -86,6 +89,8 @@ def mark_committed(cur: Any, epoch_id: int) -> tuple[Epoch, bool]:
         (EpochState.COMMITTED.value, epoch_id, sources_of(EpochState.COMMITTED)),
     )
     changed = cur.rowcount == 1
+    if changed:
+        advance_to_committed_ends(cur, epoch_id)
     epoch = fetch_epoch(cur, epoch_id)
     if changed or epoch.state is EpochState.COMMITTED:
         return epoch, changed

@@ -10,7 +10,11 @@ State dir: ``--state-dir``, else ``$EO_STACK_STATE_DIR``, else ``.eo-state`` in 
 current directory. Client ports: ``--postgres-port/--kafka-port/--hbase-port`` (the
 HBase Thrift server) or ``EO_STACK_POSTGRES_PORT/EO_STACK_KAFKA_PORT/EO_STACK_HBASE_PORT``,
 free ones otherwise; internal ports (Kafka's controller, HBase's master, region server and
-ZooKeeper) are always chosen freely. Only ``env`` prints secrets (the ledger DSN); the
+ZooKeeper) are always chosen freely. ``--spark-workers N`` also runs a Spark standalone
+cluster (a master and N one-core workers from the installed pyspark; ``status`` shows its
+``spark://`` URL and the workers alive, ``env`` adds the ``spark_standalone`` connection),
+``--spark-workers 0`` stops it; without the flag a running cluster is left as it is.
+Only ``env`` prints secrets (the ledger DSN); the
 Airflow password stays in its login file.
 """
 
@@ -51,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--airflow-port", type=int, default=None, help="the Airflow UI/API server's port")
     parser.add_argument("--no-airflow", action="store_true", help="up: do not start Airflow")
     parser.add_argument(
+        "--spark-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="up: run a Spark standalone cluster with N workers (0 stops it; default: leave it as it is)",
+    )
+    parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
     )
     return parser
@@ -63,6 +74,14 @@ def airflow_hint(status: dict[str, dict[str, object]]) -> str | None:
         return None
     url, login = api["url"], api["login_file"]
     return f"Airflow UI: {url} (user and password in {login}); the Epochs page: {url}/eo/"
+
+
+def spark_hint(status: dict[str, dict[str, object]]) -> str | None:
+    """One line naming the Spark master's URL and how many workers are alive, or None without a cluster."""
+    master = status.get("spark-master")
+    if not master or master["state"] != "running":
+        return None
+    return f"Spark master: {master['url']} ({master['workers_alive']} workers alive; UI {master['webui']})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,9 +100,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     stack = LocalStack(args.state_dir or default_state_dir(), ports, dags_folder=args.dags_folder)
     try:
         if args.command in ("up", "status"):
-            status = stack.up(airflow=not args.no_airflow) if args.command == "up" else stack.status()
+            if args.command == "up":
+                status = stack.up(airflow=not args.no_airflow, spark_workers=args.spark_workers)
+            else:
+                status = stack.status()
             print(json.dumps(status, indent=2))
             if hint := airflow_hint(status):
+                print(hint, file=sys.stderr)
+            if hint := spark_hint(status):
                 print(hint, file=sys.stderr)
         elif args.command == "down":
             stack.down()

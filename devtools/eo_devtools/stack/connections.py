@@ -29,11 +29,28 @@ def spark_connection() -> str:
     return json.dumps({"conn_type": "spark", "host": "local[*]"})
 
 
-def stack_conn_env(ledger_dsn: str, kafka_port: int, hbase_port: int) -> dict[str, str]:
-    """``AIRFLOW_CONN_*`` variables for the stack; the ledger value contains the password."""
-    return {
+def spark_standalone_connection(master_url: str) -> str:
+    """The stack's Spark standalone cluster, client deploy mode.
+
+    SparkSubmitHook turns conn_type ``spark`` with a host holding ``://`` and no port into
+    ``--master <host>``, here ``spark://127.0.0.1:<port>``.
+    """
+    return json.dumps({"conn_type": "spark", "host": master_url, "extra": {"deploy-mode": "client"}})
+
+
+def stack_conn_env(
+    ledger_dsn: str, kafka_port: int, hbase_port: int, spark_master_url: str | None = None
+) -> dict[str, str]:
+    """``AIRFLOW_CONN_*`` variables for the stack; the ledger value contains the password.
+
+    ``spark_master_url``: the running standalone cluster's, adding ``spark_standalone``.
+    """
+    env = {
         "AIRFLOW_CONN_EO_LEDGER": ledger_dsn,
         "AIRFLOW_CONN_EO_KAFKA": kafka_connection(f"{LOOPBACK}:{kafka_port}"),
         "AIRFLOW_CONN_EO_HBASE": hbase_connection(LOOPBACK, hbase_port),
         "AIRFLOW_CONN_SPARK_DEFAULT": spark_connection(),
     }
+    if spark_master_url:
+        env["AIRFLOW_CONN_SPARK_STANDALONE"] = spark_standalone_connection(spark_master_url)
+    return env

@@ -3,11 +3,14 @@ and optionally Airflow itself (:mod:`.airflow`) on top of them.
 
 Layout of the state dir: ``stack.json`` (ports), ``pids/<service>.pid``,
 ``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``kafka/``, ``hbase/``,
-``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs).
+``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs),
+``spark/`` (the optional standalone cluster, :mod:`.spark_cluster`).
 ``up`` is idempotent: running healthy services are left alone (same pids, same ports).
 Services start in the order of :data:`SERVICES` and stop in reverse; Airflow starts
 after them (``up(airflow=True)``: its metadata DB is database ``airflow`` of the stack's
-PostgreSQL, its DAG folder the repository's ``dags/``) and stops before them.
+PostgreSQL, its DAG folder the repository's ``dags/``) and stops before them. The Spark
+cluster (``up(spark_workers=N)`` or :meth:`LocalStack.spark_up`) starts after the services and
+before Airflow (whose ``spark_standalone`` connection points at it) and stops before the services.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from eo_devtools.stack.process import (
     wait_until_healthy,
 )
 from eo_devtools.stack.service import Service
+from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
+from eo_devtools.stack.spark_services import MASTER, executor_python, master_url, recorded_workers
 
 SERVICE_CLASSES: Mapping[str, type[Service]] = {
     "postgres": PostgresService,
@@ -150,18 +155,20 @@ class LocalStack:
             yield
 
     # -- lifecycle -----------------------------------------------------------
-    def up(self, *, airflow: bool = False) -> dict[str, dict[str, Any]]:
+    def up(self, *, airflow: bool = False, spark_workers: int | None = None) -> dict[str, dict[str, Any]]:
         """Start every missing service and wait until all answer; return :meth:`status`.
 
         ``airflow``: also start Airflow's api-server, scheduler, dag-processor and triggerer
         (the ``eo-stack up`` default; the Python API's callers, e.g. the tests, opt in).
+        ``spark_workers``: N > 0 runs the Spark standalone cluster with N workers
+        (:meth:`spark_up`), 0 stops it, None keeps a cluster already recorded as it is.
         """
         with self._locked():
             self.state_dir.chmod(0o755)  # PostgreSQL's OS user must be able to enter it
             (self.state_dir / "pids").mkdir(exist_ok=True)
             recorded = self._recorded_ports()
             ports = self._choose_ports(recorded)
-            self._state_file.write_text(json.dumps({"ports": ports}, indent=2) + "\n")
+            self._write_ports({**ports, **{k: v for k, v in recorded.items() if is_spark_key(k)}})
             services = [self._service(name, ports) for name in SERVICES]
             for service in services:  # fail before starting anything: a port taken, a binary missing
                 if self._pid(service.name) is None:
@@ -170,9 +177,17 @@ class LocalStack:
                     service.preflight()
             for service in services:
                 self._ensure_running(service)
+            workers = recorded_workers(recorded) if spark_workers is None else spark_workers
+            if workers > 0:
+                self._spark_up(workers)
+            elif spark_workers == 0:
+                self._spark_down()
             if airflow:
-                self._airflow(ports).up()
+                self._airflow(self._recorded_ports()).up()
         return self.status()
+
+    def _write_ports(self, ports: Mapping[str, int]) -> None:
+        self._state_file.write_text(json.dumps({"ports": dict(ports)}, indent=2) + "\n")
 
     def _ensure_running(self, service: Service) -> None:
         pid = self._pid(service.name)
@@ -194,6 +209,7 @@ class LocalStack:
             recorded = self._recorded_ports()
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
+            self._spark_down()
             for name in reversed(SERVICES):
                 pid = read_pid(self.state_dir / "pids" / f"{name}.pid")
                 if pid is None:
@@ -225,6 +241,8 @@ class LocalStack:
                 "state": "running" if pid is not None else "stopped",
                 "rss_mb": group_rss_mb(pid) if pid is not None else None,
             }
+        if MASTER in recorded:
+            result.update(self._spark_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
         return result
@@ -232,6 +250,66 @@ class LocalStack:
     def is_up(self) -> bool:
         """True when every service of :data:`SERVICES` is running and healthy (Airflow aside)."""
         return all(s["healthy"] for name, s in self.status().items() if name in SERVICE_CLASSES)
+
+    # -- Spark standalone cluster ----------------------------------------------
+    def spark_up(self, workers: int = 2) -> dict[str, dict[str, Any]]:
+        """Run the Spark master and exactly ``workers`` workers (the services must be up); return
+        the cluster's :meth:`status` entries. Raises like :meth:`up`."""
+        with self._locked():
+            self._spark_up(workers)
+            return self._spark_status(self._recorded_ports())
+
+    def spark_down(self) -> None:
+        """Stop the Spark cluster (workers, then master) and forget its ports; the services stay up."""
+        with self._locked():
+            self._spark_down()
+
+    def _spark_up(self, workers: int) -> None:
+        recorded = self._recorded_ports()
+        core = {key: port for key, port in recorded.items() if not is_spark_key(key)}
+        spark = SparkCluster(self.state_dir)
+        ports = spark.choose_ports(recorded, workers)
+        self._write_ports({**core, **ports})
+        try:
+            spark.up(recorded, ports)
+        except BaseException:
+            spark.down(ports)
+            self._write_ports(core)
+            raise
+
+    def _spark_down(self) -> None:
+        recorded = self._recorded_ports()
+        if MASTER in recorded:
+            SparkCluster(self.state_dir).down(recorded)
+            self._write_ports({key: port for key, port in recorded.items() if not is_spark_key(key)})
+
+    def _spark_status(self, recorded: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+        return SparkCluster(self.state_dir).status(recorded)
+
+    @staticmethod
+    def _spark_master_url(ports: Mapping[str, int]) -> str | None:
+        return master_url(ports) if MASTER in ports else None
+
+    @property
+    def spark_master_url(self) -> str:
+        """``spark://127.0.0.1:<port>`` of the running cluster; raises RuntimeError when none was started."""
+        url = self._spark_master_url(self._recorded_ports())
+        if url is None:
+            raise RuntimeError(
+                f"local stack in {self.state_dir} runs no Spark cluster (eo-stack up --spark-workers N)"
+            )
+        return url
+
+    @property
+    def spark_workers(self) -> int:
+        """How many workers the recorded cluster has (0: no cluster)."""
+        return recorded_workers(self._recorded_ports())
+
+    @property
+    def spark_executor_python(self) -> Path:
+        """The interpreter for ``spark.pyspark.python`` on the cluster: the venv's third-party
+        packages without this repository's editable installs (ship the provider as ``--py-files``)."""
+        return executor_python(self.state_dir)
 
     # -- Airflow -------------------------------------------------------------
     def _airflow(self, ports: Mapping[str, int]) -> LocalAirflow:
@@ -243,7 +321,9 @@ class LocalStack:
             port=ports[API_PORT_KEY],
             database=AIRFLOW_DATABASE,
             postgres_dsn=postgres.dsn(),
-            conn_env=stack_conn_env(postgres.dsn(), ports["kafka"], ports["hbase-thrift"]),
+            conn_env=stack_conn_env(
+                postgres.dsn(), ports["kafka"], ports["hbase-thrift"], self._spark_master_url(ports)
+            ),
             dags_folder=self.dags_folder,
         )
         return LocalAirflow(config)
@@ -282,5 +362,6 @@ class LocalStack:
         return self._port("hbase-thrift")
 
     def conn_env(self) -> dict[str, str]:
-        """``AIRFLOW_CONN_*`` name -> value for this stack."""
-        return stack_conn_env(self.ledger_dsn, self._port("kafka"), self.hbase_port)
+        """``AIRFLOW_CONN_*`` name -> value for this stack; ``..._SPARK_STANDALONE`` while a cluster runs."""
+        spark = self._spark_master_url(self._recorded_ports())
+        return stack_conn_env(self.ledger_dsn, self._port("kafka"), self.hbase_port, spark)

@@ -1,0 +1,190 @@
+"""Retention of settled epochs: what ``eo-ledger prune`` deletes, and the deleting.
+
+Prune deletes COMMITTED and ABORTED epochs (with their ranges) of the pipelines it is
+given, among those matching a :class:`PrunePolicy`. What it never touches:
+
+* RESERVED and WRITTEN epochs (open work: a run, recovery or a commit still needs them);
+* cursors and pins: cursors are stored in ``eo.partitions`` (store/cursors.py) and no
+  longer derived from epochs, so the next reservation starts at exactly the same offsets;
+* gaps and dead letters, and the epochs they name: an epoch named by a row of ``eo.gaps``
+  or ``eo.dead_letters`` is kept (reported as ``kept_referenced``), so those rows keep
+  their foreign key and still say which epoch lost or rejected what.
+
+After a prune the committed stream ranges of a partition tile ``[first kept start,
+cursor)`` instead of ``[initial_offset, cursor)``; backfill runs older than the pruned
+epochs no longer find them (a resumed old run would write its range again, which the
+write step makes idempotent).
+
+Deleting runs in batches of at most ``batch_size`` epochs, each its own short
+transaction (three statements: lock the batch's epoch rows, delete their ranges, delete
+them), so locks and WAL stay bounded whatever the history; a failure leaves the earlier
+batches done and a rerun finishes the rest. Every statement is index-backed
+(``epochs_settled``, ``gaps_epoch``, ``dead_letters_epoch`` of migration 0002).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Transaction = Callable[[], AbstractContextManager[Any]]
+"""Opens one transaction and yields its cursor (``LedgerConnection.transaction``)."""
+
+
+@dataclass(frozen=True)
+class PrunePolicy:
+    """Which settled epochs are old enough to delete: every given criterion must hold.
+
+    ``older_than_days``: settled (``committed_at`` / ``aborted_at``) more than that many
+    days ago. ``keep_last``: not among the pipeline's ``keep_last`` newest settled epochs
+    (by epoch id). Raises ``ValueError`` when neither is given or one is out of range.
+    """
+
+    older_than_days: int | None = None
+    keep_last: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.older_than_days is None and self.keep_last is None:
+            raise ValueError("prune needs --older-than-days N or --keep-last N (or both)")
+        if self.older_than_days is not None and self.older_than_days < 0:
+            raise ValueError(f"--older-than-days must be >= 0, not {self.older_than_days}")
+        if self.keep_last is not None and self.keep_last < 1:
+            raise ValueError(f"--keep-last must be >= 1, not {self.keep_last}")
+
+
+@dataclass(frozen=True)
+class PruneCount:
+    """What a prune of one pipeline deletes (a dry run: would delete).
+
+    ``epochs`` / ``ranges``: rows deleted; ``oldest_epoch_id`` / ``newest_epoch_id``:
+    the span of deleted ids (None when nothing); ``kept_referenced``: matching epochs kept
+    because a gap or dead letter names them; ``batches``: delete transactions run.
+    """
+
+    pipeline: str
+    epochs: int
+    ranges: int
+    oldest_epoch_id: int | None
+    newest_epoch_id: int | None
+    kept_referenced: int
+    batches: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field, by name."""
+        return asdict(self)
+
+
+# The settled epochs of %(pipeline)s that the policy selects. The state list is literal so
+# the partial index epochs_settled (same predicate) answers it.
+_MATCHING = """
+    SELECT e.epoch_id,
+           EXISTS (SELECT 1 FROM eo.gaps g WHERE g.epoch_id = e.epoch_id)
+        OR EXISTS (SELECT 1 FROM eo.dead_letters d WHERE d.epoch_id = e.epoch_id) AS referenced
+      FROM eo.epochs e
+     WHERE e.pipeline = %(pipeline)s AND e.state IN ('COMMITTED', 'ABORTED')
+       AND (%(days)s::integer IS NULL
+            OR coalesce(e.committed_at, e.aborted_at) < now() - make_interval(days => %(days)s::integer))
+       AND (%(keep)s::integer IS NULL
+            OR e.epoch_id < (SELECT k.epoch_id FROM eo.epochs k
+                              WHERE k.pipeline = %(pipeline)s AND k.state IN ('COMMITTED', 'ABORTED')
+                              ORDER BY k.epoch_id DESC OFFSET %(keep)s::integer - 1 LIMIT 1))
+"""
+
+
+def _params(pipeline: str, policy: PrunePolicy) -> dict[str, Any]:
+    return {"pipeline": pipeline, "days": policy.older_than_days, "keep": policy.keep_last}
+
+
+def count_prunable(cur: Any, pipeline: str, policy: PrunePolicy) -> PruneCount:
+    """What :func:`prune_pipeline` would delete now (one statement; nothing changes)."""
+    cur.execute(
+        f"""
+        WITH matching AS ({_MATCHING}),
+             doomed AS (SELECT epoch_id FROM matching WHERE NOT referenced)
+        SELECT (SELECT count(*) FROM doomed),
+               (SELECT count(*) FROM eo.epoch_ranges WHERE epoch_id IN (SELECT epoch_id FROM doomed)),
+               (SELECT min(epoch_id) FROM doomed),
+               (SELECT max(epoch_id) FROM doomed),
+               (SELECT count(*) FROM matching WHERE referenced)
+        """,
+        _params(pipeline, policy),
+    )
+    epochs, ranges, oldest, newest, kept = cur.fetchone()
+    return PruneCount(pipeline, int(epochs), int(ranges), oldest, newest, int(kept))
+
+
+def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) -> tuple[list[int], int]:
+    """Delete the oldest ``batch_size`` prunable epochs of ``pipeline`` and their ranges,
+    in the caller's transaction; returns (deleted epoch ids, ranges deleted)."""
+    cur.execute(
+        f"""
+        SELECT epoch_id FROM eo.epochs
+         WHERE epoch_id IN (SELECT epoch_id FROM ({_MATCHING}) matching WHERE NOT referenced
+                             ORDER BY epoch_id LIMIT %(batch)s)
+         ORDER BY epoch_id
+           FOR UPDATE
+        """,
+        {**_params(pipeline, policy), "batch": batch_size},
+    )
+    ids = [int(epoch_id) for (epoch_id,) in cur.fetchall()]
+    if not ids:
+        return [], 0
+    cur.execute("DELETE FROM eo.epoch_ranges WHERE epoch_id = ANY(%s)", (ids,))
+    ranges = int(cur.rowcount)
+    cur.execute(
+        "DELETE FROM eo.epochs WHERE epoch_id = ANY(%s) AND state IN ('COMMITTED', 'ABORTED')", (ids,)
+    )
+    return ids, ranges
+
+
+def prune_pipeline(
+    transaction: Transaction, pipeline: str, policy: PrunePolicy, *, batch_size: int = 1000
+) -> PruneCount:
+    """Delete every prunable epoch of ``pipeline``, ``batch_size`` per transaction,
+    oldest first; returns what was deleted. Raises ``ValueError`` for ``batch_size < 1``."""
+    if batch_size < 1:
+        raise ValueError(f"batch size must be >= 1, not {batch_size}")
+    with transaction() as cur:
+        kept = count_prunable(cur, pipeline, policy).kept_referenced
+    epochs: list[int] = []
+    ranges = batches = 0
+    for ids, deleted_ranges in _batches(transaction, pipeline, policy, batch_size):
+        epochs.extend(ids)
+        ranges += deleted_ranges
+        batches += 1
+        log.info(
+            "pruned pipeline=%s epochs=%s epoch_ids=%s..%s ranges=%s",
+            pipeline, len(ids), ids[0], ids[-1], deleted_ranges,
+        )  # fmt: skip
+    return PruneCount(
+        pipeline, len(epochs), ranges, min(epochs, default=None), max(epochs, default=None), kept, batches
+    )
+
+
+def _batches(
+    transaction: Transaction, pipeline: str, policy: PrunePolicy, batch_size: int
+) -> Iterator[tuple[list[int], int]]:
+    while True:
+        with transaction() as cur:
+            ids, ranges = delete_batch(cur, pipeline, policy, batch_size)
+        if not ids:
+            return
+        yield ids, ranges
+
+
+def known_pipelines(cur: Any, wanted: Sequence[str] | None) -> list[str]:
+    """``wanted`` (every pipeline of the ledger when None), sorted; raises ``LookupError``
+    naming any pipeline the ledger does not know."""
+    cur.execute("SELECT name FROM eo.pipelines ORDER BY name")
+    names = [name for (name,) in cur.fetchall()]
+    if wanted is None:
+        return names
+    unknown = sorted(set(wanted) - set(names))
+    if unknown:
+        raise LookupError(f"unknown pipeline(s): {', '.join(unknown)}")
+    return sorted(set(wanted))
