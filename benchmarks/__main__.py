@@ -11,7 +11,7 @@ Sections (each a ratio or a figure measured against a baseline in this run):
 * ``standalone``: the write step on a Spark standalone cluster with 1 and 2 workers.
 
 Uses the local stack in ``--state-dir`` (default ``$EO_STACK_STATE_DIR`` or
-``.eo-state``), started for the run (Airflow too when ``epoch_overhead`` runs) and
+``.eo-state``), started for the run (``epoch_overhead`` starts an Airflow of its own on it) and
 stopped afterwards when it was not running. Prints a table and writes the JSON report
 to ``benchmarks/results/latest.json``. Runs under the repository's ``.venv`` even when
 it is not activated.

@@ -41,9 +41,17 @@ class PartitionRange:
         }
 
 
-def ranges_text(ranges: Iterable[PartitionRange]) -> str:
-    """Compact ``topic[p]=[start,end)`` list of ``ranges``, for log lines."""
-    return ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in ranges)
+#: Ranges a log line names in full (:func:`ranges_text` with ``limit``); more are counted.
+LOGGED_RANGES = 20
+
+
+def ranges_text(ranges: Iterable[PartitionRange], limit: int | None = None) -> str:
+    """Compact ``topic[p]=[start,end)`` list of ``ranges``, for log lines. With ``limit``,
+    only the first ``limit`` are written, then ``,... and N more`` (N the rest's count)."""
+    items = list(ranges)
+    shown = items if limit is None else items[:limit]
+    text = ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in shown)
+    return text + (f",... and {len(items) - len(shown)} more" if len(shown) < len(items) else "")
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,11 @@ class Epoch:
     def ranges_text(self) -> str:
         """Compact ``topic[p]=[start,end)`` list, for log lines."""
         return ranges_text(self.ranges)
+
+    @property
+    def ranges_brief(self) -> str:
+        """:attr:`ranges_text` of the first :data:`LOGGED_RANGES` ranges, then their count."""
+        return ranges_text(self.ranges, LOGGED_RANGES)
 
     @property
     def end_offsets(self) -> dict[tuple[str, int], int]:

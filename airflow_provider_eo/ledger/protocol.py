@@ -48,7 +48,7 @@ from airflow_provider_eo.ledger.fencing import (
     WritePermission,
     write_permission,
 )
-from airflow_provider_eo.ledger.models import Epoch, PartitionRange, ranges_text
+from airflow_provider_eo.ledger.models import LOGGED_RANGES, Epoch, PartitionRange, ranges_text
 from airflow_provider_eo.ledger.offsets import KafkaOffsets
 from airflow_provider_eo.ledger.outcomes import (
     AlreadyCommitted,
@@ -147,7 +147,7 @@ class EpochProtocol:
         log.info(
             "planned backfill pipeline=%s chunks=%d records=%d ranges=%s",
             spec.name, len(chunks), sum(r.record_count for r in plan.ranges),
-            ranges_text(plan.ranges) or "-",
+            ranges_text(plan.ranges, LOGGED_RANGES) or "-",
         )  # fmt: skip
         return chunks
 
@@ -217,7 +217,10 @@ class EpochProtocol:
             group = group_id if isinstance(group_id, str) else group_id(epoch.pipeline)
             self.kafka.commit_offsets(group, offsets)
             protocol_points.passed("commit.after_publish")
-            published = ",".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items()))
+            shown = sorted(offsets.items())[:LOGGED_RANGES]
+            published = ",".join(f"{t}[{p}]={o}" for (t, p), o in shown)
+            if len(offsets) > len(shown):
+                published += f",... and {len(offsets) - len(shown)} more"
             log.info("published offsets %s group=%s offsets=%s", _describe(epoch), group, published)
         committed = self.ledger.mark_committed(epoch_id)
         return Committed(committed, offsets, group, already_committed=False)
@@ -267,5 +270,5 @@ class EpochProtocol:
 def _describe(epoch: Epoch) -> str:
     return (
         f"pipeline={epoch.pipeline} epoch_id={epoch.epoch_id} kind={epoch.kind.value} "
-        f"ranges={epoch.ranges_text} records={epoch.record_count}"
+        f"ranges={epoch.ranges_brief} records={epoch.record_count}"
     )

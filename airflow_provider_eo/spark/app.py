@@ -24,6 +24,7 @@ from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.logs import configure_logging
+from airflow_provider_eo.spark.pyspark_startup import prefer_installed_pyspark, skip_pyspark_testing_import
 from airflow_provider_eo.spark.settings import ledger_dsn_from_env, load_pipeline, task_settings
 
 log = logging.getLogger("airflow_provider_eo.spark.app")
@@ -50,9 +51,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the write step for one epoch; returns the exit code."""
+    prefer_installed_pyspark()  # before anything imports pyspark: no bytecode compiled from Spark's zip
+    skip_pyspark_testing_import()  # no pandas/pyarrow import on the first JVM call
     configure_logging()
     args = parse_args(argv)
     where = f"pipeline={args.pipeline} epoch_id={args.epoch_id}"
+    log.info("%s: driver up", where)
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)
         with Ledger(ledger_dsn_from_env(args.ledger_conn_id), conn_id=args.ledger_conn_id) as ledger:

