@@ -50,14 +50,6 @@ def _coordinator_not_ready(error: object) -> bool:
 
 _PROBE_GROUP = "airflow-provider-eo-probe"  # never committed to: used only for reads
 
-#: Partitions per offsets request. librdkafka's client-side cost of one ListOffsets or
-#: OffsetFetch request grows faster than its partition count (about 1 s of CPU for
-#: 10,000 partitions, 0.1 s for ten requests of 1,000), so big sets go in chunks.
-CHUNK = 1000
-
-#: Partitions named in full in log lines and error messages; more are counted.
-_NAMED = 20
-
 
 LOW_AND_HIGH = (OffsetSpec.earliest(), OffsetSpec.latest())
 
@@ -97,19 +89,12 @@ class EoKafkaHook(BaseHook):
         return self._settings
 
     def _admin(self) -> AdminClient:
-        """A new admin client (one per call: fresh metadata, nothing shared across a fork;
-        a client inherited by a forked child hangs when the child destroys it)."""
-        return self._new_admin()
-
-    def _new_admin(self) -> AdminClient:
-        """A new admin client: a request abandoned on a timeout dies with its client instead
-        of reaching the broker later."""
         conf: dict[str, Any] = {**self.settings.config, "error_cb": self._client_errors}
         return AdminClient(conf)
 
     @contextmanager
-    def _consumer(self) -> Iterator[Consumer]:
-        conf: dict[str, Any] = {**self.settings.config, "group.id": _PROBE_GROUP, "enable.auto.commit": False}
+    def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
+        conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
         # Watermarks must be read as the range reader reads (read_committed), so a reservation
         # ends at the last stable offset, never inside an undecided transaction.
         conf["isolation.level"] = "read_committed"
@@ -154,23 +139,20 @@ class EoKafkaHook(BaseHook):
         transaction is open it stays at the transaction's first offset, so ranges reserved
         up to it never wait for, nor end inside, an undecided transaction.
 
-        Batched admin ListOffsets requests (earliest and latest, each of at most
-        :data:`CHUNK` partitions), all sent before any answer is awaited. Partitions they
-        could not answer are asked again one by one, so an error names its own partition:
-        :class:`EoKafkaError` ``watermarks of <topic>[<partition>]: ...`` (or the count on
-        a batch timeout).
+        Two batched admin requests (ListOffsets earliest and latest, sent together)
+        whatever the number of partitions. Partitions they could not answer are asked
+        again one by one, so an error names its own partition: :class:`EoKafkaError`
+        ``watermarks of <topic>[<partition>]: ...`` (or the count on a batch timeout).
         """
         wanted = sorted(set(tps))
         if not wanted:
             return {}
         admin = self._admin()  # referenced until answered: a destroyed client abandons requests
-        chunks = [wanted[start : start + CHUNK] for start in range(0, len(wanted), CHUNK)]
-        requests = [self._list_offsets(admin, chunk, spec) for chunk in chunks for spec in LOW_AND_HIGH]
-        lows: dict[TP, int] = {}
-        highs: dict[TP, int] = {}
+        requests = [
+            self._list_offsets(admin, wanted, spec) for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
+        ]
         try:
-            for index, futures in enumerate(requests):
-                (highs if index % 2 else lows).update(self._answers(futures, len(wanted)))
+            lows, highs = (self._answers(futures, len(wanted)) for futures in requests)
         finally:
             requests.clear()  # the futures go before the client (see commit_offsets)
             del admin
@@ -262,28 +244,30 @@ class EoKafkaHook(BaseHook):
     def committed_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
         """The group's committed offset per partition; ``None`` where it has none.
 
-        Read with the admin API (OffsetFetch, stable offsets only, at most :data:`CHUNK`
-        partitions a request): no consumer joins or even looks up the group. While the
-        group's coordinator is moving or loading (a broker just restarted, a new cluster
-        creating its offsets topic) the lookup is retried until the connection's timeout.
-        Raises :class:`EoKafkaError` naming the group (and partition) otherwise.
+        While the group's coordinator is moving or loading (a broker just restarted, a new
+        cluster creating its offsets topic) the lookup is retried until the connection's
+        timeout. Raises :class:`EoKafkaError` naming the group (and partition) otherwise.
         """
         tps = list(tps)
         if not tps:
             return {}
-        return self._committed_offsets(self._admin(), group_id, tps)
-
-    def _committed_offsets(self, admin: AdminClient, group_id: str, tps: list[TP]) -> dict[TP, int | None]:
-        """:meth:`committed_offsets` through ``admin``."""
         deadline = time.monotonic() + self.settings.timeout_s
-        while True:
-            answer, error = self._fetch_group_offsets(admin, group_id, tps, deadline)
-            if error is None or not _coordinator_not_ready(error) or time.monotonic() >= deadline:
-                break
-            time.sleep(0.2)
-        if error is not None:
-            why = f"{KafkaException(error)}{self._client_errors.explain()}"
-            raise EoKafkaError(f"committed offsets of group {group_id!r} for {_named(tps)}: {why}")
+        with self._consumer(group_id) as consumer:
+            while True:
+                try:
+                    answer = consumer.committed(
+                        [TopicPartition(t, p) for t, p in tps],
+                        timeout=max(0.5, deadline - time.monotonic()),
+                    )
+                    break
+                except KafkaException as exc:
+                    if _coordinator_not_ready(exc.args[0]) and time.monotonic() < deadline:
+                        time.sleep(0.2)
+                        continue
+                    why = f"{exc}{self._client_errors.explain(consumer)}"
+                    raise EoKafkaError(
+                        f"committed offsets of group {group_id!r} for {list(tps)}: {why}"
+                    ) from exc
         result: dict[TP, int | None] = {}
         for tp in answer:
             if tp.error is not None:
@@ -292,54 +276,22 @@ class EoKafkaHook(BaseHook):
             result[(tp.topic, tp.partition)] = int(tp.offset) if tp.offset >= 0 else None
         return result
 
-    def _fetch_group_offsets(
-        self, admin: AdminClient, group_id: str, tps: list[TP], deadline: float
-    ) -> tuple[list[TopicPartition], Any]:
-        """(answers, None), or ([], the error) when a request failed or went unanswered.
-        All chunks are sent before any is awaited."""
-        timeout = max(0.5, deadline - time.monotonic())
-        futures: list[Any] = []
-        answer: list[TopicPartition] = []
-        error: Any = None
-        try:
-            for start in range(0, len(tps), CHUNK):
-                request = [TopicPartition(t, p) for t, p in tps[start : start + CHUNK]]
-                futures.append(
-                    admin.list_consumer_group_offsets(
-                        [ConsumerGroupTopicPartitions(group_id, request)],
-                        require_stable=True,
-                        request_timeout=timeout,
-                    )[group_id]
-                )
-            for future in futures:
-                answer.extend(future.result(timeout=timeout + 1).topic_partitions or [])
-        except KafkaException as exc:
-            error = exc.args[0]
-        except FutureTimeout:
-            error = KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout:g}s")
-        if error is not None:
-            self._client_errors.explain(admin)  # serve its error callbacks while it lives
-            futures.clear()
-            return [], error
-        return answer, None
-
     def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
         """Commit exactly ``offsets`` to ``group_id`` (an OffsetCommit outside any group
         generation, like a consumer with auto-commit off committing explicit offsets),
-        waiting at most the connection's timeout, then read them back with the same client
-        (:meth:`committed_offsets`). Raises :class:`EoKafkaError` naming group and
-        partition on a timeout, any per-partition error or a read-back mismatch. Empty
-        ``offsets``: nothing is sent.
+        waiting at most the connection's timeout, then read them back through a consumer of
+        that group. Raises :class:`EoKafkaError` naming group and partition on a timeout,
+        any per-partition error or a read-back mismatch. Empty ``offsets``: nothing is sent.
 
-        Uses the admin API (``AlterConsumerGroupOffsets``, one request: the group gets all
-        the offsets or none): a consumer's ``close()`` after a commit blocks until an
-        unreachable broker answers, the admin request does not.
+        Uses the admin API (``AlterConsumerGroupOffsets``): a consumer's ``close()`` after
+        a commit blocks until an unreachable broker answers, the admin request does not.
         """
         if not offsets:
             return
         request = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
+        where = f"commit to group {group_id!r} of {_fmt(offsets)}"
         timeout = self.settings.timeout_s
-        admin = self._new_admin()  # referenced until answered: a destroyed client abandons requests
+        admin = self._admin()  # referenced until answered: a destroyed client abandons requests
         answer: list[TopicPartition] = []
         error = ""
         futures: Any = None
@@ -353,13 +305,13 @@ class EoKafkaHook(BaseHook):
         # Destroy the client now, not when a traceback cycle is collected: librdkafka 2.16
         # aborts the process if a timed-out request's late answer reaches a live handle.
         futures = None
+        del admin
         if error:
-            del admin
-            raise EoKafkaError(f"commit to group {group_id!r} of {_fmt(offsets)}: {error}")
+            raise EoKafkaError(f"{where}: {error}")
         for tp in answer:
             if tp.error is not None:
                 raise EoKafkaError(f"commit to group {group_id!r} {tp.topic}[{tp.partition}]: {tp.error}")
-        readback = self._committed_offsets(admin, group_id, list(offsets))  # the same client
+        readback = self.committed_offsets(group_id, list(offsets))
         wrong = {tp: (o, readback.get(tp)) for tp, o in offsets.items() if readback.get(tp) != o}
         if wrong:
             detail = ", ".join(f"{t}[{p}] wanted {w} got {g}" for (t, p), (w, g) in sorted(wrong.items()))
@@ -380,14 +332,4 @@ class EoKafkaHook(BaseHook):
 
 
 def _fmt(offsets: Mapping[TP, int]) -> str:
-    """``t[p]=o,...`` in partition order; past :data:`_NAMED` partitions, ``... and N more``."""
-    items = sorted(offsets.items())
-    text = ",".join(f"{t}[{p}]={o}" for (t, p), o in items[:_NAMED])
-    return text + (f",... and {len(items) - _NAMED} more" if len(items) > _NAMED else "")
-
-
-def _named(tps: list[TP]) -> str:
-    """``repr(tps)`` for up to :data:`_NAMED` partitions, else the first ones and a count."""
-    if len(tps) <= _NAMED:
-        return repr(tps)
-    return f"{tps[:_NAMED]!r} and {len(tps) - _NAMED} more"
+    return ",".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items()))
