@@ -15,6 +15,13 @@ from airflow_provider_eo.hooks.connections import EoConnection
 KAFKA_TIMEOUT_KEY = "eo.timeout.ms"
 DEFAULT_KAFKA_TIMEOUT_MS = 15_000
 
+#: librdkafka defaults of ours, used unless the connection sets them. A new client drops its
+#: bootstrap connection once the first metadata names the brokers, then connects to the
+#: named broker only after half of ``reconnect.backoff.ms`` (librdkafka 2.x): 50 ms of
+#: every short-lived client's start with the default of 100. Failed reconnects still back
+#: off exponentially up to ``reconnect.backoff.max.ms`` (10 s).
+KAFKA_CLIENT_DEFAULTS = {"reconnect.backoff.ms": "10"}
+
 #: libpq keywords accepted from the Postgres connection's ``extra`` (others are ignored).
 LIBPQ_EXTRA_KEYS = (
     "sslmode",
@@ -48,14 +55,16 @@ def kafka_client_config(conn: EoConnection) -> KafkaClientConfig:
     """librdkafka config from a connection shaped like the official Kafka provider's.
 
     ``extra`` holds librdkafka settings (``bootstrap.servers``, ``security.protocol``,
-    ``sasl.*``, ``ssl.*`` ...), all passed through unchanged. When ``bootstrap.servers``
-    is missing, ``host[:port]`` is used. ``eo.timeout.ms`` (default 15000) bounds each
-    metadata/offset call and is not passed to librdkafka.
+    ``sasl.*``, ``ssl.*`` ...), all passed through unchanged, over
+    :data:`KAFKA_CLIENT_DEFAULTS`. When ``bootstrap.servers`` is missing, ``host[:port]``
+    is used. ``eo.timeout.ms`` (default 15000) bounds each metadata/offset call and is
+    not passed to librdkafka.
     Raises ``ValueError`` when no bootstrap server is known.
     """
     extra = dict(conn.extra)
     timeout_ms = float(extra.pop(KAFKA_TIMEOUT_KEY, DEFAULT_KAFKA_TIMEOUT_MS))
-    config = {str(k): str(v) if not isinstance(v, bool) else str(v).lower() for k, v in extra.items()}
+    config = dict(KAFKA_CLIENT_DEFAULTS)
+    config.update({str(k): str(v) if not isinstance(v, bool) else str(v).lower() for k, v in extra.items()})
     if not config.get("bootstrap.servers"):
         if not conn.host:
             raise ValueError(

@@ -31,6 +31,7 @@ from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_cli
 from airflow_provider_eo.hooks.client_errors import ClientErrorLog
 from airflow_provider_eo.hooks.connections import connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
+from airflow_provider_eo.ledger.models import offsets_text
 
 TP = tuple[str, int]
 
@@ -279,9 +280,11 @@ class EoKafkaHook(BaseHook):
     def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
         """Commit exactly ``offsets`` to ``group_id`` (an OffsetCommit outside any group
         generation, like a consumer with auto-commit off committing explicit offsets),
-        waiting at most the connection's timeout, then read them back through a consumer of
-        that group. Raises :class:`EoKafkaError` naming group and partition on a timeout,
-        any per-partition error or a read-back mismatch. Empty ``offsets``: nothing is sent.
+        waiting at most the connection's timeout. The broker's answer carries an error code
+        per partition, so a success is the broker's word that every offset is stored.
+        Raises :class:`EoKafkaError` naming group and partition on a timeout or any
+        per-partition error (e.g. the group has live members). Empty ``offsets``: nothing
+        is sent.
 
         Uses the admin API (``AlterConsumerGroupOffsets``): a consumer's ``close()`` after
         a commit blocks until an unreachable broker answers, the admin request does not.
@@ -289,7 +292,7 @@ class EoKafkaHook(BaseHook):
         if not offsets:
             return
         request = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
-        where = f"commit to group {group_id!r} of {_fmt(offsets)}"
+        where = f"commit to group {group_id!r} of {offsets_text(offsets)}"
         timeout = self.settings.timeout_s
         admin = self._admin()  # referenced until answered: a destroyed client abandons requests
         answer: list[TopicPartition] = []
@@ -308,15 +311,14 @@ class EoKafkaHook(BaseHook):
         del admin
         if error:
             raise EoKafkaError(f"{where}: {error}")
+        answered = {(tp.topic, tp.partition) for tp in answer}
         for tp in answer:
             if tp.error is not None:
                 raise EoKafkaError(f"commit to group {group_id!r} {tp.topic}[{tp.partition}]: {tp.error}")
-        readback = self.committed_offsets(group_id, list(offsets))
-        wrong = {tp: (o, readback.get(tp)) for tp, o in offsets.items() if readback.get(tp) != o}
-        if wrong:
-            detail = ", ".join(f"{t}[{p}] wanted {w} got {g}" for (t, p), (w, g) in sorted(wrong.items()))
-            raise EoKafkaError(f"commit to group {group_id!r} not visible on read-back: {detail}")
-        self.log.info("committed offsets group=%s offsets=%s", group_id, _fmt(offsets))
+        unanswered = {tp: o for tp, o in offsets.items() if tp not in answered}
+        if unanswered:
+            raise EoKafkaError(f"commit to group {group_id!r}: no answer for {offsets_text(unanswered)}")
+        self.log.info("committed offsets group=%s offsets=%s", group_id, offsets_text(offsets))
 
     def test_connection(self) -> tuple[bool, str]:
         """(True, summary) when cluster metadata can be read, else (False, error)."""
@@ -329,7 +331,3 @@ class EoKafkaHook(BaseHook):
                 f"Kafka connection {self.kafka_conn_id!r} failed: {exc}{self._client_errors.explain(admin)}",
             )
         return True, f"Connected: {len(metadata.brokers)} broker(s), {len(metadata.topics)} topic(s)"
-
-
-def _fmt(offsets: Mapping[TP, int]) -> str:
-    return ",".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items()))

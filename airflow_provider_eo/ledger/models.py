@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -51,7 +51,19 @@ def ranges_text(ranges: Iterable[PartitionRange], limit: int | None = None) -> s
     items = list(ranges)
     shown = items if limit is None else items[:limit]
     text = ",".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in shown)
-    return text + (f",... and {len(items) - len(shown)} more" if len(shown) < len(items) else "")
+    return text + _rest(len(items), len(shown))
+
+
+def offsets_text(offsets: Mapping[tuple[str, int], int], limit: int | None = LOGGED_RANGES) -> str:
+    """Compact ``topic[p]=offset`` list of ``offsets`` in partition order, for log lines and
+    errors; beyond ``limit`` entries (``None``: no limit), ``,... and N more``."""
+    items = sorted(offsets.items())
+    shown = items if limit is None else items[:limit]
+    return ",".join(f"{t}[{p}]={o}" for (t, p), o in shown) + _rest(len(items), len(shown))
+
+
+def _rest(total: int, shown: int) -> str:
+    return f",... and {total - shown} more" if shown < total else ""
 
 
 @dataclass(frozen=True)

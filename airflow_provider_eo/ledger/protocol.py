@@ -48,7 +48,7 @@ from airflow_provider_eo.ledger.fencing import (
     WritePermission,
     write_permission,
 )
-from airflow_provider_eo.ledger.models import LOGGED_RANGES, Epoch, PartitionRange, ranges_text
+from airflow_provider_eo.ledger.models import LOGGED_RANGES, Epoch, PartitionRange, offsets_text, ranges_text
 from airflow_provider_eo.ledger.offsets import KafkaOffsets
 from airflow_provider_eo.ledger.outcomes import (
     AlreadyCommitted,
@@ -217,11 +217,9 @@ class EpochProtocol:
             group = group_id if isinstance(group_id, str) else group_id(epoch.pipeline)
             self.kafka.commit_offsets(group, offsets)
             protocol_points.passed("commit.after_publish")
-            shown = sorted(offsets.items())[:LOGGED_RANGES]
-            published = ",".join(f"{t}[{p}]={o}" for (t, p), o in shown)
-            if len(offsets) > len(shown):
-                published += f",... and {len(offsets) - len(shown)} more"
-            log.info("published offsets %s group=%s offsets=%s", _describe(epoch), group, published)
+            log.info(
+                "published offsets %s group=%s offsets=%s", _describe(epoch), group, offsets_text(offsets)
+            )
         committed = self.ledger.mark_committed(epoch_id)
         return Committed(committed, offsets, group, already_committed=False)
 

@@ -169,5 +169,9 @@ def test_settings_pass_librdkafka_options_and_strip_ours(monkeypatch: pytest.Mon
     extra = {"bootstrap.servers": "b1:9092", "security.protocol": "SASL_SSL", "eo.timeout.ms": 2500}
     monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA_TLS", json.dumps({"conn_type": "kafka", "extra": extra}))
     settings = EoKafkaHook(kafka_conn_id="eo_kafka_tls").settings
-    assert settings.config == {"bootstrap.servers": "b1:9092", "security.protocol": "SASL_SSL"}
+    assert settings.config == {
+        "bootstrap.servers": "b1:9092",
+        "security.protocol": "SASL_SSL",
+        "reconnect.backoff.ms": "10",
+    }
     assert settings.timeout_s == 2.5

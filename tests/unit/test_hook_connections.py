@@ -89,7 +89,13 @@ def test_postgres_dsn_is_quoted_keyword_form() -> None:
 
 def test_kafka_config_defaults_and_host_fallback() -> None:
     settings = kafka_client_config(EoConnection("k", host="broker", port=9092))
-    assert (settings.config, settings.timeout_s) == ({"bootstrap.servers": "broker:9092"}, 15.0)
+    assert (settings.config, settings.timeout_s) == (
+        {"bootstrap.servers": "broker:9092", "reconnect.backoff.ms": "10"},
+        15.0,
+    )
+    extra = {"bootstrap.servers": "b:1", "reconnect.backoff.ms": 250}
+    tuned = kafka_client_config(EoConnection("k", extra=extra))
+    assert tuned.config == {"bootstrap.servers": "b:1", "reconnect.backoff.ms": "250"}  # the connection wins
     with pytest.raises(ValueError, match=r"'k': set 'bootstrap\.servers'"):
         kafka_client_config(EoConnection("k"))
 
