@@ -1,4 +1,5 @@
-"""librdkafka's asynchronous client errors, kept to explain a failed call.
+"""The error a failed Kafka call raises, and librdkafka's asynchronous client errors
+kept to explain it.
 
 librdkafka reports why it cannot talk to a broker (TLS handshake or certificate
 verification failed, SASL authentication failed, connection refused) only through the
@@ -12,8 +13,14 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
+from airflow_provider_eo.errors import KafkaAccessError
+
 #: librdkafka's summary codes that say nothing about the cause ("1/1 brokers are down").
 _UNINFORMATIVE_CODES = frozenset({-187})  # _ALL_BROKERS_DOWN
+
+
+class EoKafkaError(KafkaAccessError, RuntimeError):
+    """A Kafka metadata/offset call failed; the message names the topic/partition or group."""
 
 
 class ClientErrorLog:

@@ -19,21 +19,18 @@ from airflow.sdk import BaseHook
 from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
-    IsolationLevel,
     KafkaError,
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
-from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
-from airflow_provider_eo.hooks.client_errors import ClientErrorLog
+from airflow_provider_eo.hooks.client_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.hooks.connections import connection_from_airflow
+from airflow_provider_eo.hooks.kafka_watermarks import TP, WatermarkReader
 from airflow_provider_eo.hooks.ui import field_behaviour
 from airflow_provider_eo.ledger.models import offsets_text
-
-TP = tuple[str, int]
 
 _COORDINATOR_NOT_READY = frozenset(
     {
@@ -50,13 +47,6 @@ def _coordinator_not_ready(error: object) -> bool:
 
 
 _PROBE_GROUP = "airflow-provider-eo-probe"  # never committed to: used only for reads
-
-
-LOW_AND_HIGH = (OffsetSpec.earliest(), OffsetSpec.latest())
-
-
-class EoKafkaError(KafkaAccessError, RuntimeError):
-    """A Kafka metadata/offset call failed; the message names the topic/partition or group."""
 
 
 class EoKafkaHook(BaseHook):
@@ -140,81 +130,11 @@ class EoKafkaHook(BaseHook):
         transaction is open it stays at the transaction's first offset, so ranges reserved
         up to it never wait for, nor end inside, an undecided transaction.
 
-        Two batched admin requests (ListOffsets earliest and latest, sent together)
-        whatever the number of partitions. Partitions they could not answer are asked
-        again one by one, so an error names its own partition: :class:`EoKafkaError`
-        ``watermarks of <topic>[<partition>]: ...`` (or the count on a batch timeout).
+        Batched admin ListOffsets requests (:class:`WatermarkReader`): an error names its
+        partition, :class:`EoKafkaError` ``watermarks of <topic>[<partition>]: ...`` (or
+        the count on a batch timeout).
         """
-        wanted = sorted(set(tps))
-        if not wanted:
-            return {}
-        admin = self._admin()  # referenced until answered: a destroyed client abandons requests
-        requests = [
-            self._list_offsets(admin, wanted, spec) for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
-        ]
-        try:
-            lows, highs = (self._answers(futures, len(wanted)) for futures in requests)
-        finally:
-            requests.clear()  # the futures go before the client (see commit_offsets)
-            del admin
-        answered = {tp: (lows[tp], highs[tp]) for tp in wanted if tp in lows and tp in highs}
-        if len(answered) < len(wanted):
-            answered.update(self._watermarks_one_by_one([tp for tp in wanted if tp not in answered]))
-        return answered
-
-    def _list_offsets(self, admin: AdminClient, tps: list[TP], spec: OffsetSpec) -> dict[Any, Any]:
-        """Send one ListOffsets request (read_committed) for ``tps``; its futures by partition."""
-        return admin.list_offsets(
-            {TopicPartition(t, p): spec for t, p in tps},
-            isolation_level=IsolationLevel.READ_COMMITTED,
-            request_timeout=self.settings.timeout_s,
-        )
-
-    def _answers(self, futures: Mapping[Any, Any], count: int) -> dict[TP, int]:
-        """The offsets one ListOffsets request answered (failed partitions left out);
-        :class:`EoKafkaError` when no answer comes within the connection's timeout."""
-        timeout = self.settings.timeout_s
-        answers: dict[TP, int] = {}
-        for tp, future in futures.items():
-            try:
-                answers[(tp.topic, tp.partition)] = int(future.result(timeout=timeout + 1).offset)
-            except KafkaException:
-                continue
-            except FutureTimeout as exc:
-                raise EoKafkaError(
-                    f"watermarks of {count} partition(s): no answer within {timeout:g}s"
-                ) from exc
-        return answers
-
-    def _watermarks_one_by_one(self, tps: list[TP]) -> dict[TP, tuple[int, int]]:
-        """One ListOffsets request per partition and spec: the fallback that names a failing
-        partition (the admin client's metadata knows a topic created a moment ago, where a
-        fresh consumer's may not yet)."""
-        admin = self._admin()
-        result: dict[TP, tuple[int, int]] = {}
-        for topic, partition in tps:
-            offsets = [self._one_offset(admin, topic, partition, spec) for spec in LOW_AND_HIGH]
-            result[(topic, partition)] = (offsets[0], offsets[1])
-        return result
-
-    def _one_offset(self, admin: AdminClient, topic: str, partition: int, spec: OffsetSpec) -> int:
-        """One partition's offset; an error is asked again for up to 5 s (a topic created a
-        moment ago may have no leader yet), then raised as :class:`EoKafkaError` naming it."""
-        deadline = time.monotonic() + min(5.0, self.settings.timeout_s)
-        while True:
-            futures = self._list_offsets(admin, [(topic, partition)], spec)
-            try:
-                return int(
-                    futures[TopicPartition(topic, partition)]
-                    .result(timeout=self.settings.timeout_s + 1)
-                    .offset
-                )
-            except (KafkaException, FutureTimeout) as exc:
-                if time.monotonic() < deadline:
-                    time.sleep(0.2)
-                    continue
-                why = f"{exc or 'no answer'}{self._client_errors.explain(admin)}"
-                raise EoKafkaError(f"watermarks of {topic}[{partition}]: {why}") from exc
+        return WatermarkReader(self._admin, self.settings.timeout_s, self._client_errors).read(tps)
 
     def offsets_for_timestamp(self, tps: Iterable[TP], ts_ms: int) -> dict[TP, int]:
         """Per partition, the first offset whose record timestamp is >= ``ts_ms``; the

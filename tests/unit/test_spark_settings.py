@@ -64,7 +64,11 @@ def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch
     )  # fmt: skip
     assert (settings.row_key_template, settings.max_record_bytes) == ("{id}:{region}", 512)
     assert (settings.bad_records, settings.batch_size) == ("dead_letter", 7)
-    assert settings.kafka_config == {"bootstrap.servers": "k:9092", "sasl.password": "kpw"}
+    assert settings.kafka_config == {
+        "bootstrap.servers": "k:9092",
+        "sasl.password": "kpw",
+        "reconnect.backoff.ms": "10",
+    }
     assert settings.read_timeout_s == 4.0
     assert (settings.hbase_kwargs["host"], settings.hbase_kwargs["port"]) == ("hb", 9091)
     assert settings.hbase_kwargs["table_prefix"] == "pre"
