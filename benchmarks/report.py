@@ -49,6 +49,18 @@ def write_report(report: Mapping[str, Any], path: Path) -> None:
     path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
 
 
+def merge_reports(previous: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str, Any]:
+    """``previous`` with every key of ``fresh`` replacing its own. ``sections`` becomes the
+    union, and ``section_runs`` says when each section was last measured (``finished_at``
+    of its run), so each ratio still comes from a single run."""
+    runs = dict(
+        previous.get("section_runs")
+        or dict.fromkeys(previous.get("sections", []), previous.get("finished_at"))
+    )
+    runs.update(dict.fromkeys(fresh["sections"], fresh["finished_at"]))
+    return {**previous, **fresh, "sections": list(runs), "section_runs": runs}
+
+
 def table(report: Mapping[str, Any]) -> str:
     """The figures and the targets as aligned text."""
     lines = []

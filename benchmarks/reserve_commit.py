@@ -23,57 +23,24 @@ which index answers each query of the reserve/commit path there (EXPLAIN).
 from __future__ import annotations
 
 import logging
-import os
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
-
-import psycopg2
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-from psycopg2 import sql
-from psycopg2.extensions import make_dsn, parse_dsn
 
 from airflow_provider_eo.config import CapsSpec, PipelineSpec, StartingSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochProtocol, Ledger
 from airflow_provider_eo.ledger.outcomes import Reserved
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from benchmarks.ledger_history import insert_history, inspect
+from benchmarks.scratch_resources import kafka_connection, scratch_database, scratch_topics
 from eo_devtools.stack.stack import LocalStack
 
-PARTITIONS_PER_TOPIC = 1000
 HISTORY_PARTITIONS = 100
-
-# The cursor query before migration 0002: every committed stream range of the partition.
-LEGACY_CURSORS = """
-SELECT p.topic, p."partition",
-       GREATEST(p.initial_offset,
-                (SELECT max(r.end_offset) FROM eo.epoch_ranges r JOIN eo.epochs e USING (epoch_id)
-                  WHERE e.pipeline = p.pipeline AND e.kind = 'stream' AND e.state = 'COMMITTED'
-                    AND r.topic = p.topic AND r."partition" = p."partition"),
-                (SELECT max(g.end_offset) FROM eo.gaps g
-                  WHERE g.pipeline = p.pipeline AND g.topic = p.topic AND g."partition" = p."partition"))
-  FROM eo.partitions p WHERE p.pipeline = %(pipeline)s
-"""
-
-# The reserve/commit path's queries whose cost could grow with history, as the store runs them.
-PATH_QUERIES = {
-    "cursors": 'SELECT topic, "partition", cursor_offset FROM eo.partitions WHERE pipeline = %(pipeline)s',
-    "open_stream_epoch": "SELECT epoch_id FROM eo.epochs WHERE pipeline = %(pipeline)s"
-    " AND state = ANY(ARRAY['RESERVED', 'WRITTEN']) AND kind = 'stream'",
-    "run_own_epochs": "SELECT epoch_id FROM eo.epochs WHERE pipeline = %(pipeline)s AND kind = 'backfill'"
-    " AND state = ANY(ARRAY['RESERVED', 'WRITTEN', 'COMMITTED']) AND dag_id = 'b' AND run_id = 'r'",
-    "epoch_ranges": 'SELECT topic, "partition" FROM eo.epoch_ranges WHERE epoch_id = ANY(ARRAY[%(epoch)s])',
-    "advance_cursors": "UPDATE eo.partitions p SET cursor_offset = r.end_offset"
-    " FROM eo.epochs e JOIN eo.epoch_ranges r USING (epoch_id)"
-    " WHERE e.epoch_id = %(epoch)s AND e.kind = 'stream' AND e.state = 'COMMITTED'"
-    ' AND p.pipeline = e.pipeline AND p.topic = r.topic AND p."partition" = r."partition"'
-    " AND p.cursor_offset < r.end_offset",
-}
 
 #: One measured epoch: reserve and commit ms, and the broker's share of each.
 Sample = dict[str, float]
@@ -130,25 +97,25 @@ def run(stack: LocalStack, *, quick: bool) -> dict[str, Any]:
         logging.getLogger(name).setLevel(logging.WARNING)
     detail: dict[str, dict[str, float]] = {}
     with (
-        _kafka_connection(stack),
-        _database(stack.ledger_dsn) as dsn,
-        _database(stack.ledger_dsn) as history_dsn,
+        kafka_connection(stack),
+        scratch_database(stack.ledger_dsn) as dsn,
+        scratch_database(stack.ledger_dsn) as history_dsn,
         Ledger(dsn) as ledger,
         Ledger(history_dsn) as history_ledger,
     ):
         for size in sizes:
-            with _topics(stack.kafka_bootstrap, size, records=reps + 2) as topics:
+            with scratch_topics(stack.kafka_bootstrap, size, records=reps + 2) as topics:
                 spec = _spec(f"bench-{size}", topics)
                 first = _epoch(ledger, spec)
                 detail[str(size)] = {**_medians([_epoch(ledger, spec) for _ in range(reps)]),
                                      "first_reserve_ms": round(first["reserve_ms"], 1)}  # fmt: skip
-        with _topics(stack.kafka_bootstrap, HISTORY_PARTITIONS, records=reps + 2) as topics:
+        with scratch_topics(stack.kafka_bootstrap, HISTORY_PARTITIONS, records=reps + 2) as topics:
             plain, aged = _spec("bench-plain", topics), _spec("bench-history", topics)
             _epoch(ledger, plain)  # pins
             _epoch(history_ledger, aged)
-            insert_ms = _insert_history(history_dsn, aged.name, history_epochs)
+            insert_ms = insert_history(history_dsn, aged.name, history_epochs)
             pairs = [(_epoch(ledger, plain), _epoch(history_ledger, aged)) for _ in range(reps)]
-            legacy_ms, plans = _inspect(history_dsn, aged.name)
+            legacy_ms, plans = inspect(history_dsn, aged.name)
     totals = {size: d["reserve_ms"] + d["commit_ms"] for size, d in detail.items()}
     low, high = str(sizes[0]), str(sizes[-1])
     per_partition_us = (totals[high] - totals[low]) / (int(high) - int(low)) * 1000
@@ -234,153 +201,3 @@ def _spec(name: str, topics: list[tuple[str, int]]) -> PipelineSpec:
         column_family="d",
     )
     return replace(spec, starting=StartingSpec("earliest", None, "earliest"), caps=CapsSpec(1, partitions))
-
-
-def _insert_history(dsn: str, pipeline: str, epochs: int) -> float:
-    """Bulk-insert ``epochs`` COMMITTED stream epochs of ``pipeline``, each with a range
-    ``[0, 1)`` on every pinned partition (below every cursor); returns the ms it took."""
-    started = time.perf_counter()
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            """
-            WITH new AS (
-                INSERT INTO eo.epochs (pipeline, kind, state, fencing_token, dag_id, run_id,
-                                       created_at, written_at, committed_at)
-                SELECT %(pipeline)s, 'stream', 'COMMITTED', gen_random_uuid(), 'history', 'h-' || i,
-                       now(), now(), now()
-                  FROM generate_series(1, %(epochs)s) AS i
-                RETURNING epoch_id
-            )
-            INSERT INTO eo.epoch_ranges (epoch_id, topic, "partition", start_offset, end_offset)
-            SELECT new.epoch_id, p.topic, p."partition", 0, 1
-              FROM new CROSS JOIN eo.partitions p WHERE p.pipeline = %(pipeline)s
-            """,
-            {"pipeline": pipeline, "epochs": epochs},
-        )
-    conn.close()
-    maintenance = psycopg2.connect(dsn)
-    maintenance.autocommit = True  # VACUUM runs outside a transaction
-    try:
-        with maintenance.cursor() as cur:
-            cur.execute("VACUUM ANALYZE eo.epochs")
-            cur.execute("VACUUM ANALYZE eo.epoch_ranges")
-    finally:
-        maintenance.close()
-    return (time.perf_counter() - started) * 1000
-
-
-def _inspect(dsn: str, pipeline: str) -> tuple[float, dict[str, str]]:
-    """The legacy cursor query's ms on the history, and the plan of each path query."""
-    plans: dict[str, str] = {}
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute("SELECT max(epoch_id) FROM eo.epochs WHERE pipeline = %s", (pipeline,))
-        row = cur.fetchone()
-        params = {"pipeline": pipeline, "epoch": row[0] if row else None}
-        started = time.perf_counter()
-        cur.execute(LEGACY_CURSORS, params)
-        cur.fetchall()
-        legacy_ms = (time.perf_counter() - started) * 1000
-        for name, query in PATH_QUERIES.items():
-            cur.execute("EXPLAIN " + query, params)
-            plans[name] = " / ".join(line.strip() for (line,) in cur.fetchall() if "Scan" in line)
-        conn.rollback()
-    conn.close()
-    return legacy_ms, plans
-
-
-@contextmanager
-def _kafka_connection(stack: LocalStack) -> Iterator[None]:
-    """The stack's ``AIRFLOW_CONN_EO_KAFKA`` (and its other connections) set meanwhile."""
-    saved = {name: os.environ.get(name) for name in stack.conn_env()}
-    os.environ.update(stack.conn_env())
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-@contextmanager
-def _database(server_dsn: str) -> Iterator[str]:
-    """A throwaway ledger database on the stack's PostgreSQL."""
-    name = f"eo_bench_{uuid.uuid4().hex[:12]}"
-    admin = psycopg2.connect(server_dsn)
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cur:
-            cur.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        try:
-            yield make_dsn(**{**parse_dsn(server_dsn), "dbname": name})
-        finally:
-            with admin.cursor() as cur:
-                cur.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-    finally:
-        admin.close()
-
-
-@contextmanager
-def _topics(bootstrap: str, partitions: int, *, records: int) -> Iterator[list[tuple[str, int]]]:
-    """``partitions`` partitions over topics of at most 1,000, ``records`` records in each;
-    deleted afterwards."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    counts = [
-        min(PARTITIONS_PER_TOPIC, partitions - start) for start in range(0, partitions, PARTITIONS_PER_TOPIC)
-    ]
-    topics = [(f"eo-bench-rc-{uuid.uuid4().hex[:8]}", count) for count in counts]
-    small_index = {"segment.index.bytes": "65536", "segment.bytes": str(16 * 1024 * 1024)}
-    try:
-        for topic, count in topics:  # one at a time: KRaft refuses > 10,000 records per request
-            futures = admin.create_topics(
-                [NewTopic(topic, count, 1, config=small_index)], request_timeout=300
-            )
-            futures[topic].result(timeout=600)
-        _await_metadata(admin, topics)
-        _produce(bootstrap, topics, records)
-        yield topics
-    finally:
-        for topic, _ in topics:
-            _wait_quietly(admin.delete_topics([topic], request_timeout=300)[topic].result)
-
-
-def _await_metadata(admin: AdminClient, topics: list[tuple[str, int]], timeout_s: float = 600) -> None:
-    """Wait until the broker's metadata shows every partition of ``topics`` with a leader."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        metadata = admin.list_topics(timeout=30).topics
-        ready = all(
-            topic in metadata
-            and len(metadata[topic].partitions) == count
-            and all(p.leader >= 0 for p in metadata[topic].partitions.values())
-            for topic, count in topics
-        )
-        if ready:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"benchmark topics not ready within {timeout_s:g}s")
-        time.sleep(1)
-
-
-def _produce(bootstrap: str, topics: list[tuple[str, int]], records: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "acks": "all"})
-    for topic, count in topics:
-        for partition in range(count):
-            for i in range(records):
-                while True:
-                    try:
-                        producer.produce(topic, value=b'{"n": %d}' % i, key=b"k%d" % i, partition=partition)
-                        break
-                    except BufferError:  # the local queue is full: let deliveries drain it
-                        producer.poll(0.5)
-                producer.poll(0)
-    if producer.flush(600) != 0:
-        raise RuntimeError("benchmark records not delivered within 600 s")
-
-
-def _wait_quietly(result: Callable[..., Any]) -> None:
-    try:
-        result(timeout=300)
-    except Exception as exc:  # a topic left behind is logged, not fatal to the figures
-        logging.getLogger(__name__).warning("benchmark topic not deleted: %s", exc)

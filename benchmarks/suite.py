@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from typing import Any
 
 from benchmarks import write_memory, write_throughput
 from benchmarks.dataset import delete_topic, produce_dataset
-from benchmarks.report import machine, table, write_report
+from benchmarks.report import machine, merge_reports, table, write_report
 from benchmarks.targets import check_targets
 from eo_devtools.stack.stack import LocalStack
 
@@ -34,6 +35,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--state-dir", type=Path, default=Path(os.environ.get("EO_STACK_STATE_DIR", ".eo-state"))
     )
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the other sections of the report at --output; replace only those run now",
+    )
     args = parser.parse_args(argv)
     args.sections = [s for s in args.only.split(",") if s]
     unknown = set(args.sections) - set(SECTIONS)
@@ -95,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine(),
         **body,
     }
+    if args.merge and args.output.exists():
+        report = merge_reports(json.loads(args.output.read_text()), report)
     report["targets"] = check_targets(report)
     write_report(report, args.output)
     print(table(report))

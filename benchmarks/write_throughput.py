@@ -1,13 +1,21 @@
 """Write throughput: the write step against the hand-written loop and the two bounds.
 
-All four runs read the same dataset (the same ranges). The write step's rate counts
-its whole ``spark-submit`` (JVM start included); ``tasks_records_per_s`` counts its
-Spark tasks only. The bound is the slower of the read-only and write-only bounds: the
-write step has to do both.
+All runs read the same dataset (the same ranges). The write step's rate counts its
+whole ``spark-submit`` (JVM start included); ``tasks_records_per_s`` counts its Spark
+tasks only. The bound is the slower of the read-only and write-only bounds: the write
+step has to do both.
+
+The write step and the write-only bound decide ``ratio_vs_bound`` and both depend on
+HBase's state (memstore flushes, compactions, JIT), so they run ``rounds`` times,
+alternated, and the median run of each counts; every round's rate is in ``rounds``.
+``cpu`` is the profile of each counted run: CPU time per record of the client (the
+process tree) and of the servers, the cores they kept busy, and ``ceiling_records_per_s``,
+the rate at which that CPU per record would fill every core of the machine.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from benchmarks import baselines
@@ -15,27 +23,58 @@ from benchmarks.dataset import Dataset
 from benchmarks.write_step import run_write_step
 from eo_devtools.stack.stack import LocalStack
 
+ROUNDS = 3
 
-def run(stack: LocalStack, dataset: Dataset, *, master: str = "local[2]") -> dict[str, Any]:
-    """``{"records", "partitions", "runs": {...}, "ratio_vs_loop", "ratio_vs_bound", ...}``."""
+
+def run(
+    stack: LocalStack, dataset: Dataset, *, master: str = "local[2]", rounds: int = ROUNDS
+) -> dict[str, Any]:
+    """``{"records", "partitions", "runs", "rounds", "ratio_vs_loop", "ratio_vs_bound", "cpu", ...}``."""
+    steps: list[dict[str, Any]] = []
+    puts: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        steps.append(run_write_step(stack, dataset, master=master))
+        puts.append(baselines.write_bound(stack, dataset))
     runs = {
-        "write_step": run_write_step(stack, dataset, master=master),
+        "write_step": _median_run(steps),
         "hand_loop": baselines.hand_loop(stack, dataset),
         "read_bound": baselines.read_bound(stack, dataset),
-        "write_bound": baselines.write_bound(stack, dataset),
+        "write_bound": _median_run(puts),
     }
     step = runs["write_step"]["records_per_s"]
     bound = min(runs["read_bound"]["records_per_s"], runs["write_bound"]["records_per_s"])
+    cores = os.cpu_count() or 1
     return {
         "records": dataset.records,
         "partitions": len(dataset.ends),
         "megabytes": round(dataset.megabytes, 1),
         "master": master,
         "runs": runs,
+        "rounds": {
+            "write_step_records_per_s": [r["records_per_s"] for r in steps],
+            "write_bound_records_per_s": [r["records_per_s"] for r in puts],
+        },
         "ratio_vs_loop": round(step / runs["hand_loop"]["records_per_s"], 2),
         "ratio_vs_bound": round(step / bound, 2),
         "tasks_ratio_vs_loop": round(
             runs["write_step"]["tasks_records_per_s"] / runs["hand_loop"]["records_per_s"], 2
         ),
         "tasks_ratio_vs_bound": round(runs["write_step"]["tasks_records_per_s"] / bound, 2),
+        "cpu": {"cores": cores, **{name: _cpu_profile(r, cores) for name, r in runs.items()}},
+    }
+
+
+def _median_run(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    return sorted(candidates, key=lambda r: r["records_per_s"])[len(candidates) // 2]
+
+
+def _cpu_profile(run: dict[str, Any], cores: int) -> dict[str, float]:
+    """CPU microseconds per record (client, servers, both), cores busy, and the rate at
+    which that CPU per record would keep all ``cores`` busy."""
+    per_record_us = run["client_cpu_s_per_million"] + run["server_cpu_s_per_million"]
+    return {
+        "client_us_per_record": run["client_cpu_s_per_million"],
+        "server_us_per_record": run["server_cpu_s_per_million"],
+        "cores_busy": round(per_record_us * run["records_per_s"] / 1e6, 2),
+        "ceiling_records_per_s": round(cores * 1e6 / per_record_us),
     }

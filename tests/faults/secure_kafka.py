@@ -41,7 +41,7 @@ from eo_devtools.demo.sample_events import partition_for, sample_events
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.ports import LOOPBACK, find_free_port
 from eo_devtools.stack.process import read_pid, stop_process_group
-from eo_devtools.stack.stack import start_service
+from eo_devtools.stack.service_process import start_service
 from tests.faults.harness import KAFKA_TEST_EXTRA, Case, FaultStack, declare_pipeline, pipeline_entry
 from tests.faults.pki import Pki
 from tests.kafka_helpers import BATCHING_PRODUCER

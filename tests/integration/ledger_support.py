@@ -4,39 +4,26 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Protocol
 
-import psycopg2
 import pytest
-from psycopg2 import sql
-from psycopg2.extensions import make_dsn, parse_dsn
 
 from airflow_provider_eo.config import CapsSpec, PipelineSpec, StartingSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource
+from eo_devtools.stack.scratch_database import scratch_database
 from tests.conftest import StackInfo
 
 TP = tuple[str, int]
 
 
-@contextmanager
-def fresh_database(server_dsn: str) -> Iterator[str]:
-    """Create ``eo_test_<uuid>`` on the server of ``server_dsn``; yield its DSN; drop it after."""
-    name = f"eo_test_{uuid.uuid4().hex[:16]}"
-    admin = psycopg2.connect(server_dsn)
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cur:
-            cur.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        yield make_dsn(**{**parse_dsn(server_dsn), "dbname": name})
-        with admin.cursor() as cur:
-            cur.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-    finally:
-        admin.close()
+def fresh_database(server_dsn: str) -> AbstractContextManager[str]:
+    """``eo_test_<uuid>`` on the server of ``server_dsn``: its DSN, dropped afterwards."""
+    return scratch_database(server_dsn, prefix="eo_test")
 
 
 def make_spec(

@@ -9,19 +9,13 @@ other services' under ``spark-master``, ``spark-master-webui``, ``spark-worker-<
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from eo_devtools.stack.ports import ensure_port_free, find_free_port
-from eo_devtools.stack.process import (
-    group_rss_mb,
-    is_running,
-    read_pid,
-    start_process,
-    stop_process_group,
-    wait_until_healthy,
-)
+from eo_devtools.stack.ports import find_free_port
+from eo_devtools.stack.process import is_running, read_pid
+from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_services import (
     MASTER,
     MASTER_PORT_KEYS,
@@ -51,11 +45,27 @@ class SparkCluster:
         pid = read_pid(self.state_dir / "pids" / f"{name}.pid")
         return pid if pid is not None and is_running(pid) else None
 
-    def _stop(self, service: SparkService) -> None:
-        pid = self._pid(service.name)
-        if pid is not None:
-            stop_process_group(pid, first_signal=service.stop_signal, grace_s=service.stop_grace_s)
-        service.pid_path.unlink(missing_ok=True)
+    def start(
+        self, recorded: Mapping[str, int], workers: int, write_ports: Callable[[Mapping[str, int]], None]
+    ) -> None:
+        """Run the master and exactly ``workers`` workers; ``recorded`` is every port of
+        ``stack.json``, rewritten through ``write_ports`` with the cluster's ports (and
+        without them again when the start fails). Raises like :meth:`up`."""
+        core = {key: port for key, port in recorded.items() if not is_spark_key(key)}
+        ports = self.choose_ports(recorded, workers)
+        write_ports({**core, **ports})
+        try:
+            self.up(recorded, ports)
+        except BaseException:
+            self.down(ports)
+            write_ports(core)
+            raise
+
+    def stop(self, recorded: Mapping[str, int], write_ports: Callable[[Mapping[str, int]], None]) -> None:
+        """Stop the cluster ``recorded`` names, if any, and write the ports without it."""
+        if MASTER in recorded:
+            self.down(recorded)
+            write_ports({key: port for key, port in recorded.items() if not is_spark_key(key)})
 
     def choose_ports(self, recorded: Mapping[str, int], workers: int) -> dict[str, int]:
         """Port keys -> ports of a cluster with ``workers`` workers.
@@ -86,39 +96,23 @@ class SparkCluster:
         """
         workers = recorded_workers(ports)
         for extra in cluster_services(self.state_dir, recorded, recorded_workers(recorded))[workers + 1 :]:
-            self._stop(extra)
+            stop_service(extra)
         master, *rest = cluster_services(self.state_dir, ports, workers)
         for group in ([master], rest):
             pids = {service.name: self._pid(service.name) or self._launch(service) for service in group}
             for service in group:
-                timeout = service.startup_timeout_s
-                wait_until_healthy(
-                    service.name,
-                    pids[service.name],
-                    service.healthy,
-                    log_path=service.log_path,
-                    timeout_s=timeout,
-                )
+                wait_healthy(service, pids[service.name])
 
-    def _launch(self, service: SparkService) -> int:
+    @staticmethod
+    def _launch(service: SparkService) -> int:
         """Start ``service`` without waiting for it; returns its pid."""
-        for key in service.port_keys:
-            ensure_port_free(service.ports[key], f"{service.name} ({key})")
         service.preflight()
-        service.prepare()
-        service.pid_path.parent.mkdir(parents=True, exist_ok=True)
-        return start_process(
-            service.argv(),
-            log_path=service.log_path,
-            pid_path=service.pid_path,
-            env=service.environment(),
-            cwd=service.cwd(),
-        )
+        return launch(service)
 
     def down(self, recorded: Mapping[str, int]) -> None:
         """Stop every worker, then the master; returns when none of their processes is left."""
         for service in reversed(cluster_services(self.state_dir, recorded, recorded_workers(recorded))):
-            self._stop(service)
+            stop_service(service)
 
     def status(self, recorded: Mapping[str, int]) -> dict[str, dict[str, Any]]:
         """``spark-master`` and ``spark-worker-<n>`` entries shaped like the other services'.
@@ -131,14 +125,7 @@ class SparkCluster:
         alive = alive_worker_ports(webui)
         for service in cluster_services(self.state_dir, recorded, recorded_workers(recorded)):
             pid = self._pid(service.name)
-            entry: dict[str, Any] = {
-                "pid": pid,
-                "port": recorded[service.port_keys[0]],
-                "ports": {key: recorded[key] for key in service.port_keys},
-                "healthy": pid is not None and service.healthy(),
-                "state": "running" if pid is not None else "stopped",
-                "rss_mb": group_rss_mb(pid) if pid is not None else None,
-            }
+            entry = status_entry(service, pid, healthy=pid is not None and service.healthy())
             if service.name == MASTER:
                 entry.update(
                     url=master_url(recorded),

@@ -31,15 +31,9 @@ from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import PostgresService
-from eo_devtools.stack.process import (
-    group_rss_mb,
-    is_running,
-    read_pid,
-    start_process,
-    stop_process_group,
-    wait_until_healthy,
-)
+from eo_devtools.stack.process import is_running, read_pid
 from eo_devtools.stack.service import Service
+from eo_devtools.stack.service_process import start_service, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
 from eo_devtools.stack.spark_services import MASTER, executor_python, master_url, recorded_workers
 
@@ -60,31 +54,6 @@ PORT_ENV_VARS: Mapping[str, str] = {
 REPO_DAGS_DIR = Path(__file__).resolve().parents[3] / "dags"
 """The repository's DAG folder: what the stack's Airflow serves unless told otherwise."""
 AIRFLOW_DATABASE = "airflow"
-
-
-def start_service(service: Service) -> int:
-    """Start ``service`` (ports checked free, prepared, launched) and wait until it is healthy.
-
-    Returns its pid (also its process group). Raises :class:`PortBusyError`,
-    :class:`MissingBinaryError` or :class:`ServiceStartError` (with the tail of its log).
-    """
-    for key in service.port_keys:
-        ensure_port_free(service.ports[key], f"{service.name} ({key})")
-    service.prepare()
-    service.pid_path.parent.mkdir(parents=True, exist_ok=True)
-    pid = start_process(
-        service.argv(),
-        log_path=service.log_path,
-        pid_path=service.pid_path,
-        env=service.environment(),
-        cwd=service.cwd(),
-        user=service.run_as(),
-    )
-    wait_until_healthy(
-        service.name, pid, service.healthy, log_path=service.log_path, timeout_s=service.startup_timeout_s
-    )
-    service.after_start()
-    return pid
 
 
 class LocalStack:
@@ -178,10 +147,11 @@ class LocalStack:
             for service in services:
                 self._ensure_running(service)
             workers = recorded_workers(recorded) if spark_workers is None else spark_workers
+            cluster = SparkCluster(self.state_dir)
             if workers > 0:
-                self._spark_up(workers)
+                cluster.start(self._recorded_ports(), workers, self._write_ports)
             elif spark_workers == 0:
-                self._spark_down()
+                cluster.stop(self._recorded_ports(), self._write_ports)
             if airflow:
                 self._airflow(self._recorded_ports()).up()
         return self.status()
@@ -194,13 +164,7 @@ class LocalStack:
         if pid is None:
             start_service(service)
         else:
-            wait_until_healthy(
-                service.name,
-                pid,
-                service.healthy,
-                log_path=service.log_path,
-                timeout_s=service.startup_timeout_s,
-            )
+            wait_healthy(service, pid)
             service.after_start()
 
     def down(self) -> None:
@@ -209,15 +173,9 @@ class LocalStack:
             recorded = self._recorded_ports()
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
-            self._spark_down()
+            SparkCluster(self.state_dir).stop(recorded, self._write_ports)
             for name in reversed(SERVICES):
-                pid = read_pid(self.state_dir / "pids" / f"{name}.pid")
-                if pid is None:
-                    continue
-                if is_running(pid):
-                    service = self._service(name, recorded)
-                    stop_process_group(pid, first_signal=service.stop_signal, grace_s=service.stop_grace_s)
-                (self.state_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
+                stop_service(self._service(name, recorded))
 
     def status(self) -> dict[str, dict[str, Any]]:
         """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}; state is running|stopped.
@@ -231,18 +189,11 @@ class LocalStack:
         result: dict[str, dict[str, Any]] = {}
         for name, cls in SERVICE_CLASSES.items():
             pid = self._pid(name)
-            has_ports = all(key in recorded for key in cls.port_keys)
-            healthy = pid is not None and has_ports and self._service(name, recorded).healthy()
-            result[name] = {
-                "pid": pid,
-                "port": recorded.get(cls.port_keys[0]),
-                "ports": {key: recorded.get(key) for key in cls.port_keys},
-                "healthy": healthy,
-                "state": "running" if pid is not None else "stopped",
-                "rss_mb": group_rss_mb(pid) if pid is not None else None,
-            }
+            service = self._service(name, recorded)
+            answers = pid is not None and all(key in recorded for key in cls.port_keys) and service.healthy()
+            result[name] = status_entry(service, pid, healthy=answers)
         if MASTER in recorded:
-            result.update(self._spark_status(recorded))
+            result.update(SparkCluster(self.state_dir).status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
         return result
@@ -256,35 +207,14 @@ class LocalStack:
         """Run the Spark master and exactly ``workers`` workers (the services must be up); return
         the cluster's :meth:`status` entries. Raises like :meth:`up`."""
         with self._locked():
-            self._spark_up(workers)
-            return self._spark_status(self._recorded_ports())
+            cluster = SparkCluster(self.state_dir)
+            cluster.start(self._recorded_ports(), workers, self._write_ports)
+            return cluster.status(self._recorded_ports())
 
     def spark_down(self) -> None:
         """Stop the Spark cluster (workers, then master) and forget its ports; the services stay up."""
         with self._locked():
-            self._spark_down()
-
-    def _spark_up(self, workers: int) -> None:
-        recorded = self._recorded_ports()
-        core = {key: port for key, port in recorded.items() if not is_spark_key(key)}
-        spark = SparkCluster(self.state_dir)
-        ports = spark.choose_ports(recorded, workers)
-        self._write_ports({**core, **ports})
-        try:
-            spark.up(recorded, ports)
-        except BaseException:
-            spark.down(ports)
-            self._write_ports(core)
-            raise
-
-    def _spark_down(self) -> None:
-        recorded = self._recorded_ports()
-        if MASTER in recorded:
-            SparkCluster(self.state_dir).down(recorded)
-            self._write_ports({key: port for key, port in recorded.items() if not is_spark_key(key)})
-
-    def _spark_status(self, recorded: Mapping[str, int]) -> dict[str, dict[str, Any]]:
-        return SparkCluster(self.state_dir).status(recorded)
+            SparkCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
 
     @staticmethod
     def _spark_master_url(ports: Mapping[str, int]) -> str | None:
