@@ -82,4 +82,7 @@ def table(report: Mapping[str, Any]) -> str:
     for check in report.get("targets", []):
         verdict = {True: "met", False: "NOT MET", None: "not measured"}[check["met"]]
         lines.append(f"  {verdict:<12} {check['target']}: {check['figure']} (target {check['bound']})")
+        for key, profile in check.get("profile", {}).items():
+            why = profile.get("bound") if isinstance(profile, dict) else None
+            lines.append(f"  {'':<12} what bounds it: {why or 'see ' + key + ' in the report'}")
     return "\n".join(lines)

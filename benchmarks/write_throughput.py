@@ -60,7 +60,29 @@ def run(
             runs["write_step"]["tasks_records_per_s"] / runs["hand_loop"]["records_per_s"], 2
         ),
         "tasks_ratio_vs_bound": round(runs["write_step"]["tasks_records_per_s"] / bound, 2),
-        "cpu": {"cores": cores, **{name: _cpu_profile(r, cores) for name, r in runs.items()}},
+        "cpu": cpu_profiles(runs, cores),
+    }
+
+
+def cpu_profiles(runs: dict[str, dict[str, Any]], cores: int) -> dict[str, Any]:
+    """Each run's CPU profile, and what it means for ``ratio_vs_bound``: the write step's
+    CPU ceiling over the bound (``ceiling_ratio_vs_bound``, the most its CPU per record
+    allows on this machine) and the share of that ceiling it reached (``share_of_ceiling``)."""
+    profiles = {name: _cpu_profile(r, cores) for name, r in runs.items()}
+    bound = min(runs["read_bound"]["records_per_s"], runs["write_bound"]["records_per_s"])
+    ceiling = profiles["write_step"]["ceiling_records_per_s"]
+    return {
+        "cores": cores,
+        **profiles,
+        "ceiling_ratio_vs_bound": round(ceiling / bound, 2),
+        "share_of_ceiling": round(runs["write_step"]["records_per_s"] / ceiling, 2),
+        "bound": (
+            f"CPU: the write step's process tree ({profiles['write_step']['client_us_per_record']} us/record)"
+            f" and the stack's servers ({profiles['write_step']['server_us_per_record']} us/record) share"
+            f" {cores} cores; all of them busy would allow {ceiling:,} records/s,"
+            f" {ceiling / bound:.2f}x the bound; the write-only bound's client needs"
+            f" {profiles['write_bound']['client_us_per_record']} us/record"
+        ),
     }
 
 
