@@ -71,6 +71,8 @@ def cpu_profiles(runs: dict[str, dict[str, Any]], cores: int) -> dict[str, Any]:
     profiles = {name: _cpu_profile(r, cores) for name, r in runs.items()}
     bound = min(runs["read_bound"]["records_per_s"], runs["write_bound"]["records_per_s"])
     ceiling = profiles["write_step"]["ceiling_records_per_s"]
+    step = runs["write_step"]
+    outside_tasks_s = step["wall_s"] - step["records"] / step["tasks_records_per_s"]
     return {
         "cores": cores,
         **profiles,
@@ -81,7 +83,9 @@ def cpu_profiles(runs: dict[str, dict[str, Any]], cores: int) -> dict[str, Any]:
             f" and the stack's servers ({profiles['write_step']['server_us_per_record']} us/record) share"
             f" {cores} cores; all of them busy would allow {ceiling:,} records/s,"
             f" {ceiling / bound:.2f}x the bound; the write-only bound's client needs"
-            f" {profiles['write_bound']['client_us_per_record']} us/record"
+            f" {profiles['write_bound']['client_us_per_record']} us/record. The Spark tasks alone reach"
+            f" {step['tasks_records_per_s'] / bound:.2f}x the bound; spark-submit's start and stop"
+            f" ({outside_tasks_s:.1f} s of {step['wall_s']:.1f} s) is the rest"
         ),
     }
 
