@@ -91,7 +91,8 @@ def run_write_step(
     """
     table = fresh_table(stack, f"bench_{label}")
     pipeline = f"bench_{label}_{uuid.uuid4().hex[:6]}"
-    pipelines = Path(tempfile.mkdtemp(prefix="eo-bench-")) / "pipelines.yaml"
+    workdir = tempfile.TemporaryDirectory(prefix="eo-bench-")  # the pipelines file, removed at the end
+    pipelines = Path(workdir.name) / "pipelines.yaml"
     pipelines.write_text(
         f"pipelines:\n  - {{name: {pipeline}, topics: [{dataset.topic}], hbase: {{table: {table}}}, "
         f"batch_size: {batch_size}, spark: {{split_size: {split_size}}}}}\n"
@@ -147,4 +148,5 @@ def run_write_step(
     result["table"] = table
     if not keep_table:
         drop_table(stack, table)
+    workdir.cleanup()
     return result
