@@ -42,7 +42,7 @@ def run(
         "write_bound": _median_run(puts),
     }
     step = runs["write_step"]["records_per_s"]
-    bound = min(runs["read_bound"]["records_per_s"], runs["write_bound"]["records_per_s"])
+    bound = _bound(runs)
     cores = os.cpu_count() or 1
     return {
         "records": dataset.records,
@@ -69,7 +69,7 @@ def cpu_profiles(runs: dict[str, dict[str, Any]], cores: int) -> dict[str, Any]:
     CPU ceiling over the bound (``ceiling_ratio_vs_bound``, the most its CPU per record
     allows on this machine) and the share of that ceiling it reached (``share_of_ceiling``)."""
     profiles = {name: _cpu_profile(r, cores) for name, r in runs.items()}
-    bound = min(runs["read_bound"]["records_per_s"], runs["write_bound"]["records_per_s"])
+    bound = _bound(runs)
     ceiling = profiles["write_step"]["ceiling_records_per_s"]
     step = runs["write_step"]
     outside_tasks_s = step["wall_s"] - step["records"] / step["tasks_records_per_s"]
@@ -88,6 +88,11 @@ def cpu_profiles(runs: dict[str, dict[str, Any]], cores: int) -> dict[str, Any]:
             f" ({outside_tasks_s:.1f} s of {step['wall_s']:.1f} s) is the rest"
         ),
     }
+
+
+def _bound(runs: dict[str, dict[str, Any]]) -> int:
+    """records/s of the slower bound: the write step has to read and to write."""
+    return min(runs["read_bound"]["records_per_s"], runs["write_bound"]["records_per_s"])
 
 
 def _median_run(candidates: list[dict[str, Any]]) -> dict[str, Any]:

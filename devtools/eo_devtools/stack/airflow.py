@@ -18,17 +18,8 @@ from typing import Any
 from eo_devtools.stack.airflow_config import AirflowConfig
 from eo_devtools.stack.airflow_metadata import ensure_database, migrate
 from eo_devtools.stack.airflow_services import AIRFLOW_SERVICES, SERVICE_MARKER, AirflowService
-from eo_devtools.stack.ports import ensure_port_free
-from eo_devtools.stack.process import (
-    group_rss_mb,
-    is_running,
-    kill_with_groups,
-    processes_with_env,
-    read_pid,
-    start_process,
-    stop_process_group,
-    wait_until_healthy,
-)
+from eo_devtools.stack.process import kill_with_groups, processes_with_env, running_pid, stop_process_group
+from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 
 SERVICE_NAMES: tuple[str, ...] = tuple(cls.name for cls in AIRFLOW_SERVICES)
 
@@ -42,8 +33,7 @@ class LocalAirflow:
 
     @staticmethod
     def _pid(service: AirflowService) -> int | None:
-        pid = read_pid(service.pid_path)
-        return pid if pid is not None and is_running(pid) else None
+        return running_pid(service.pid_path)
 
     def prepare(self) -> None:
         """Metadata database and role, secrets, login file, migration (each only when needed)."""
@@ -63,25 +53,11 @@ class LocalAirflow:
             for service in self.services:
                 pid = self._pid(service)
                 if pid is None:
-                    for key in service.port_keys:
-                        ensure_port_free(service.ports[key], f"{service.name} ({key})")
-                    pid = start_process(
-                        service.argv(),
-                        log_path=service.log_path,
-                        pid_path=service.pid_path,
-                        env=service.environment(),
-                        cwd=service.cwd(),
-                    )
+                    pid = launch(service)
                     started.append(pid)
                 pids[service.name] = pid
             for service in self.services:
-                wait_until_healthy(
-                    service.name,
-                    pids[service.name],
-                    service.healthy,
-                    log_path=service.log_path,
-                    timeout_s=service.startup_timeout_s,
-                )
+                wait_healthy(service, pids[service.name])
         except BaseException:
             for pid in reversed(started):
                 with contextlib.suppress(ProcessLookupError):
@@ -93,10 +69,7 @@ class LocalAirflow:
         tasks left in process groups of their own (a Spark job outliving its task); returns
         when none of their processes is left."""
         for service in reversed(self.services):
-            pid = read_pid(service.pid_path)
-            if pid is not None and is_running(pid):
-                stop_process_group(pid, first_signal=service.stop_signal, grace_s=service.stop_grace_s)
-            service.pid_path.unlink(missing_ok=True)
+            stop_service(service)
         kill_with_groups(processes_with_env(SERVICE_MARKER, str(self.config.home)))
 
     def status(self) -> dict[str, dict[str, Any]]:
@@ -105,14 +78,7 @@ class LocalAirflow:
         answer: dict[str, dict[str, Any]] = {}
         for service in self.services:
             pid = self._pid(service)
-            entry: dict[str, Any] = {
-                "pid": pid,
-                "port": service.ports[service.port_keys[0]] if service.port_keys else None,
-                "ports": {key: service.ports[key] for key in service.port_keys},
-                "healthy": pid is not None and service.healthy(),
-                "state": "running" if pid is not None else "stopped",
-                "rss_mb": group_rss_mb(pid) if pid is not None else None,
-            }
+            entry = status_entry(service, pid, healthy=pid is not None and service.healthy())
             if service.port_keys:
                 entry["url"] = self.config.url
                 entry["login_file"] = str(self.config.login_path)

@@ -89,6 +89,12 @@ def is_running(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def running_pid(pid_path: Path) -> int | None:
+    """The pid stored in ``pid_path`` when that process is running, else None."""
+    pid = read_pid(pid_path)
+    return pid if pid is not None and is_running(pid) else None
+
+
 def group_members(pgid: int) -> list[int]:
     """Pids of live (non-zombie) processes whose process group is ``pgid``."""
     members = []

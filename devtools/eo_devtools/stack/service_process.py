@@ -12,8 +12,7 @@ from typing import Any
 from eo_devtools.stack.ports import ensure_port_free
 from eo_devtools.stack.process import (
     group_rss_mb,
-    is_running,
-    read_pid,
+    running_pid,
     start_process,
     stop_process_group,
     wait_until_healthy,
@@ -58,18 +57,19 @@ def start_service(service: Service) -> int:
 def stop_service(service: Service) -> None:
     """Stop ``service``'s process group (its ``stop_signal``, then SIGKILL after its grace)
     if its pid file names one, and remove the pid file. Returns once no process is left."""
-    pid = read_pid(service.pid_path)
-    if pid is not None and is_running(pid):
+    pid = running_pid(service.pid_path)
+    if pid is not None:
         stop_process_group(pid, first_signal=service.stop_signal, grace_s=service.stop_grace_s)
     service.pid_path.unlink(missing_ok=True)
 
 
 def status_entry(service: Service, pid: int | None, *, healthy: bool) -> dict[str, Any]:
-    """The stack's status shape: ``pid``, ``port`` (the one clients use), ``ports``,
-    ``healthy``, ``state`` (running|stopped) and ``rss_mb`` of the process group."""
+    """The stack's status shape: ``pid``, ``port`` (the one clients use; None for a service
+    without ports), ``ports``, ``healthy``, ``state`` (running|stopped) and ``rss_mb`` of
+    the process group."""
     return {
         "pid": pid,
-        "port": service.ports.get(service.port_keys[0]),
+        "port": service.ports.get(service.port_keys[0]) if service.port_keys else None,
         "ports": {key: service.ports.get(key) for key in service.port_keys},
         "healthy": healthy,
         "state": "running" if pid is not None else "stopped",

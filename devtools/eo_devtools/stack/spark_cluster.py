@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eo_devtools.stack.ports import find_free_port
-from eo_devtools.stack.process import is_running, read_pid
+from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_services import (
     MASTER,
@@ -42,8 +42,7 @@ class SparkCluster:
         self.state_dir = state_dir
 
     def _pid(self, name: str) -> int | None:
-        pid = read_pid(self.state_dir / "pids" / f"{name}.pid")
-        return pid if pid is not None and is_running(pid) else None
+        return running_pid(self.state_dir / "pids" / f"{name}.pid")
 
     def start(
         self, recorded: Mapping[str, int], workers: int, write_ports: Callable[[Mapping[str, int]], None]

@@ -31,7 +31,7 @@ from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import PostgresService
-from eo_devtools.stack.process import is_running, read_pid
+from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import start_service, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
@@ -91,8 +91,7 @@ class LocalStack:
         return SERVICE_CLASSES[name](self.state_dir, ports)
 
     def _pid(self, name: str) -> int | None:
-        pid = read_pid(self.state_dir / "pids" / f"{name}.pid")
-        return pid if pid is not None and is_running(pid) else None
+        return running_pid(self.state_dir / "pids" / f"{name}.pid")
 
     def _choose_ports(self, recorded: Mapping[str, int]) -> dict[str, int]:
         """Port key -> port: a running service keeps its ports, then requests, env, record, free."""
