@@ -80,6 +80,7 @@ def run_write_step(
     conf: dict[str, str] | None = None,
     label: str = "write_step",
     batch_size: int = 1000,
+    batch_bytes: int | None = None,
     split_size: int = 125_000,
     keep_table: bool = False,
 ) -> dict[str, Any]:
@@ -93,9 +94,10 @@ def run_write_step(
     pipeline = f"bench_{label}_{uuid.uuid4().hex[:6]}"
     workdir = tempfile.TemporaryDirectory(prefix="eo-bench-")  # the pipelines file, removed at the end
     pipelines = Path(workdir.name) / "pipelines.yaml"
+    byte_bound = "" if batch_bytes is None else f"batch_bytes: {batch_bytes}, "
     pipelines.write_text(
         f"pipelines:\n  - {{name: {pipeline}, topics: [{dataset.topic}], hbase: {{table: {table}}}, "
-        f"batch_size: {batch_size}, spark: {{split_size: {split_size}}}}}\n"
+        f"batch_size: {batch_size}, {byte_bound}spark: {{split_size: {split_size}}}}}\n"
     )
     with Ledger(stack.ledger_dsn) as ledger:
         ranges = [PartitionRange(dataset.topic, p, 0, end) for p, end in enumerate(dataset.ends)]

@@ -13,7 +13,10 @@ from typing import Any
 
 from airflow_provider_eo.config.scheduling import parse_backfill, parse_schedule, parse_timeouts, parse_wait
 from airflow_provider_eo.config.section import Section
+from airflow_provider_eo.config.size_limits import MAX_BATCH_BYTES, check_pipeline_sizes
 from airflow_provider_eo.config.specs import (
+    DEFAULT_BATCH_BYTES,
+    HBASE_KEYVALUE_MAXSIZE,
     CapsSpec,
     MappingSpec,
     PipelineSpec,
@@ -53,6 +56,7 @@ def parse_pipeline(section: Section) -> PipelineSpec:
     if FAMILY_ILLEGAL.search(family) or family == "recovered.edits":
         rule = "no ':', '/' or '\\', not starting with '.'"
         hbase.fail("column_family", f"must be an HBase column family name ({rule}), got {family!r}")
+    keyvalue_maxsize = hbase.integer("keyvalue_maxsize", HBASE_KEYVALUE_MAXSIZE)
     hbase.finish()
     spec = PipelineSpec(
         name=name,
@@ -61,6 +65,7 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         group_id=section.string("group_id", f"eo-{name}"),
         hbase_table=table,
         column_family=family,
+        hbase_keyvalue_maxsize=keyvalue_maxsize,
         mapping=_parse_mapping(section.child("mapping")),
         starting=_parse_starting(section.child("starting")),
         caps=_parse_caps(section.child("caps")),
@@ -72,9 +77,11 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         wait=parse_wait(section),
         schedule=parse_schedule(section),
         batch_size=section.integer("batch_size", 1000, maximum=MAX_BATCH_SIZE),
+        batch_bytes=section.integer("batch_bytes", DEFAULT_BATCH_BYTES, maximum=MAX_BATCH_BYTES),
         source_file=section.file,
     )
     section.finish()
+    check_pipeline_sizes(spec)
     return spec
 
 

@@ -17,6 +17,11 @@ DataLossPolicy = Literal["fail", "record_gap"]
 DeployMode = Literal["client", "cluster"]
 RowKeySource = Literal["kafka_key", "template"]
 
+#: HBase's ``hbase.client.keyvalue.maxsize`` default: the largest cell its client sends.
+HBASE_KEYVALUE_MAXSIZE = 10_485_760
+#: Default byte bound of one HBase write (``batch_bytes``); docs/spark.md "Sizing" says why.
+DEFAULT_BATCH_BYTES = 4_194_304
+
 
 @dataclass(frozen=True)
 class MappingSpec:
@@ -131,7 +136,9 @@ class BackfillSpec:
 class PipelineSpec:
     """One declared pipeline: Kafka topics -> one HBase table/column family.
 
-    Exactly one of ``topics`` (non-empty) and ``topic_pattern`` is set.
+    Exactly one of ``topics`` (non-empty) and ``topic_pattern`` is set. One HBase write
+    (a segment) carries at most ``batch_size`` records and ``batch_bytes`` bytes;
+    ``hbase_keyvalue_maxsize`` is the cluster's ``hbase.client.keyvalue.maxsize``.
     """
 
     name: str
@@ -140,6 +147,7 @@ class PipelineSpec:
     group_id: str
     hbase_table: str
     column_family: str
+    hbase_keyvalue_maxsize: int = HBASE_KEYVALUE_MAXSIZE
     mapping: MappingSpec = field(default_factory=MappingSpec)
     starting: StartingSpec = field(default_factory=StartingSpec)
     caps: CapsSpec = field(default_factory=CapsSpec)
@@ -151,6 +159,7 @@ class PipelineSpec:
     wait: WaitSpec = field(default_factory=WaitSpec)
     schedule: str | None = None
     batch_size: int = 1000
+    batch_bytes: int = DEFAULT_BATCH_BYTES
     source_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,8 +6,9 @@
   partition, offset, epoch id and the reason) goes to the ledger's
   ``eo.dead_letters`` table via ``Ledger.record_dead_letters`` (an idempotent
   upsert keyed by pipeline/topic/partition/offset, so replays overwrite), and
-  is counted. Rows are buffered up to ``flush_every`` and flushed by :meth:`flush`
-  (the task flushes before it reports success).
+  is counted. Rows are buffered up to ``flush_every`` rows or ``flush_bytes`` bytes of
+  raw key and value, and flushed by :meth:`flush` (the task flushes before it reports
+  success).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class BadRecordHandler:
         policy: BadRecordPolicy,
         sink: DeadLetterSink,
         flush_every: int = 1000,
+        flush_bytes: int | None = None,
     ) -> None:
         if policy not in ("fail", "dead_letter"):
             raise ValueError(f"unknown bad_records policy {policy!r}")
@@ -48,7 +50,9 @@ class BadRecordHandler:
         self.policy = policy
         self.sink = sink
         self.flush_every = max(1, flush_every)
+        self.flush_bytes = flush_bytes
         self.pending: list[DeadLetter] = []
+        self.pending_bytes = 0
         self.count = 0
 
     def handle(self, record: KafkaRecord, reason: str) -> None:
@@ -81,7 +85,10 @@ class BadRecordHandler:
                 headers=list(record.headers),
             )
         )
-        if len(self.pending) >= self.flush_every:
+        self.pending_bytes += record.size_bytes
+        if len(self.pending) >= self.flush_every or (
+            self.flush_bytes is not None and self.pending_bytes >= self.flush_bytes
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -89,6 +96,7 @@ class BadRecordHandler:
         if self.pending:
             self.sink(self.pending)
             self.pending = []
+            self.pending_bytes = 0
 
 
 class LedgerDeadLetterSink:

@@ -19,7 +19,9 @@ dict of cells (``qualifier`` or ``family:qualifier`` -> str/bytes/JSON value,
 encoded as above) or ``None`` to delete the row. The row key comes from the
 Kafka key, or from the template applied to the returned dict.
 
-Every problem with a record raises :class:`BadRecord` with a human reason.
+Every problem with a record raises :class:`BadRecord` with a human reason, among them
+what HBase would refuse forever: a row key longer than 32,767 bytes, or a cell larger
+than ``hbase.keyvalue_maxsize`` (row, family, qualifier and value, as HBase counts it).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from typing import Any
 
 import msgspec
 
+from airflow_provider_eo.config.size_limits import KEYVALUE_OVERHEAD, MAX_ROW_BYTES
+from airflow_provider_eo.config.specs import HBASE_KEYVALUE_MAXSIZE
 from airflow_provider_eo.errors import RecordError
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, RowPut
 
@@ -110,10 +114,17 @@ class RowKeyTemplate:
 class RecordMapper:
     """Base: size check, tombstones and row keys; subclasses map the value to cells."""
 
-    def __init__(self, family: str, row_key_template: str | None = None, max_record_bytes: int = 1 << 20):
+    def __init__(
+        self,
+        family: str,
+        row_key_template: str | None = None,
+        max_record_bytes: int = 1 << 20,
+        max_cell_bytes: int = HBASE_KEYVALUE_MAXSIZE,
+    ):
         self.family = family.encode("utf-8")
         self.template = RowKeyTemplate(row_key_template) if row_key_template else None
         self.max_record_bytes = max_record_bytes
+        self.max_cell_bytes = max_cell_bytes
         self._columns: dict[str | bytes, bytes] = {}
 
     def map(self, record: KafkaRecord) -> RowMutation:
@@ -126,8 +137,8 @@ class RecordMapper:
         if fields is None:
             if self.template is not None:
                 raise BadRecord("a delete (tombstone) cannot derive its row key from the row key template")
-            return RowDelete(self.kafka_key_row(record), (self.family,))
-        row = self.template.render(fields) if self.template else self.kafka_key_row(record)
+            return RowDelete(_checked_row(self.kafka_key_row(record)), (self.family,))
+        row = _checked_row(self.template.render(fields) if self.template else self.kafka_key_row(record))
         columns = self._columns
         encoders = _ENCODERS
         cells = {}
@@ -139,7 +150,21 @@ class RecordMapper:
                 cells[column] = encoders.get(type(value), _compact_json)(value)
         except UnicodeEncodeError as exc:  # a "\ud800" escape decodes to a lone surrogate
             raise BadRecord(f"a string is not encodable as UTF-8 (lone surrogate escape?): {exc}") from None
-        return RowPut(row, cells)
+        put = RowPut(row, cells)
+        if put.size_bytes + KEYVALUE_OVERHEAD > self.max_cell_bytes:  # some cell may be too large
+            self._check_cells(put)
+        return put
+
+    def _check_cells(self, put: RowPut) -> None:
+        """Raise BadRecord naming the first cell larger than ``max_cell_bytes`` as HBase counts it."""
+        for column, value in put.cells.items():
+            size = KEYVALUE_OVERHEAD + len(put.row) + len(column) - 1 + len(value)  # no ':' stored
+            if size > self.max_cell_bytes:
+                name = column.decode("utf-8", "backslashreplace")
+                raise BadRecord(
+                    f"cell {name!r} is {size} bytes as an HBase cell (row, column and value), "
+                    f"larger than hbase.keyvalue_maxsize={self.max_cell_bytes}"
+                )
 
     def column(self, name: str | bytes) -> bytes:
         """``qualifier`` -> ``family:qualifier``; ``family:qualifier`` kept (user functions only)."""
@@ -155,6 +180,13 @@ class RecordMapper:
     def fields(self, record: KafkaRecord) -> Mapping[str, Any] | None:
         """Top-level fields of the value, or None for a row delete."""
         raise NotImplementedError
+
+
+def _checked_row(row: bytes) -> bytes:
+    """``row``, or BadRecord when HBase would refuse it (longer than ``MAX_ROW_BYTES``)."""
+    if len(row) > MAX_ROW_BYTES:
+        raise BadRecord(f"row key is {len(row)} bytes, longer than HBase's limit of {MAX_ROW_BYTES}")
+    return row
 
 
 _decode_json = msgspec.json.Decoder().decode
@@ -239,10 +271,20 @@ def build_mapper(
     row_key_template: str | None = None,
     function: str | None = None,
     max_record_bytes: int = 1 << 20,
+    max_cell_bytes: int = HBASE_KEYVALUE_MAXSIZE,
 ) -> RecordMapper:
     """The mapper a pipeline asks for (user function if given, else JSON)."""
     if function:
         return FunctionMapping(
-            function, family, row_key_template=row_key_template, max_record_bytes=max_record_bytes
+            function,
+            family,
+            row_key_template=row_key_template,
+            max_record_bytes=max_record_bytes,
+            max_cell_bytes=max_cell_bytes,
         )
-    return JsonMapping(family, row_key_template=row_key_template, max_record_bytes=max_record_bytes)
+    return JsonMapping(
+        family,
+        row_key_template=row_key_template,
+        max_record_bytes=max_record_bytes,
+        max_cell_bytes=max_cell_bytes,
+    )

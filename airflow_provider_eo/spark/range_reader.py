@@ -18,7 +18,13 @@ Contract of :func:`read_range`:
   after the reservation), the error says so; an EOF at the last stable offset below
   ``end`` (a transaction neither committed nor aborted yet holds the committed end
   back) says so too: retrying after the transaction is decided succeeds;
-* streaming: records are fetched ``batch_size`` at a time; nothing else is kept;
+* streaming and bounded in bytes: librdkafka pre-fetches at most ``queue_bytes``
+  (``queued.max.messages.kbytes``, unless the connection sets it; ``fetch.max.bytes``
+  follows it) and records are handed over at most ``batch_size`` at a time from that
+  queue; nothing else is kept;
+* a record batch too large for the consumer's ``receive.message.max.bytes`` raises
+  :class:`RangeReadError` naming topic, partition and the offset it sits at, as soon as
+  librdkafka reports the oversized response (never a wait for the timeout);
 * no consumer-group side effects: the partition is assigned (no subscribe),
   under a throwaway group id, with auto commit and offset store disabled.
 """
@@ -53,6 +59,30 @@ class RangeReadError(KafkaAccessError, RuntimeError):
     """The range could not be read up to its end; the message says where and why."""
 
 
+class _ReaderErrors(ClientErrorLog):
+    """The client error log, also keeping librdkafka's refusal of an oversized fetch response."""
+
+    oversized: str | None = None
+
+    def __call__(self, error: Any) -> None:
+        super().__call__(error)
+        text = str(error.str())
+        if error.code() == KafkaError._BAD_MSG and "receive.message.max.bytes" in text:
+            self.oversized = text
+
+
+def _oversized(rng: TaskRange, reached: int, client_errors: _ReaderErrors) -> RangeReadError | None:
+    if client_errors.oversized is None:
+        return None
+    return _fail(
+        rng,
+        reached,
+        f"the record batch at offset {reached} is larger than the consumer's receive.message.max.bytes "
+        f"({client_errors.oversized}); set receive.message.max.bytes (and fetch.max.bytes) in the Kafka "
+        "connection's extra above the topic's max.message.bytes",
+    )
+
+
 def _fail(rng: TaskRange, reached: int, why: str) -> RangeReadError:
     return RangeReadError(
         f"cannot read {rng.topic} partition {rng.partition} up to end offset {rng.end}: "
@@ -60,8 +90,9 @@ def _fail(rng: TaskRange, reached: int, why: str) -> RangeReadError:
     )
 
 
-def consumer_config(kafka_config: Mapping[str, str]) -> dict[str, str]:
-    """The connection's librdkafka settings plus the reader's forced settings.
+def consumer_config(kafka_config: Mapping[str, str], queue_bytes: int | None = None) -> dict[str, str]:
+    """The connection's librdkafka settings plus the reader's forced settings, and a
+    pre-fetch queue of ``queue_bytes`` (rounded up to KiB) unless the connection sets one.
 
     A connection that sets ``isolation.level`` to anything but ``read_committed`` is
     overridden and a warning says so (the epoch would otherwise write aborted records).
@@ -74,6 +105,8 @@ def consumer_config(kafka_config: Mapping[str, str]) -> dict[str, str]:
             isolation,
         )
     config = {**kafka_config, **READER_OVERRIDES}
+    if queue_bytes is not None:
+        config.setdefault("queued.max.messages.kbytes", str(-(-queue_bytes // 1024)))
     config["group.id"] = f"eo-range-reader-{uuid.uuid4().hex}"  # never committed to
     return config
 
@@ -83,12 +116,14 @@ def read_range(
     rng: TaskRange,
     batch_size: int = 1000,
     timeout_s: float = 30.0,
+    *,
+    queue_bytes: int | None = None,
 ) -> Iterator[KafkaRecord]:
     """Yield the records of ``rng`` (see the module contract)."""
     if rng.start >= rng.end:
         return
-    client_errors = ClientErrorLog()
-    consumer = Consumer({**consumer_config(kafka_config), "error_cb": client_errors})
+    client_errors = _ReaderErrors()
+    consumer = Consumer({**consumer_config(kafka_config, queue_bytes), "error_cb": client_errors})
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         yield from _records(consumer, rng, batch_size, timeout_s, client_errors)
@@ -97,7 +132,7 @@ def read_range(
 
 
 def _records(
-    consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: float, client_errors: ClientErrorLog
+    consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: float, client_errors: _ReaderErrors
 ) -> Iterator[KafkaRecord]:
     next_offset = rng.start  # every offset below this one has been handled
     last_progress = time.monotonic()
@@ -116,7 +151,8 @@ def _records(
                         return
                     raise _fail(rng, position, _eof_reason(consumer, rng, position))
                 if err.fatal() or not err.retriable():
-                    raise _fail(rng, next_offset, f"broker error {err.name()}: {err.str()}")
+                    why = f"broker error {err.name()}: {err.str()}" + client_errors.explain(consumer)
+                    raise _oversized(rng, next_offset, client_errors) or _fail(rng, next_offset, why)
                 log.warning("retriable Kafka error topic=%s partition=%s: %s", rng.topic, rng.partition, err)
                 continue
             last_progress = time.monotonic()
@@ -128,6 +164,9 @@ def _records(
                 continue
             next_offset = offset + 1
             yield _to_record(msg, rng, offset)
+        oversized = _oversized(rng, next_offset, client_errors)
+        if oversized is not None:
+            raise oversized
 
 
 def _eof_reason(consumer: Consumer, rng: TaskRange, position: int) -> str:

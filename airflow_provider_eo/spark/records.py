@@ -9,6 +9,7 @@ version). Column names are full HBase column names ``b"family:qualifier"``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,12 @@ class RowPut:
     row: bytes
     cells: dict[bytes, bytes] = field(default_factory=dict)
 
+    @cached_property
+    def size_bytes(self) -> int:
+        """What the put weighs in a Thrift call: per cell, row + column + value bytes."""
+        row = len(self.row)
+        return sum(row + len(column) + len(value) for column, value in self.cells.items())
+
 
 @dataclass(frozen=True)
 class RowDelete:
@@ -43,6 +50,11 @@ class RowDelete:
 
     row: bytes
     families: tuple[bytes, ...]
+
+    @cached_property
+    def size_bytes(self) -> int:
+        """What the delete weighs in a Thrift call: per family, row + family bytes."""
+        return sum(len(self.row) + len(family) for family in self.families)
 
 
 RowMutation = RowPut | RowDelete

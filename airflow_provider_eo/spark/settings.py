@@ -15,6 +15,7 @@ import os
 
 from airflow_provider_eo import config
 from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text, select_pipeline
+from airflow_provider_eo.config.size_limits import check_consumer_sizes
 from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, kafka_client_config, postgres_dsn
 from airflow_provider_eo.hooks.connections import connection_from_env
 from airflow_provider_eo.spark.write_task import TaskSettings
@@ -48,8 +49,13 @@ def task_settings(
     kafka_conn_id: str = "eo_kafka",
     hbase_conn_id: str = "eo_hbase",
 ) -> TaskSettings:
-    """Settings shipped to every task of the epoch, connections resolved from the environment."""
+    """Settings shipped to every task of the epoch, connections resolved from the environment.
+
+    Raises ``PipelineConfigError`` when the Kafka connection's fetch sizes cannot carry a
+    record of ``mapping.max_record_bytes`` (``config.size_limits.check_consumer_sizes``).
+    """
     kafka = kafka_client_config(connection_from_env(kafka_conn_id))
+    check_consumer_sizes(spec, kafka.config)
     mapping = spec.mapping
     return TaskSettings(
         pipeline=spec.name,
@@ -61,6 +67,8 @@ def task_settings(
         max_record_bytes=mapping.max_record_bytes,
         bad_records=spec.bad_records,
         batch_size=spec.batch_size,
+        batch_bytes=spec.batch_bytes,
+        hbase_keyvalue_maxsize=spec.hbase_keyvalue_maxsize,
         read_timeout_s=kafka.timeout_s,
         kafka_config=kafka.config,
         hbase_kwargs=hbase_connection_kwargs(connection_from_env(hbase_conn_id)),

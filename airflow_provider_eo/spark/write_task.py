@@ -4,6 +4,10 @@ Runs on an executor. Everything it needs travels in :class:`TaskSettings` inside
 the task closure (resolved on the driver from its environment); executors never
 read connection files or environment variables. HBase writes overlap the reading:
 segments go out on a writer thread (:mod:`~airflow_provider_eo.spark.segment_pipeline`).
+Memory is bounded by bytes as well as by count: the reader pre-fetches at most
+``READ_AHEAD_SEGMENTS`` segments' worth of bytes, and the task holds at most the segment
+being built, the writer thread's queued segments and the one being written, each at most
+``batch_bytes`` (or one record heavier than that), plus dead letters up to ``batch_bytes``.
 The task either reaches the end of its range and returns :class:`TaskMetrics`, or
 raises (range unreadable, bad record under the ``fail`` policy, HBase unwritable): a
 partial range is never reported as written. Inside Spark, such an ``EoError`` leaves the executor as an
@@ -37,6 +41,9 @@ from airflow_provider_eo.spark.worker_gc import task_gc
 
 log = logging.getLogger(__name__)
 
+#: The reader's pre-fetch bound, in segments of ``batch_bytes`` (at least 1 MiB).
+READ_AHEAD_SEGMENTS = 2
+
 
 @dataclass(frozen=True)
 class TaskSettings:
@@ -51,6 +58,8 @@ class TaskSettings:
     max_record_bytes: int
     bad_records: BadRecordPolicy
     batch_size: int
+    batch_bytes: int
+    hbase_keyvalue_maxsize: int
     read_timeout_s: float
     kafka_config: dict[str, str] = field(repr=False)
     hbase_kwargs: dict[str, Any] = field(repr=False)
@@ -98,6 +107,7 @@ def run_task(
         row_key_template=settings.row_key_template,
         function=settings.mapping_function,
         max_record_bytes=settings.max_record_bytes,
+        max_cell_bytes=settings.hbase_keyvalue_maxsize,
     )
     ledger_sink = LedgerDeadLetterSink(settings.ledger_dsn)
     handler = BadRecordHandler(
@@ -106,10 +116,11 @@ def run_task(
         settings.bad_records,
         dead_letter_sink or ledger_sink,
         flush_every=settings.batch_size,
+        flush_bytes=settings.batch_bytes,
     )
     writer = SegmentWriter(settings.hbase_kwargs, settings.hbase_table)
     writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
-    builder = SegmentBuilder(settings.batch_size)
+    builder = SegmentBuilder(settings.batch_size, settings.batch_bytes)
 
     def write(segment: Segment) -> None:
         writes.submit(segment)
@@ -117,7 +128,11 @@ def run_task(
         metrics.cells_written += segment.cell_count
 
     try:
-        for record in read_range(settings.kafka_config, rng, settings.batch_size, settings.read_timeout_s):
+        read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
+        records = read_range(
+            settings.kafka_config, rng, settings.batch_size, settings.read_timeout_s, queue_bytes=read_ahead
+        )
+        for record in records:
             metrics.records += 1
             metrics.bytes += record.size_bytes
             mutation: RowMutation | None

@@ -9,10 +9,6 @@ before Spark starts (epoch aborted; fencing token rotated) and change nothing.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,10 +21,11 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from psycopg2.extensions import parse_dsn
 
-import airflow_provider_eo.spark.app as app_module
 from airflow_provider_eo.ledger import EpochState, Ledger, PartitionRange
 from tests.conftest import StackInfo
+from tests.integration.epoch_round_trip import ledger_connection
 from tests.integration.ledger_support import fresh_database
+from tests.integration.spark_submit import SubmitResult, spark_env, submit_write
 from tests.kafka_helpers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -61,12 +58,6 @@ EXPECTED_ROWS = {
 
 
 @dataclass
-class Run:
-    returncode: int
-    output: str
-
-
-@dataclass
 class World:
     stack: StackInfo
     ledger_dsn: str
@@ -76,22 +67,9 @@ class World:
     fail_topic: str
     tables: dict[str, str]
 
-    def run(self, pipeline: str, epoch_id: int, *extra: str) -> Run:
-        """spark-submit the application (Spark merges the Python driver's stderr into stdout)."""
-        argv = [
-            str(Path(sys.executable).parent / "spark-submit"),
-            "--master", "local[2]",
-            "--conf", "spark.ui.enabled=false",
-            app_module.__file__,
-            "--pipeline", pipeline,
-            "--epoch-id", str(epoch_id),
-            "--pipelines-file", str(self.pipelines_file),
-            *extra,
-        ]  # fmt: skip
-        secret = parse_dsn(self.ledger_dsn)["password"]
-        assert secret not in " ".join(argv)
-        done = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=600, check=False)
-        return Run(done.returncode, done.stdout + done.stderr)
+    def run(self, pipeline: str, epoch_id: int, *extra: str) -> SubmitResult:
+        """spark-submit the application."""
+        return submit_write(self.pipelines_file, pipeline, epoch_id, self.env, *extra)
 
     def scan(self, pipeline: str) -> dict[bytes, dict[bytes, bytes]]:
         conn = happybase.Connection(self.stack.hbase_host, self.stack.hbase_port)
@@ -115,14 +93,6 @@ class World:
                 (pipeline,),
             )
             return [(*r[:5], None if r[5] is None else bytes(r[5]), bytes(r[6])) for r in cur.fetchall()]
-
-
-def _ledger_connection(dsn: str) -> str:
-    p = parse_dsn(dsn)
-    return json.dumps(
-        {"conn_type": "postgres", "host": p["host"], "port": int(p["port"]), "login": p["user"],
-         "password": p["password"], "schema": p["dbname"]}
-    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +120,7 @@ def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         f"  - {{name: spark_fenced, topics: [{topic}], hbase: {{table: {tables['spark_fenced']}}}}}\n"
     )
     with fresh_database(stack.ledger_dsn) as dsn:
-        env = {**os.environ, **stack.conn_env, "AIRFLOW_CONN_EO_LEDGER": _ledger_connection(dsn)}
-        env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+        env = spark_env({**stack.conn_env, "AIRFLOW_CONN_EO_LEDGER": ledger_connection(dsn)})
         yield World(stack, dsn, env, pipelines_file, topic, fail_topic, tables)
     for table in tables.values():
         hbase.delete_table(table, disable=True)

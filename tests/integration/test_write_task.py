@@ -87,7 +87,7 @@ def test_cell_versions_against_real_hbase(stack: StackInfo, table: str) -> None:
         runs: list[list[Segment]] = []
         for _run in range(rng.randrange(1, 4)):
             runs += [
-                list(build_segments(history[i:j], rng.randrange(1, 6)))
+                list(build_segments(history[i:j], rng.randrange(1, 6), rng.choice((None, 1, 16, 48))))
                 for i, j in random_split(rng, len(history))
             ]
         rng.shuffle(runs)  # replay order: old ranges after newer ones included
@@ -111,6 +111,8 @@ def _settings(stack: StackInfo, table: str, ledger_dsn: str, **overrides: Any) -
         "max_record_bytes": 100,
         "bad_records": "dead_letter",
         "batch_size": 3,
+        "batch_bytes": 4_194_304,
+        "hbase_keyvalue_maxsize": 10_485_760,
         "read_timeout_s": 10.0,
         "kafka_config": {"bootstrap.servers": stack.kafka_bootstrap},
         "hbase_kwargs": _hbase_kwargs(stack),

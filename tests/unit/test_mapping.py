@@ -190,3 +190,33 @@ def test_fast_json_path_gives_the_standard_librarys_cells_or_rejects_the_same_re
         assert isinstance(expected, str), f"{value!r} is valid for the standard library: {expected!r}"
         return
     assert mutation == RowPut(b"k1", expected)
+
+
+def test_cell_larger_than_keyvalue_maxsize_is_bad_and_names_the_cell() -> None:
+    # HBase counts a cell as 20 bytes + row + family + qualifier + value: here 20 + 2 + 2 + 1 + value
+    limit = 1000
+    mapper = build_mapper("cf", max_cell_bytes=limit)
+    fits = json.dumps({"a": "x" * (limit - 25)}).encode()
+    assert mapper.map(rec(fits)) == RowPut(b"k1", {b"cf:a": b"x" * (limit - 25)})
+    too_big = json.dumps({"a": "x" * (limit - 24), "b": 1}).encode()
+    with pytest.raises(BadRecord) as err:
+        mapper.map(rec(too_big))
+    assert err.value.reason == (
+        "cell 'cf:a' is 1001 bytes as an HBase cell (row, column and value), "
+        "larger than hbase.keyvalue_maxsize=1000"
+    )
+
+
+def test_user_function_cells_are_checked_against_keyvalue_maxsize_too() -> None:
+    mapper = build_mapper("cf", function="tests.unit.test_mapping:user_mapper", max_cell_bytes=60)
+    with pytest.raises(BadRecord, match="cell 'cf:raw' is 63 bytes as an HBase cell"):
+        mapper.map(rec(b"r" * 36))  # 20 + len(b"k1") + len(b"cfraw") + 36 = 63 > 60
+
+
+@pytest.mark.parametrize("value", [b'{"a":1}', None], ids=["put", "tombstone"])
+def test_row_key_longer_than_hbase_allows_is_bad(value: bytes | None) -> None:
+    mapper = build_mapper("cf")
+    assert mapper.map(rec(value, key=b"k" * 32_767)) is not None
+    with pytest.raises(BadRecord) as err:
+        mapper.map(rec(value, key=b"k" * 32_768))
+    assert err.value.reason == "row key is 32768 bytes, longer than HBase's limit of 32767"

@@ -53,6 +53,7 @@ def test_minimal_pipeline_gets_every_default() -> None:
             group_id="eo-orders",
             hbase_table="orders",
             column_family="d",
+            hbase_keyvalue_maxsize=10_485_760,
             mapping=MappingSpec("kafka_key", "json", None, 1_048_576),
             starting=StartingSpec("earliest", None, "earliest"),
             caps=CapsSpec(None, None),
@@ -61,6 +62,7 @@ def test_minimal_pipeline_gets_every_default() -> None:
             spark=SparkSpec({}, "client", None, SparkResources(), 100_000),
             schedule=None,
             batch_size=1000,
+            batch_bytes=4_194_304,
             source_file="p.yaml",
         )
     }
@@ -71,7 +73,7 @@ pipelines:
   - name: clicks
     topic_pattern: "clicks-.*"
     group_id: clicks-loader
-    hbase: {table: clicks, column_family: c}
+    hbase: {table: clicks, column_family: c, keyvalue_maxsize: 65536}
     mapping:
       row_key: "{user_id}:{region}"
       value_format: json
@@ -89,6 +91,7 @@ pipelines:
       split_size: 50000
     schedule: "*/5 * * * *"
     batch_size: 500
+    batch_bytes: 4194304
   - name: orders
     topics: [orders, refunds]
     hbase: {table: orders}
@@ -107,6 +110,7 @@ def test_full_example() -> None:
         group_id="clicks-loader",
         hbase_table="clicks",
         column_family="c",
+        hbase_keyvalue_maxsize=65536,
         mapping=MappingSpec("{user_id}:{region}", "json", "my_pkg.mappers:to_cells", 65536),
         starting=StartingSpec("timestamp", 1_704_067_200_000, "latest"),
         caps=CapsSpec(1000, 5000),
@@ -122,6 +126,7 @@ def test_full_example() -> None:
         wait=WaitSpec(enabled=True),  # on by default: the pipeline has a schedule
         schedule="*/5 * * * *",
         batch_size=500,
+        batch_bytes=4_194_304,
         source_file="p.yaml",
     )
     assert clicks.mapping.row_key_source == "template"
@@ -142,7 +147,7 @@ def test_timestamp_forms(timestamp: Any, expected_ms: int) -> None:
 
 
 PIPELINE_KEYS = (
-    "backfill, bad_records, batch_size, caps, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
+    "backfill, bad_records, batch_bytes, batch_size, caps, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
     "starting, timeouts, topic_pattern, topics, wait"
 )
 P = "p.yaml: pipeline 'orders': "
@@ -161,7 +166,7 @@ INVALID_PIPELINES = [
     ),
     (document(group_id=""), P + "field 'group_id': must be a non-empty string, got ''"),
     (document(hbase=DROP), P + "field 'hbase.table': is required"),
-    (document(hbase__ttl=5), P + "field 'hbase.ttl': unknown key (allowed here: column_family, table)"),
+    (document(hbase__ttl=5), P + "field 'hbase.ttl': unknown key (allowed here: column_family, keyvalue_maxsize, table)"),
     (document(hbase="orders"), P + "field 'hbase': must be a mapping, got str"),
     (
         document(mapping__row_key="user"),
@@ -213,6 +218,15 @@ INVALID_PIPELINES = [
     (document(schedule=5), P + "field 'schedule': must be a cron expression, a preset or null, got 5"),
     (document(batch_size="10"), P + "field 'batch_size': must be an integer >= 1, got '10'"),
     (document(batch_size=1_000_001), P + "field 'batch_size': must be an integer <= 1000000, got 1000001"),
+    (document(batch_bytes=0), P + "field 'batch_bytes': must be an integer >= 1, got 0"),
+    (document(batch_bytes=268_435_457), P + "field 'batch_bytes': must be an integer <= 268435456, got 268435457"),
+    (document(hbase__keyvalue_maxsize=0), P + "field 'hbase.keyvalue_maxsize': must be an integer >= 1, got 0"),
+    (
+        document(hbase__keyvalue_maxsize=1_000_000),
+        P + "field 'mapping.max_record_bytes': 1048576 is larger than hbase.keyvalue_maxsize (1000000): a record "
+        "within the limit could map to a cell HBase refuses; lower mapping.max_record_bytes, or raise "
+        "hbase.keyvalue_maxsize together with the cluster's hbase.client.keyvalue.maxsize",
+    ),
     (document(schedule="99 99 * * *"), P + "field 'schedule': is not a valid cron expression: [99 99 * * *] is not acceptable, out of range"),
     (document(topics=["a b"]), P + "field 'topics[0]': must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got 'a b'"),
     (document(topics=["t\n"]), P + "field 'topics[0]': must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got 't\\n'"),

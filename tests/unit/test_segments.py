@@ -78,6 +78,46 @@ def test_records_without_mutation_count_and_empty_puts_do_not_flush() -> None:
     assert segments[1].is_empty()
 
 
+def test_byte_bound_closes_a_segment_before_the_record_that_would_overflow_it() -> None:
+    # each put weighs row (2) + column (4) + value (4) = 10 bytes
+    items = [(i, put(f"r{i % 3}".encode(), a=f"{i:04d}")) for i in range(7)]
+    segments = list(build_segments(items, batch_size=100, batch_bytes=25))
+    assert [(s.first_offset, s.last_offset, s.payload_bytes) for s in segments] == [
+        (0, 1, 20),
+        (2, 3, 20),
+        (4, 5, 20),
+        (6, 6, 10),
+    ]
+    exact = list(build_segments(items, batch_size=100, batch_bytes=20))  # full at exactly the bound
+    assert [(s.first_offset, s.last_offset) for s in exact] == [(0, 1), (2, 3), (4, 5), (6, 6)]
+
+
+def test_a_record_heavier_than_the_byte_bound_goes_alone() -> None:
+    big = put(b"big", a="x" * 100)  # 3 + 4 + 100 = 107 bytes
+    items = [(0, put(b"r", a="1")), (1, put(b"s", a="2")), (2, big), (3, put(b"r", a="3")), (4, None)]
+    segments = list(build_segments(items, batch_size=100, batch_bytes=50))
+    assert shape(segments) == [
+        (0, 1, 2, {b"r": {A: b"1"}, b"s": {A: b"2"}}, {}),
+        (2, 2, 1, {b"big": {A: b"x" * 100}}, {}),
+        (3, 4, 2, {b"r": {A: b"3"}}, {}),
+    ]
+    assert [s.timestamp for s in segments] == [1, 2, 4]
+
+
+def test_records_without_mutation_weigh_nothing_and_tombstones_weigh_row_and_family() -> None:
+    items: list[tuple[int, RowMutation | None]] = [
+        (0, put(b"r", a="1")),
+        (1, None),
+        (2, None),
+        (3, delete(b"rr")),
+    ]
+    assert delete(b"rr").size_bytes == 4
+    segments = list(build_segments(items, batch_size=100, batch_bytes=9))
+    assert [(s.first_offset, s.last_offset, s.payload_bytes) for s in segments] == [(0, 2, 6), (3, 3, 4)]
+    with pytest.raises(ValueError, match="batch_bytes must be >= 1"):
+        SegmentBuilder(10, 0)
+
+
 def test_offsets_must_increase_and_batch_size_positive() -> None:
     with pytest.raises(ValueError, match="offsets must increase: 3 after 3"):
         list(build_segments([(3, None), (3, None)], 5))
@@ -114,7 +154,8 @@ def test_property_any_splits_sizes_and_replay_orders_give_last_record_wins(seed:
     writes: list[list[Segment]] = []
     for _run in range(rng.randrange(1, 4)):  # several runs, each with its own split and batch sizes
         for i, j in random_split(rng, len(history)):
-            writes.append(list(build_segments(history[i:j], rng.randrange(1, 6))))
+            batch_bytes = rng.choice((None, 1, 8, 20, 40))  # byte bounds of 0 to several records
+            writes.append(list(build_segments(history[i:j], rng.randrange(1, 6), batch_bytes)))
     rng.shuffle(writes)  # any replay order, old ranges after new ones included
     if rng.random() < 0.5:
         writes += writes[: rng.randrange(len(writes) + 1)]  # and repeated re-runs

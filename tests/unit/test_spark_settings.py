@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eo.config import PipelineNotDeclared
+from airflow_provider_eo.config import PipelineConfigError, PipelineNotDeclared
 from airflow_provider_eo.spark.app import parse_args
 from airflow_provider_eo.spark.package_zip import build_zip
 from airflow_provider_eo.spark.settings import PIPELINES_YAML_ENV, load_pipeline, task_settings
@@ -64,6 +64,7 @@ def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch
     )  # fmt: skip
     assert (settings.row_key_template, settings.max_record_bytes) == ("{id}:{region}", 512)
     assert (settings.bad_records, settings.batch_size) == ("dead_letter", 7)
+    assert (settings.batch_bytes, settings.hbase_keyvalue_maxsize) == (4_194_304, 10_485_760)
     assert settings.kafka_config == {
         "bootstrap.servers": "k:9092",
         "sasl.password": "kpw",
@@ -74,6 +75,39 @@ def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch
     assert settings.hbase_kwargs["table_prefix"] == "pre"
     assert "s3cr@t" in settings.ledger_dsn
     assert "s3cr@t" not in repr(settings) and "kpw" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        (
+            {"receive.message.max.bytes": 1000},
+            "512 does not fit in the Kafka connection's receive.message.max.bytes (1000, of which 512 "
+            "bytes are protocol overhead): such records could never be fetched; raise "
+            "receive.message.max.bytes in the connection's extra, or lower mapping.max_record_bytes",
+        ),
+        (
+            {"receive.message.max.bytes": "lots"},
+            "the Kafka connection's fetch sizes: invalid literal for int()",
+        ),
+    ],
+)
+def test_a_kafka_connection_that_cannot_fetch_the_largest_record_is_refused_naming_both_fields(
+    monkeypatch: pytest.MonkeyPatch, extra: dict[str, object], problem: str
+) -> None:
+    monkeypatch.setenv(PIPELINES_YAML_ENV, YAML)
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    kafka = {"conn_type": "kafka", "extra": {"bootstrap.servers": "k:9092", **extra}}
+    monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", json.dumps(kafka))
+    with pytest.raises(PipelineConfigError) as info:
+        task_settings(load_pipeline("users"), 12)
+    assert (info.value.pipeline, info.value.field) == ("users", "mapping.max_record_bytes")
+    assert info.value.problem.startswith(problem)
+    fits = {"receive.message.max.bytes": 1024, "fetch.max.bytes": 512}  # 512 + 512 overhead
+    kafka["extra"] = {"bootstrap.servers": "k", **fits}
+    monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", json.dumps(kafka))
+    assert task_settings(load_pipeline("users"), 12).kafka_config["receive.message.max.bytes"] == "1024"
 
 
 def test_arguments_are_names_and_ids_only() -> None:

@@ -1,0 +1,50 @@
+"""``spark-submit`` of the package's write application, as the write operator runs it (local[2])."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import airflow_provider_eo.spark.app as app_module
+
+SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """Exit code and the merged output (Spark merges the Python driver's stderr into stdout)."""
+
+    returncode: int
+    output: str
+
+
+def spark_env(conn_env: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment plus ``conn_env`` (``AIRFLOW_CONN_*``), Spark's Python this one."""
+    return {
+        **os.environ,
+        **conn_env,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+
+
+def submit_write(
+    pipelines_file: Path, pipeline: str, epoch_id: int, env: Mapping[str, str], *extra: str
+) -> SubmitResult:
+    """Run the write application for ``epoch_id`` of ``pipeline``; ``extra`` are further app arguments."""
+    argv = [
+        SPARK_SUBMIT,
+        "--master", "local[2]",
+        "--conf", "spark.ui.enabled=false",
+        app_module.__file__,
+        "--pipeline", pipeline,
+        "--epoch-id", str(epoch_id),
+        "--pipelines-file", str(pipelines_file),
+        *extra,
+    ]  # fmt: skip
+    done = subprocess.run(argv, env=dict(env), capture_output=True, text=True, timeout=900, check=False)
+    return SubmitResult(done.returncode, done.stdout + done.stderr)
