@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import happybase
@@ -117,14 +117,19 @@ def read_bound(stack: LocalStack, dataset: Dataset, batch_size: int = 1000) -> d
 
 
 def write_bound(
-    stack: LocalStack, dataset: Dataset, batch_size: int = 1000, distinct: int = 200_000
+    stack: LocalStack,
+    dataset: Dataset,
+    batch_size: int = 1000,
+    distinct: int = 200_000,
+    make: Callable[[int], tuple[bytes, bytes]] = event,
 ) -> dict[str, Any]:
-    """``mutateRowsTs`` of pre-built batches; returns figures for ``dataset.records`` puts."""
+    """``mutateRowsTs`` of pre-built batches of ``batch_size`` records ``make(i)``; returns
+    figures for ``dataset.records`` puts."""
     batches: list[list[Any]] = []
     for first in range(0, min(distinct, dataset.records), batch_size):
         batch = []
         for i in range(first, min(first + batch_size, distinct)):
-            key, value = event(i)
+            key, value = make(i)
             cells = json.loads(value)
             batch.append(
                 BatchMutation(

@@ -9,8 +9,10 @@ partitions, so every partition gets ``records / partitions`` (+1) of them.
 from __future__ import annotations
 
 import json
+import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -61,15 +63,37 @@ def event(i: int) -> tuple[bytes, bytes]:
     return f"user-{user:07d}".encode(), json.dumps(value, separators=(",", ":")).encode()
 
 
-def produce_dataset(bootstrap: str, records: int, partitions: int, *, topic: str | None = None) -> Dataset:
-    """Create a fresh topic and produce ``records`` records to it; returns the dataset.
+def sized_event(record_bytes: int) -> Callable[[int], tuple[bytes, bytes]]:
+    """``i -> (key, value)``: :func:`event` with a ``blob`` field of random hex (which lz4
+    cannot shrink) bringing key plus value to ``record_bytes`` (never below the plain event)."""
+
+    def make(i: int) -> tuple[bytes, bytes]:
+        key, value = event(i)
+        room = record_bytes - len(key) - len(value) - len(',"blob":""')
+        if room <= 0:
+            return key, value
+        blob = random.Random(i).randbytes(room // 2).hex()
+        return key, value[:-1] + b',"blob":"' + blob.encode() + b'"}'
+
+    return make
+
+
+def produce_dataset(
+    bootstrap: str,
+    records: int,
+    partitions: int,
+    *,
+    topic: str | None = None,
+    make: Callable[[int], tuple[bytes, bytes]] = event,
+) -> Dataset:
+    """Create a fresh topic and produce ``records`` records (``make(i)``) to it; returns the dataset.
 
     Raises RuntimeError when delivery fails or the high watermarks do not add up.
     """
     topic = topic or f"bench-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
-    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG, "message.max.bytes": 1_048_588})
     size = 0
     failures: list[str] = []
 
@@ -78,7 +102,7 @@ def produce_dataset(bootstrap: str, records: int, partitions: int, *, topic: str
             failures.append(str(err))
 
     for i in range(records):
-        key, value = event(i)
+        key, value = make(i)
         size += len(key) + len(value)
         while True:
             try:

@@ -75,6 +75,19 @@ def table(report: Mapping[str, Any]) -> str:
                 f"  {name:<12} {run['records_per_s']:>10,} {run['mb_per_s']:>7} "
                 f"{run['client_cpu_s_per_million']:>15} {run['server_cpu_s_per_million']:>15}"
             )
+    big = report.get("big_records")
+    if big:
+        lines.append(f"big records, default settings (batch_bytes {big['batch_bytes']:,}):")
+        lines.append(f"  {'records':<12} {'records/s':>10} {'MB/s':>7} {'peak RSS MB':>12}")
+        for name, run in big["runs"].items():
+            lines.append(
+                f"  {name:<12} {run['records_per_s']:>10,} {run['mb_per_s']:>7} {run['peak_rss_mb']:>12}"
+            )
+        bound = big["write_bound_100kb"]
+        lines.append(
+            f"  100 KB write-only bound {bound['mb_per_s']} MB/s: write step {big['ratio_vs_bound_100kb']}x;"
+            f" peak RSS 900 KB vs 300 B {big['rss_ratio_900k_vs_small']}x"
+        )
     for key in ("reserve_commit_ms", "standalone", "memory", "epoch_overhead_parts"):
         if key in report:
             lines.append(f"{key}: {json.dumps(report[key])}")

@@ -17,7 +17,7 @@ from benchmarks.report import machine, merge_reports, table, write_report
 from benchmarks.targets import check_targets
 from eo_devtools.stack.stack import LocalStack
 
-SECTIONS = ("write", "memory", "reserve_commit", "standalone", "epoch_overhead")
+SECTIONS = ("write", "memory", "big_records", "reserve_commit", "standalone", "epoch_overhead")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
 
@@ -61,6 +61,10 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
                 report["memory_ratio_10m_1m"] = report["memory"]["ratio"]
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "big_records" in args.sections:
+        from benchmarks import big_records
+
+        report["big_records"] = big_records.run(stack, quick=args.quick)
     if "reserve_commit" in args.sections:
         from benchmarks import reserve_commit
 

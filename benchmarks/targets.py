@@ -77,6 +77,13 @@ TARGETS = (
     ),
     Target("epoch_overhead_s", "<=", 15, "one-epoch fixed overhead <= 15 s", "epoch_overhead_parts.summary"),
     Target("memory_ratio_10m_1m", "<=", 1.2, "write-step peak memory at 10M <= 1.2x at 1M", "memory"),
+    Target(
+        "big_records.rss_ratio_900k_vs_small",
+        "<=",
+        1.5,
+        "write-step peak memory with 900 KB records <= 1.5x with 300 B records",
+        "big_records.runs",
+    ),
 )
 
 

@@ -36,10 +36,10 @@ def run(
         steps.append(run_write_step(stack, dataset, master=master))
         puts.append(baselines.write_bound(stack, dataset))
     runs = {
-        "write_step": _median_run(steps),
+        "write_step": median_run(steps),
         "hand_loop": baselines.hand_loop(stack, dataset),
         "read_bound": baselines.read_bound(stack, dataset),
-        "write_bound": _median_run(puts),
+        "write_bound": median_run(puts),
     }
     step = runs["write_step"]["records_per_s"]
     bound = _bound(runs)
@@ -95,7 +95,8 @@ def _bound(runs: dict[str, dict[str, Any]]) -> int:
     return min(runs["read_bound"]["records_per_s"], runs["write_bound"]["records_per_s"])
 
 
-def _median_run(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+def median_run(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median ``records_per_s`` (the upper one of an even count)."""
     return sorted(candidates, key=lambda r: r["records_per_s"])[len(candidates) // 2]
 
 

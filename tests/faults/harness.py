@@ -44,7 +44,7 @@ from airflow_provider_eo.protocol_points import HANDLER_ENV
 from airflow_provider_eo.spark import app as app_module
 from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.expected_state import ProducedRecord
-from eo_devtools.demo.sample_events import produce_records, sample_events
+from eo_devtools.demo.sample_events import big_sample_events, produce_records, sample_events
 from eo_devtools.demo.verification import Verification, verify_pipeline
 from eo_devtools.stack.process import stop_process_group
 from eo_devtools.stack.stack import SERVICES, LocalStack
@@ -370,6 +370,7 @@ class Case:
     workdir: Path
     produced: list[ProducedRecord] = field(default_factory=list)
     partitions: int = 2
+    big_records: bool = False  # produce near-limit records among the sample events
 
     @property
     def name(self) -> str:
@@ -396,12 +397,14 @@ class Case:
     # -- data ------------------------------------------------------------------------
 
     def produce(self, count: int, seed: int) -> list[ProducedRecord]:
-        """Produce ``count`` sample events (updates of few keys, tombstones, bad records)."""
+        """Produce ``count`` sample events (updates of few keys, tombstones, bad records; with
+        ``big_records``, about 40% of the updates between 100 KB and 1 MB)."""
+        events = big_sample_events if self.big_records else sample_events
         new = produce_records(
             self.stack.bootstrap,
             self.spec.topics[0],
             self.partitions,
-            sample_events(count, users=40, seed=seed),
+            events(count, users=40, seed=seed),
         )
         self.produced.extend(new)
         return new
@@ -668,9 +671,11 @@ def new_case(
     seed: int = 33,
     cap: int | None = 120,
     batch_size: int = 25,
+    big_records: bool = False,
     **options: Any,
 ) -> Case:
-    """A fresh pipeline ``f_<tag>_<uid>`` with its topic and table, ``records`` produced."""
+    """A fresh pipeline ``f_<tag>_<uid>`` with its topic and table, ``records`` produced
+    (near-limit records among them with ``big_records``)."""
     uid = uuid.uuid4().hex[:6]
     name = f"f_{tag}_{uid}"
     topic = f"eo-fault-{tag}-{uid}"
@@ -680,7 +685,7 @@ def new_case(
     spec, pipelines_file = declare_pipeline(stack, workdir, entry)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    case = Case(stack, spec, pipelines_file, workdir, partitions=partitions)
+    case = Case(stack, spec, pipelines_file, workdir, partitions=partitions, big_records=big_records)
     if records:
         case.produce(records, seed)
     return case

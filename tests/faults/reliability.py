@@ -25,10 +25,12 @@ RETIRED_CASES = frozenset(
 )
 #: What a randomized run recorded before its ``servers`` field existed ran against.
 STAND_INS = "stand-ins (Tansu broker, HBase gateway)"
+#: What a randomized run recorded before its ``record_sizes`` field existed produced.
+SMALL_RECORDS = "sample events (about 60 B)"
 #: What the suite's stack runs now (a randomized run records it).
 SERVERS = "Apache Kafka + Apache HBase"
 RANDOM_COMMAND = (
-    "EO_FAULT_RANDOM_SEED=<seed> EO_FAULT_RANDOM_COUNT=<n> pytest -s tests/faults/test_randomized.py"
+    "EO_FAULT_RANDOM_SEED=<seed> EO_FAULT_RANDOM_COUNT=<n> pytest -s tests/faults/test_randomized.py [-k big]"
 )
 
 
@@ -53,7 +55,12 @@ def merge(
     for row in rows:
         data["cases"][str(row["id"])] = dict(row)
     for run in random_runs:
-        kept = [r for r in data["random_runs"] if (r["seed"], r["count"]) != (run["seed"], run["count"])]
+        same = (run["seed"], run["count"], run.get("record_sizes", SMALL_RECORDS))
+        kept = [
+            r
+            for r in data["random_runs"]
+            if (r["seed"], r["count"], r.get("record_sizes", SMALL_RECORDS)) != same
+        ]
         data["random_runs"] = [*kept, dict(run)]
 
 
@@ -98,15 +105,16 @@ def render(data: Mapping[str, Any]) -> str:
         RANDOM_COMMAND,
         "```",
         "",
-        "| Seed | Faults | Epochs committed | Records | Faults by kind | Lost | Duplicated/wrong "
-        "| Outcome | Duration | Per fault | Servers | Date |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Seed | Faults | Epochs committed | Records | Record sizes | Faults by kind | Lost "
+        "| Duplicated/wrong | Outcome | Duration | Per fault | Servers | Date |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in sorted(data["random_runs"], key=lambda r: (-int(r["count"]), str(r["date"]))):
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted(run.get("kinds", {}).items()))
         lines.append(
             f"| {run['seed']} | {run['count']} | {run.get('epochs', '')} | {run.get('records', '')} "
-            f"| {kinds} | {run.get('lost', '')} | {run.get('wrong', '')} | **{run['outcome']}** "
+            f"| {run.get('record_sizes', SMALL_RECORDS)} | {kinds} | {run.get('lost', '')} "
+            f"| {run.get('wrong', '')} | **{run['outcome']}** "
             f"| {run.get('duration_s', '')} s | {_per_fault(run)} | {run.get('servers', STAND_INS)} | "
             f"{run['date']} |"
         )

@@ -7,6 +7,10 @@ long run (``-s`` prints one line per fault and, at the end, seconds per kind)::
 
     EO_FAULT_RANDOM_SEED=7 EO_FAULT_RANDOM_COUNT=200 pytest -s tests/faults/test_randomized.py
 
+Two variants: small records (the sample events, about 60 bytes), and big records, where
+about 40% of the updates are between 100 KB and 1 MB, near the default
+``max_record_bytes``, so every segment is bounded by ``batch_bytes`` (``-k big`` runs only it).
+
 Each round produces a random number of new records (random keys, updates, tombstones,
 bad records), injects the next fault of the schedule (:func:`fault_schedule`: shuffled
 passes over the kinds, so every kind comes once before any comes twice) at its point
@@ -221,17 +225,51 @@ def _restart_means(restarts: list[tuple[str, float]]) -> list[str]:
     return [f"{s}: {len(v)} x {sum(v) / len(v):.1f}" for s, v in sorted(by_service.items())]
 
 
+#: What each variant's records are, as the randomized-runs table says it.
+RECORD_SIZES = {False: reliability.SMALL_RECORDS, True: "40% of updates 100 KB to 1 MB"}
+
+
 def test_randomized_faults(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any], random_runs: list[dict[str, Any]]
 ) -> None:
+    run_randomized(fault_stack, tmp_path, report, random_runs, big_records=False)
+
+
+def test_randomized_faults_with_big_records(
+    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any], random_runs: list[dict[str, Any]]
+) -> None:
+    run_randomized(fault_stack, tmp_path, report, random_runs, big_records=True)
+
+
+def run_randomized(
+    fault_stack: FaultStack,
+    tmp_path: Path,
+    report: dict[str, Any],
+    random_runs: list[dict[str, Any]],
+    *,
+    big_records: bool,
+) -> None:
+    """One randomized run (see the module docstring); asserts every invariant at the end."""
     seed = int(os.environ.get("EO_FAULT_RANDOM_SEED", "20261122"))
     count = int(os.environ.get("EO_FAULT_RANDOM_COUNT", "2"))
     rng = random.Random(seed)
     schedule = fault_schedule(rng, fault_kinds(), count)
     started = time.monotonic()
     row: dict[str, Any] = report if count <= 2 else {}  # long runs go to the randomized-runs table
-    row.update(order=15, fault=f"randomized: seed {seed}, {count} random faults across epochs (CI bound)")
-    case = new_case(fault_stack, tmp_path, "rand", partitions=3, records=90, cap=60, seed=seed % 1000)
+    variant = ", big records" if big_records else ""
+    row.update(
+        order=15, fault=f"randomized{variant}: seed {seed}, {count} random faults across epochs (CI bound)"
+    )
+    case = new_case(
+        fault_stack,
+        tmp_path,
+        "rand",
+        partitions=3,
+        records=90,
+        cap=60,
+        seed=seed % 1000,
+        big_records=big_records,
+    )
     kinds: Counter[str] = Counter()
     seconds: dict[str, float] = {}  # per kind: fault plus the stream run after it
     run: dict[str, Any] = {
@@ -239,6 +277,7 @@ def test_randomized_faults(
         "count": count,
         "outcome": "FAIL",
         "servers": reliability.SERVERS,
+        "record_sizes": RECORD_SIZES[big_records],
         "date": datetime.date.today().isoformat(),
     }
     if count > 2:

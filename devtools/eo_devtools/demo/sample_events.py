@@ -33,6 +33,29 @@ def sample_events(
             yield key, json.dumps(event).encode()
 
 
+#: The largest record :func:`big_sample_events` makes: near the default ``max_record_bytes``
+#: (1 MiB) and within a default broker's ``message.max.bytes`` (1,048,588 per record batch).
+NEAR_LIMIT_BYTES = 1_040_000
+
+
+def big_sample_events(
+    count: int, *, users: int = 50, seed: int = 7, share: float = 0.4
+) -> Iterator[tuple[bytes | None, bytes | None]]:
+    """:func:`sample_events` where about ``share`` of the JSON updates carry a ``blob`` field that
+    brings the record (key plus value) to between 100 KB and :data:`NEAR_LIMIT_BYTES`; the blob is
+    random hex, which lz4 cannot shrink (big records compress poorly in practice)."""
+    rng = random.Random(seed ^ 0xB16)
+    for key, value in sample_events(count, users=users, seed=seed):
+        if key is None or value is None or not value.startswith(b'{"seq"') or rng.random() >= share:
+            yield key, value
+            continue
+        event = json.loads(value)
+        size = rng.randrange(100_000, NEAR_LIMIT_BYTES + 1)
+        room = size - len(key) - len(value) - len(',"blob":""')
+        event["blob"] = rng.randbytes(room // 2).hex()
+        yield key, json.dumps(event).encode()
+
+
 def partition_for(key: bytes, partitions: int) -> int:
     """The partition a key goes to (stable, so one row's records share a partition)."""
     return zlib.crc32(key) % partitions
@@ -51,6 +74,7 @@ def produce_records(
             "linger.ms": 5,
             "compression.type": "lz4",
             "enable.idempotence": True,
+            "message.max.bytes": 1_048_588,  # a default broker's limit: near-limit records fit
         }
     )
     produced: list[ProducedRecord] = []
