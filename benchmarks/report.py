@@ -85,7 +85,8 @@ def table(report: Mapping[str, Any]) -> str:
             )
         bound = big["write_bound_100kb"]
         lines.append(
-            f"  100 KB write-only bound {bound['mb_per_s']} MB/s: write step {big['ratio_vs_bound_100kb']}x;"
+            f"  100 KB write-only bound {bound['mb_per_s']} MB/s: write step {big['ratio_vs_bound_100kb']}x"
+            f" (its tasks {big['tasks_ratio_vs_bound_100kb']}x);"
             f" peak RSS 900 KB vs 300 B {big['rss_ratio_900k_vs_small']}x"
         )
     for key in ("reserve_commit_ms", "standalone", "memory", "epoch_overhead_parts"):

@@ -55,6 +55,13 @@ READER_OVERRIDES: dict[str, str] = {
 }
 
 
+#: Defaults of every range reader that the connection's ``extra`` may override. librdkafka
+#: waits ``fetch.queue.backoff.ms`` (1000 by default) before fetching again once its queue
+#: is full; with a queue of a few segments and big records that left the task idle most of
+#: the time (100 KB records: 3.8 s instead of 1.2 s for 1,000).
+READER_DEFAULTS: dict[str, str] = {"fetch.queue.backoff.ms": "10"}
+
+
 class RangeReadError(KafkaAccessError, RuntimeError):
     """The range could not be read up to its end; the message says where and why."""
 
@@ -91,8 +98,9 @@ def _fail(rng: TaskRange, reached: int, why: str) -> RangeReadError:
 
 
 def consumer_config(kafka_config: Mapping[str, str], queue_bytes: int | None = None) -> dict[str, str]:
-    """The connection's librdkafka settings plus the reader's forced settings, and a
-    pre-fetch queue of ``queue_bytes`` (rounded up to KiB) unless the connection sets one.
+    """The connection's librdkafka settings over :data:`READER_DEFAULTS`, plus the reader's
+    forced settings, and a pre-fetch queue of ``queue_bytes`` (rounded up to KiB) unless the
+    connection sets one.
 
     A connection that sets ``isolation.level`` to anything but ``read_committed`` is
     overridden and a warning says so (the epoch would otherwise write aborted records).
@@ -104,7 +112,7 @@ def consumer_config(kafka_config: Mapping[str, str], queue_bytes: int | None = N
             "records (isolation.level=read_committed)",
             isolation,
         )
-    config = {**kafka_config, **READER_OVERRIDES}
+    config = {**READER_DEFAULTS, **kafka_config, **READER_OVERRIDES}
     if queue_bytes is not None:
         config.setdefault("queued.max.messages.kbytes", str(-(-queue_bytes // 1024)))
     config["group.id"] = f"eo-range-reader-{uuid.uuid4().hex}"  # never committed to
