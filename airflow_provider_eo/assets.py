@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, AssetAlias
 
+from airflow_provider_eo.hooks.connections import DEFAULT_HBASE_CONN_ID
 from airflow_provider_eo.ledger.models import Epoch
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 SCHEME = "hbase"
 DEFAULT_NAMESPACE = "default"
-DEFAULT_HBASE_CONN_ID = "eo_hbase"
 _CONN_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _NAMESPACE_RE = re.compile(r"[A-Za-z0-9_]+")
 _QUALIFIER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")

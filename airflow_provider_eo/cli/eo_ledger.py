@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_eo.cli import ledger_commands as commands
+from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.queries import EpochFilter
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
@@ -47,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="eo-ledger", description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", help=f"libpq DSN (prefer ${DSN_ENV}: arguments are visible in ps)")
-    parser.add_argument("--conn-id", default="eo_ledger", help="read AIRFLOW_CONN_<ID> (default eo_ledger)")
+    parser.add_argument(
+        "--conn-id",
+        default=DEFAULT_LEDGER_CONN_ID,
+        help=f"read AIRFLOW_CONN_<ID> (default {DEFAULT_LEDGER_CONN_ID})",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="apply pending schema migrations")
     sub.add_parser("pipelines", help="pipelines with epoch counts, open epochs and cursors")
@@ -62,11 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("epoch_id", type=int)
     lag = sub.add_parser("lag", help="cursor, watermarks and lag per partition")
     lag.add_argument("--pipeline", required=True)
-    lag.add_argument("--kafka-conn-id", default="eo_kafka")
+    lag.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
     commit = sub.add_parser("commit", help="publish a WRITTEN epoch's offsets and mark it COMMITTED")
     commit.add_argument("epoch_id", type=int)
     commit.add_argument("--yes", action="store_true", help="confirm")
-    commit.add_argument("--kafka-conn-id", default="eo_kafka")
+    commit.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
     commit.add_argument(
         "--group-id", help="consumer group (default: the pipeline's, from the pipelines file)"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from airflow_provider_eo.ledger.lag import lag as lag_of
 from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.protocol import EpochProtocol, GroupId
 from airflow_provider_eo.ledger.store.ledger import Ledger
@@ -44,7 +45,7 @@ def lag(ledger: Ledger, pipeline: str, offsets: OffsetSource) -> dict[str, Any]:
                 "cursor": cursor,
                 "low_watermark": low,
                 "high_watermark": high,
-                "lag": max(high - cursor, 0),
+                "lag": lag_of(cursor, high),
             }
         )
     return {"pipeline": pipeline, "total_lag": sum(p["lag"] for p in partitions), "partitions": partitions}

@@ -27,6 +27,9 @@ from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.specs import PipelineSpec
 
 PIPELINES_FILE_ENV = "EO_PIPELINES_FILE"
+#: One parsed pipeline spec (``PipelineSpec.to_dict`` as JSON), as the write operator hands
+#: the spec its task run uses to the write application.
+PIPELINE_SPEC_ENV = "EO_PIPELINE_SPEC"
 DEFAULT_FILE_NAME = "pipelines.yaml"
 
 

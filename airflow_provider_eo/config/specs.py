@@ -7,6 +7,7 @@ built by :mod:`airflow_provider_eo.config.parsing`, which validates them.
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -163,7 +164,23 @@ class PipelineSpec:
     source_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable view of the spec (for logs and the CLI)."""
+        """A JSON-serializable view of the spec (for logs, the CLI and the write application)."""
         data = asdict(self)
         data["topics"] = list(self.topics)
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PipelineSpec:
+        """The spec :meth:`to_dict` made (``PipelineSpec.from_dict(s.to_dict()) == s``); not a
+        validation of user input: raises KeyError or TypeError for any other mapping."""
+        spark = dict(data["spark"])
+        nested = {
+            "mapping": MappingSpec(**data["mapping"]),
+            "starting": StartingSpec(**data["starting"]),
+            "caps": CapsSpec(**data["caps"]),
+            "spark": SparkSpec(**{**spark, "resources": SparkResources(**spark["resources"])}),
+            "timeouts": TimeoutsSpec(**data["timeouts"]),
+            "backfill": BackfillSpec(**data["backfill"]),
+            "wait": WaitSpec(**data["wait"]),
+        }
+        return cls(**{**data, **nested, "topics": tuple(data["topics"])})

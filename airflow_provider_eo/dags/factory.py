@@ -30,6 +30,7 @@ from airflow.sdk.api.datamodels._generated import DagRunType
 
 from airflow_provider_eo.assets import asset_for
 from airflow_provider_eo.config import PipelineSpec, load_pipelines, resolve_pipelines_file
+from airflow_provider_eo.dag_ids import RECOVERY_DAG_ID, backfill_dag_id, stream_dag_id
 from airflow_provider_eo.dags.backfill_params import backfill_params
 from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
@@ -41,7 +42,6 @@ from airflow_provider_eo.operators.wait import WaitForRecordsOperator
 from airflow_provider_eo.operators.write import WriteEpochOperator
 
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
-RECOVERY_DAG_ID = "eo_recovery"
 DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=30)}
 EPOCH_ID_FROM = "{{{{ ti.xcom_pull(task_ids='{task}')['epoch_id'] }}}}"
 TOKEN_FROM = "{{{{ ti.xcom_pull(task_ids='{task}')['fencing_token'] }}}}"
@@ -74,16 +74,6 @@ STREAM_RUN_TYPES = frozenset(DagRunType) - {DagRunType.BACKFILL}
 BACKFILL_RUN_TYPES = frozenset({DagRunType.MANUAL, DagRunType.OPERATOR_TRIGGERED, DagRunType.BACKFILL})
 
 
-def stream_dag_id(pipeline: str) -> str:
-    """DAG id of a pipeline's stream DAG."""
-    return f"eo_stream__{pipeline}"
-
-
-def backfill_dag_id(pipeline: str) -> str:
-    """DAG id of a pipeline's backfill DAG."""
-    return f"eo_backfill__{pipeline}"
-
-
 def build_dags(
     pipelines_file: str | Path | None = None, *, default_dir: str | Path | None = None
 ) -> dict[str, DAG]:
@@ -104,7 +94,7 @@ def build_dags(
 def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
     """recover -> [wait ->] reserve -> write -> commit for one pipeline (``wait`` when
     ``spec.wait.enabled``: :class:`WaitForRecordsOperator`)."""
-    common = {"pipeline": spec.name, "pipelines_file": pipelines_file}
+    common: dict[str, Any] = {"pipeline": spec.name, "spec": spec, "pipelines_file": pipelines_file}
     with DAG(
         dag_id=stream_dag_id(spec.name),
         schedule=spec.schedule,
@@ -127,7 +117,6 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             task_id="write",
             epoch_id=EPOCH_ID_FROM.format(task="reserve"),
             fencing_token=TOKEN_FROM.format(task="reserve"),
-            spec=spec,
             map_index_template=EPOCH_LABEL,
             execution_timeout=timedelta(minutes=spec.timeouts.write_minutes),
             **common,
@@ -160,7 +149,7 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
     date range (one run per interval of ``spec.backfill.schedule``, which is the range);
     the scheduler never starts one by itself (:class:`BackfillOnlyTimetable`).
     """
-    common = {"pipeline": spec.name, "pipelines_file": pipelines_file}
+    common: dict[str, Any] = {"pipeline": spec.name, "spec": spec, "pipelines_file": pipelines_file}
     with DAG(
         dag_id=backfill_dag_id(spec.name),
         schedule=BackfillOnlyTimetable(spec.backfill.schedule, timezone="UTC"),
@@ -182,7 +171,6 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             write = WriteBackfillChunkOperator(
                 task_id="write",
                 ranges=ranges,
-                spec=spec,
                 map_index_template=CHUNK_LABEL,
                 execution_timeout=timedelta(minutes=spec.timeouts.write_minutes),
                 max_active_tis_per_dagrun=spec.backfill.max_parallel_chunks,
@@ -221,6 +209,7 @@ def build_recovery_dag(specs: list[PipelineSpec], pipelines_file: str) -> DAG:
             RecoverEpochsOperator(
                 task_id=f"recover__{spec.name}",
                 pipeline=spec.name,
+                spec=spec,
                 pipelines_file=pipelines_file,
                 kind=None,
                 table_asset=asset_for(spec),

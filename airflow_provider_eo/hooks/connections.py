@@ -24,6 +24,13 @@ from airflow_provider_eo.errors import ConfigError
 
 EXTRA_QUERY_KEY = "__extra__"
 
+#: The connection ids every operator, the write application, the CLI and the UI use
+#: unless told otherwise.
+DEFAULT_LEDGER_CONN_ID = "eo_ledger"
+DEFAULT_KAFKA_CONN_ID = "eo_kafka"
+DEFAULT_HBASE_CONN_ID = "eo_hbase"
+DEFAULT_SPARK_CONN_ID = "spark_default"
+
 
 class ConnectionNotFound(ConfigError, LookupError):
     """No definition exists for the connection id (message names the id, never a value)."""

@@ -8,7 +8,7 @@ import happybase
 from airflow.sdk import BaseHook
 
 from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs
-from airflow_provider_eo.hooks.connections import connection_from_airflow
+from airflow_provider_eo.hooks.connections import DEFAULT_HBASE_CONN_ID, connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 
@@ -23,7 +23,7 @@ class EoHBaseHook(BaseHook):
     """
 
     conn_name_attr = "hbase_conn_id"
-    default_conn_name = "eo_hbase"
+    default_conn_name = DEFAULT_HBASE_CONN_ID
     conn_type = "eo_hbase"
     hook_name = "EO HBase (Thrift1)"
 

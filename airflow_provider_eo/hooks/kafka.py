@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
 from airflow_provider_eo.hooks.client_errors import ClientErrorLog, EoKafkaError
-from airflow_provider_eo.hooks.connections import connection_from_airflow
+from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
 from airflow_provider_eo.hooks.kafka_watermarks import TP, WatermarkReader
 from airflow_provider_eo.hooks.ui import field_behaviour
 from airflow_provider_eo.ledger.models import offsets_text
@@ -57,7 +57,7 @@ class EoKafkaHook(BaseHook):
     """
 
     conn_name_attr = "kafka_conn_id"
-    default_conn_name = "eo_kafka"
+    default_conn_name = DEFAULT_KAFKA_CONN_ID
     conn_type = "eo_kafka"
     hook_name = "EO Kafka (librdkafka settings)"
 

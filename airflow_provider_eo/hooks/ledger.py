@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 from airflow_provider_eo.hooks.client_config import postgres_dsn
-from airflow_provider_eo.hooks.connections import connection_from_airflow
+from airflow_provider_eo.hooks.connections import DEFAULT_LEDGER_CONN_ID, connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class EoLedgerHook(BaseHook):
     """
 
     conn_name_attr = "ledger_conn_id"
-    default_conn_name = "eo_ledger"
+    default_conn_name = DEFAULT_LEDGER_CONN_ID
     conn_type = "eo_ledger"
     hook_name = "EO Epoch Ledger (PostgreSQL)"
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.models import PartitionRange
+from airflow_provider_eo.ledger.errors import InvalidRanges, OpenEpochConflict
+from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.states import OPEN_STATES
 
 
 @dataclass(frozen=True)
@@ -261,3 +263,68 @@ def split_into_chunks(
     if current:
         chunks.append(tuple(current))
     return tuple(chunks)
+
+
+def validate_backfill_ranges(
+    ranges: Iterable[PartitionRange], watermarks: Mapping[TopicPartition, tuple[int, int]] | None = None
+) -> tuple[PartitionRange, ...]:
+    """Sorted ranges; each must have 0 <= start < end, one per partition, and lie within
+    ``[low, high]`` when ``watermarks`` are given. Raises ``InvalidRanges``."""
+    checked = tuple(sorted(ranges))
+    if not checked:
+        raise InvalidRanges("a backfill needs at least one range")
+    seen: set[TopicPartition] = set()
+    for r in checked:
+        if r.start < 0 or r.start >= r.end:
+            raise InvalidRanges(
+                f"range {r.topic}[{r.partition}] [{r.start}, {r.end}) must have 0 <= start < end"
+            )
+        if r.tp in seen:
+            raise InvalidRanges(f"partition {r.topic}[{r.partition}] appears in more than one range")
+        seen.add(r.tp)
+        if watermarks is not None:
+            if r.tp not in watermarks:
+                raise InvalidRanges(f"partition {r.topic}[{r.partition}] does not exist")
+            low, high = watermarks[r.tp]
+            if r.start < low or r.end > high:
+                raise InvalidRanges(
+                    f"range {r.topic}[{r.partition}] [{r.start}, {r.end}) is outside the available "
+                    f"offsets [{low}, {high})"
+                )
+    return checked
+
+
+def run_epoch_or_none(
+    pipeline: str,
+    mine: Sequence[Epoch],
+    ranges: tuple[PartitionRange, ...],
+    watermarks: Mapping[TopicPartition, tuple[int, int]] | None,
+) -> Epoch | None:
+    """What a run's request for a backfill epoch over ``ranges`` gets, given ``mine``, the
+    run's own open and COMMITTED backfill epochs of ``pipeline``:
+
+    * its epoch over exactly ``ranges`` as it is (a retry of the chunk, or a cleared run
+      resuming);
+    * ``OpenEpochConflict`` when one of its open epochs overlaps ``ranges`` (same partition,
+      shared offsets): one run never writes the same offsets twice at once;
+    * None (insert a new epoch: the run's next chunk), after checking ``ranges`` against
+      ``watermarks`` when given (``InvalidRanges``).
+    """
+    for epoch in mine:
+        if epoch.ranges == ranges:
+            return epoch
+    for epoch in mine:
+        if epoch.state in OPEN_STATES and _overlap(epoch.ranges, ranges):
+            raise OpenEpochConflict(pipeline, epoch.epoch_id, epoch.state.value, epoch.dag_id, epoch.run_id)
+    if watermarks is not None:
+        validate_backfill_ranges(ranges, watermarks)
+    return None
+
+
+def _overlap(held: Iterable[PartitionRange], wanted: Iterable[PartitionRange]) -> bool:
+    """Whether any two ranges of one partition share an offset."""
+    wanted_by_tp = {r.tp: r for r in wanted}
+    return any(
+        (other := wanted_by_tp.get(r.tp)) is not None and r.start < other.end and other.start < r.end
+        for r in held
+    )

@@ -40,7 +40,12 @@ from typing import Any
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import KafkaAccessError
-from airflow_provider_eo.ledger.backfill_plan import BackfillRequest, plan_backfill, split_into_chunks
+from airflow_provider_eo.ledger.backfill_plan import (
+    BackfillRequest,
+    plan_backfill,
+    split_into_chunks,
+    validate_backfill_ranges,
+)
 from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.fencing import (
     Fenced,
@@ -68,7 +73,6 @@ from airflow_provider_eo.ledger.recovery_plan import (
     plan_release,
 )
 from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
-from airflow_provider_eo.ledger.store.backfill_reserver import validate_backfill_ranges
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)

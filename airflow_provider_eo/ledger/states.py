@@ -9,12 +9,13 @@
 :data:`TRANSITIONS` is the only place the state machine is written down. The ledger's
 conditional UPDATEs bind :func:`sources_of` as their guard, their refusals come from
 :func:`check_transition`, and ``tests/integration/test_transition_table.py`` proves the
-schema's trigger (``eo.check_epoch_transition``) accepts exactly the same moves.
+schema's trigger (``eo.check_epoch_transition``) accepts exactly the same moves, the
+operator-only ones only in a transaction marked an operator action (``eo.operator_action``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
 from airflow_provider_eo.ledger.errors import IllegalTransition
@@ -60,6 +61,17 @@ TRANSITIONS: Mapping[EpochState, Mapping[EpochState, Actor]] = {
     EpochState.COMMITTED: {},
     EpochState.ABORTED: {},
 }
+
+#: States without successors: an epoch there is settled for good (what prune may delete).
+SETTLED_STATES: tuple[EpochState, ...] = tuple(state for state in EpochState if not TRANSITIONS[state])
+
+
+def sql_literals(states: Iterable[EpochState]) -> str:
+    """``'COMMITTED', 'ABORTED'``: state names as SQL string literals, for a predicate that
+    must stay literal so a partial index with the same predicate answers it. Only this
+    module's own names are ever rendered (never input)."""
+    return ", ".join(f"'{state.value}'" for state in states)
+
 
 #: state -> states it may move to (operator-only moves included), derived from TRANSITIONS.
 ALLOWED_TRANSITIONS: dict[EpochState, frozenset[EpochState]] = {

@@ -6,13 +6,14 @@ the reservation transaction and stores the result.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from airflow_provider_eo.config.specs import CapsSpec, StartingSpec
-from airflow_provider_eo.ledger.errors import CursorBeyondHighWatermark, DataLossError
-from airflow_provider_eo.ledger.models import PartitionRange
-from airflow_provider_eo.ledger.offsets import TopicPartition
+from airflow_provider_eo.config.specs import CapsSpec, PipelineSpec, StartingPolicy, StartingSpec
+from airflow_provider_eo.ledger.errors import CursorBeyondHighWatermark, DataLossError, OpenEpochConflict
+from airflow_provider_eo.ledger.models import Epoch, PartitionRange
+from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,25 @@ class StreamPlan:
     def has_data(self) -> bool:
         """Whether any range is non-empty (else no epoch is opened)."""
         return any(r.record_count > 0 for r in self.ranges)
+
+
+def resume_or_conflict(pipeline: str, open_epochs: Sequence[Epoch], run: RunIdentity) -> Epoch | None:
+    """The run's own open stream epoch (the retry of a reservation that already happened:
+    that epoch again), or None when no stream epoch is open; raises ``OpenEpochConflict``
+    naming the holder when another run holds one (at most one open stream epoch)."""
+    for existing in open_epochs:
+        if run.owns(existing):
+            return existing
+        raise OpenEpochConflict(
+            pipeline, existing.epoch_id, existing.state.value, existing.dag_id, existing.run_id
+        )
+    return None
+
+
+def starting_policy(starting: StartingSpec, *, first_reservation: bool) -> StartingPolicy:
+    """Where a partition the pipeline has never seen starts: ``starting.policy`` at the
+    pipeline's first reservation, ``starting.new_partitions`` afterwards."""
+    return starting.policy if first_reservation else starting.new_partitions
 
 
 def choose_pins(
@@ -63,7 +83,7 @@ def choose_pins(
         if use_group and committed is not None and committed >= 0:
             pins[tp] = Pin(committed, "group")
             continue
-        policy = starting.policy if first_reservation else starting.new_partitions
+        policy = starting_policy(starting, first_reservation=first_reservation)
         if policy == "earliest":
             pins[tp] = Pin(low, "earliest")
         elif policy == "latest":
@@ -142,3 +162,42 @@ def split_cap(available: Mapping[TopicPartition, int], caps: CapsSpec) -> dict[T
     for _, tp in sorted(remainders)[:leftover]:
         result[tp] += 1
     return result
+
+
+def new_pins(
+    spec: PipelineSpec,
+    offsets: OffsetSource,
+    listed: list[TopicPartition],
+    watermarks: dict[TopicPartition, tuple[int, int]],
+    *,
+    first: bool,
+    pinned: Collection[TopicPartition],
+) -> dict[TopicPartition, Pin]:
+    """Starting offsets of the ``listed`` partitions not ``pinned`` yet (:func:`choose_pins`):
+    one broker call for the group's offsets on the pipeline's ``first`` reservation, one for
+    a timestamp policy; none when every partition is pinned."""
+    new_tps = [tp for tp in listed if tp not in pinned]
+    if not new_tps:
+        return {}
+    policy = starting_policy(spec.starting, first_reservation=first)
+    ts = spec.starting.timestamp_ms
+    return choose_pins(
+        new_tps,
+        watermarks,
+        first_reservation=first,
+        starting=spec.starting,
+        group_offsets=offsets.committed_offsets(spec.group_id, new_tps) if first else {},
+        timestamp_offsets=offsets.offsets_for_timestamp(new_tps, ts)
+        if policy == "timestamp" and ts is not None
+        else {},
+    )
+
+
+def plan_pipeline_epoch(
+    spec: PipelineSpec,
+    cursors: Mapping[TopicPartition, int],
+    watermarks: Mapping[TopicPartition, tuple[int, int]],
+) -> StreamPlan:
+    """:func:`plan_stream` under the pipeline's caps and its ``on_data_loss`` policy
+    (``record_gap``: a gap is planned; ``fail``: ``DataLossError``)."""
+    return plan_stream(cursors, watermarks, spec.caps, record_gaps=spec.on_data_loss == "record_gap")

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
 
+from airflow_provider_eo.ledger.lag import lag as lag_of
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.states import EpochKind
@@ -59,7 +60,7 @@ def partition_lag(epoch: Epoch, offsets: OffsetSource) -> dict[TopicPartition, i
     if epoch.kind is not EpochKind.STREAM or not epoch.ranges:
         return {}
     high = offsets.watermarks([r.tp for r in epoch.ranges])
-    return {r.tp: max(high[r.tp][1] - r.end, 0) for r in epoch.ranges if r.tp in high}
+    return {r.tp: lag_of(r.end, high[r.tp][1]) for r in epoch.ranges if r.tp in high}
 
 
 def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:

@@ -71,12 +71,12 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
     template_fields: Sequence[str] = (*WriteEpochOperator.template_fields, "ranges")
 
     def __init__(self, *, ranges: str | list[Any], **kwargs: Any) -> None:
-        super().__init__(epoch_id="", **kwargs)
+        super().__init__(**kwargs)  # the epoch is reserved in execute
         self.ranges = ranges
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         spec = self.spec
-        with open_protocol(self.conn_ids[0], self.conn_ids[1]) as protocol:
+        with open_protocol(self.ledger_conn_id, self.kafka_conn_id) as protocol:
             outcome = protocol.reserve_backfill(
                 spec, BackfillRequest(ranges=self.ranges), run_identity(context)
             )
@@ -91,5 +91,5 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
                 "Chunk already %s by this run, not written again: pipeline=%s epoch_id=%s ranges=%s",
                 epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
             )  # fmt: skip
-        with open_protocol(self.conn_ids[0], self.conn_ids[1]) as protocol:
+        with open_protocol(self.ledger_conn_id, self.kafka_conn_id) as protocol:
             return epoch_summary(protocol.ledger.get_epoch(epoch.epoch_id))

@@ -9,6 +9,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_eo.config import PipelineSpec, load_pipeline
+from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.protocol import EpochProtocol
@@ -17,10 +18,13 @@ from airflow_provider_eo.ledger.protocol import EpochProtocol
 class PipelineOperator(BaseOperator):
     """Base of reserve, commit, recover and release: adapters of :class:`EpochProtocol`.
 
-    ``__init__`` only stores names (it runs at DAG parse time); the pipeline file is
-    read and connections are opened in ``execute``.
+    ``__init__`` only stores names and the spec it is given (it runs at DAG parse time);
+    connections are opened in ``execute``. One spec per task run: the DAG factory passes
+    the spec it parsed when this task's process loaded the DAG file, and the operator uses
+    that one; without one, the pipelines file is read once, at the first use.
 
     :param pipeline: pipeline name in the pipelines file (templated).
+    :param spec: the pipeline's parsed spec (None: read from ``pipelines_file`` when needed).
     :param pipelines_file: pipelines YAML path; None: ``EO_PIPELINES_FILE`` (templated).
     :param ledger_conn_id: PostgreSQL connection of the ledger.
     :param kafka_conn_id: Kafka connection (librdkafka settings in extra).
@@ -32,20 +36,25 @@ class PipelineOperator(BaseOperator):
         self,
         *,
         pipeline: str,
+        spec: PipelineSpec | None = None,
         pipelines_file: str | None = None,
-        ledger_conn_id: str = "eo_ledger",
-        kafka_conn_id: str = "eo_kafka",
+        ledger_conn_id: str = DEFAULT_LEDGER_CONN_ID,
+        kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.pipeline = pipeline
+        self.spec = spec
         self.pipelines_file = pipelines_file
         self.ledger_conn_id = ledger_conn_id
         self.kafka_conn_id = kafka_conn_id
 
     def pipeline_spec(self) -> PipelineSpec:
-        """The pipeline's spec; raises ``PipelineConfigError`` naming file, pipeline and field."""
-        return load_pipeline(self.pipeline, self.pipelines_file)
+        """This task run's spec (the one given, else the file's, read once); raises
+        ``PipelineConfigError`` naming file, pipeline and field."""
+        if self.spec is None:
+            self.spec = load_pipeline(self.pipeline, self.pipelines_file)
+        return self.spec
 
     def epoch_protocol(self) -> AbstractContextManager[EpochProtocol]:
         """The protocol over this operator's ledger and Kafka connections."""

@@ -5,8 +5,10 @@ how settings reach the Spark application without ever appearing on a command lin
 
 * the ledger, Kafka and HBase connections are resolved inside ``execute`` and
   handed over as ``AIRFLOW_CONN_*`` environment variables (JSON form), and the
-  pipelines YAML text as ``EO_PIPELINES_YAML`` (the driver may run on a machine
-  that has no copy of the DAG folder);
+  pipeline's parsed spec, the one this task run built its Spark options from, as
+  ``EO_PIPELINE_SPEC`` (JSON): the driver never reads the YAML again, so a pipelines file
+  changed meanwhile cannot give one run two specs, and the driver may run on a machine
+  that has no copy of the DAG folder;
 * client deploy mode: they are set on the ``spark-submit`` process environment
   (the driver inherits it; executors get settings inside task closures);
 * cluster deploy mode on YARN or Kubernetes: they go into a temporary
@@ -27,6 +29,7 @@ the package itself. ``spark.resources`` become spark-submit options
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -38,9 +41,15 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook
 
-from airflow_provider_eo.config.loader import resolve_pipelines_file
+from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.hooks.connections import (
+    DEFAULT_HBASE_CONN_ID,
+    DEFAULT_KAFKA_CONN_ID,
+    DEFAULT_LEDGER_CONN_ID,
+    DEFAULT_SPARK_CONN_ID,
+)
 from airflow_provider_eo.operators.spark_submission import (
     MasterOverrideSparkSubmitHook,
     is_standalone,
@@ -48,7 +57,6 @@ from airflow_provider_eo.operators.spark_submission import (
 )
 from airflow_provider_eo.spark.package_zip import build_zip
 
-PIPELINES_YAML_ENV = "EO_PIPELINES_YAML"
 CLUSTER_ENV_PREFIXES = ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
 
 
@@ -92,13 +100,15 @@ class WriteEpochOperator(SparkSubmitOperator):
     """Submit the write step of one epoch: read its ranges, write HBase, vote WRITTEN.
 
     :param pipeline: pipeline name (as declared in the pipelines YAML).
-    :param epoch_id: the epoch to write (templated; usually pulled from the reserve task's XCom).
+    :param epoch_id: the epoch to write (templated; usually pulled from the reserve task's XCom;
+        None only for a subclass that reserves the epoch itself in ``execute``).
     :param fencing_token: the token the reserve task returned (templated); the application
         refuses to write an epoch whose token differs, and treats an epoch already voted
         under this token as done (a retry of this task).
     :param spec: the pipeline spec; its ``spark`` section sets conf, deploy mode, resources and
         the master (``spark.master`` overrides the connection's).
-    :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``).
+    :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``), named in
+        the log; the application gets ``spec`` itself and never reads the file.
     :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
     :param spark_conn_id: the Spark connection (master), default ``spark_default``.
 
@@ -113,14 +123,14 @@ class WriteEpochOperator(SparkSubmitOperator):
         self,
         *,
         pipeline: str,
-        epoch_id: str | int,
+        epoch_id: str | int | None = None,
         fencing_token: str | None = None,
         spec: PipelineSpec,
         pipelines_file: str | None = None,
-        ledger_conn_id: str = "eo_ledger",
-        kafka_conn_id: str = "eo_kafka",
-        hbase_conn_id: str = "eo_hbase",
-        spark_conn_id: str = "spark_default",
+        ledger_conn_id: str = DEFAULT_LEDGER_CONN_ID,
+        kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
+        hbase_conn_id: str = DEFAULT_HBASE_CONN_ID,
+        spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
         **kwargs: Any,
     ) -> None:
         options = resource_options(spec.spark.resources, spec.spark.master)
@@ -139,7 +149,9 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.fencing_token = fencing_token
         self.spec = spec
         self.pipelines_file = pipelines_file
-        self.conn_ids = (ledger_conn_id, kafka_conn_id, hbase_conn_id)
+        self.ledger_conn_id = ledger_conn_id
+        self.kafka_conn_id = kafka_conn_id
+        self.hbase_conn_id = hbase_conn_id
         self._properties_path: str | None = None
         self._zip_dir: str | None = None
 
@@ -207,18 +219,27 @@ class WriteEpochOperator(SparkSubmitOperator):
         package = build_zip(Path(self._zip_dir) / "airflow_provider_eo.zip")
         self.py_files = ",".join(filter(None, [self.py_files, str(package)]))
 
+    def application_env(self) -> dict[str, str]:
+        """What the application's driver gets in its environment: the connections
+        (``AIRFLOW_CONN_*``, secrets) and this run's spec (``EO_PIPELINE_SPEC``)."""
+        conn_ids = (self.ledger_conn_id, self.kafka_conn_id, self.hbase_conn_id)
+        return {**connection_env(conn_ids), PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict())}
+
     def execute(self, context: Any) -> None:
-        """Run spark-submit; raises if the application fails or its vote is fenced out."""
+        """Run spark-submit; raises if the application fails or its vote is fenced out, and
+        ``ConfigError`` when no epoch was given."""
+        if self.epoch_id is None:
+            raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
         self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
         if self.fencing_token:
             self.application_args += ["--fencing-token", str(self.fencing_token)]
-        env = connection_env(self.conn_ids)
-        env[PIPELINES_YAML_ENV] = resolve_pipelines_file(self.pipelines_file).read_text(encoding="utf-8")
+        env = self.application_env()
         self.log.info(
-            "Writing epoch: pipeline=%s epoch_id=%s deploy_mode=%s",
+            "Writing epoch: pipeline=%s epoch_id=%s deploy_mode=%s spec_from=%s",
             self.pipeline,
             self.epoch_id,
             self.spec.spark.deploy_mode,
+            self.spec.source_file or self.pipelines_file,
         )
         py_files = self.py_files
         try:

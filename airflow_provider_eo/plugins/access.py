@@ -18,12 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from airflow_provider_eo.plugins.views import STREAM_DAG_PREFIX
-
-
-def stream_dag_id(pipeline: str) -> str:
-    """``<p>`` -> ``eo_stream__<p>``: the DAG whose readers may see pipeline ``<p>``."""
-    return f"{STREAM_DAG_PREFIX}{pipeline}"
+from airflow_provider_eo.dag_ids import stream_dag_id
 
 
 class PipelineAccess(Protocol):

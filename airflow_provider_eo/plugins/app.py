@@ -30,6 +30,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from airflow_provider_eo.dag_ids import pipeline_from_dag_id
 from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.ledger import Ledger
@@ -155,7 +156,7 @@ def create_app(
         dag_id: str | None = None,
     ) -> HTMLResponse:
         """The HTML page (a ledger error is shown in the page, status 503)."""
-        chosen = pipeline if pipeline is not None else views.pipeline_from_dag_id(dag_id)
+        chosen = pipeline if pipeline is not None else pipeline_from_dag_id(dag_id)
         selected = EpochFilter(pipeline=chosen or None, state=state or None, kind=kind or None, limit=limit)
         data: dict[str, Any] = {"pipeline_names": [], "pipelines": [], "epochs": [], "lag_error": None}
         status, error = 200, None

@@ -31,6 +31,7 @@ from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, Request
 
 from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
+from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.access import PipelineAccess, StreamDagReaders
 from airflow_provider_eo.plugins.app import create_app
@@ -43,13 +44,15 @@ CONF_SECTION = "eo"
 
 def ledger_conn_id() -> str:
     """The ledger connection id the UI reads (``[eo] ui_ledger_conn_id``)."""
-    return conf.get(CONF_SECTION, "ui_ledger_conn_id", fallback="eo_ledger") or "eo_ledger"
+    return (
+        conf.get(CONF_SECTION, "ui_ledger_conn_id", fallback=DEFAULT_LEDGER_CONN_ID) or DEFAULT_LEDGER_CONN_ID
+    )
 
 
 def kafka_conn_id() -> str:
     """The Kafka connection id of the lag columns (``[eo] ui_kafka_conn_id``; "" = lag off)."""
-    value = conf.get(CONF_SECTION, "ui_kafka_conn_id", fallback="eo_kafka")
-    return "eo_kafka" if value is None else value.strip()
+    value = conf.get(CONF_SECTION, "ui_kafka_conn_id", fallback=DEFAULT_KAFKA_CONN_ID)
+    return DEFAULT_KAFKA_CONN_ID if value is None else value.strip()
 
 
 def ui_enabled() -> bool:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from airflow_provider_eo.ledger.lag import lag as lag_of
+
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
@@ -89,7 +91,7 @@ def with_lag(pipeline: Mapping[str, Any], highs: HighWatermarks) -> dict[str, An
     for cursor in pipeline["cursors"]:
         tp = (cursor["topic"], cursor["partition"])
         high = highs.by_partition.get(tp)
-        lag = None if high is None else max(high - cursor["cursor"], 0)
+        lag = None if high is None else lag_of(cursor["cursor"], high)
         cursors.append({**cursor, "high_watermark": high, "lag": lag})
         if tp in highs.missing:
             missing.append(f"{tp[0]}[{tp[1]}]")

@@ -28,8 +28,6 @@ from airflow_provider_eo.plugins.lag import (
 if TYPE_CHECKING:
     from airflow_provider_eo.plugins.access import PipelineAccess
 
-STREAM_DAG_PREFIX = "eo_stream__"
-BACKFILL_DAG_PREFIX = "eo_backfill__"
 DEFAULT_EPOCH_LIMIT = 50
 MAX_EPOCH_LIMIT = 1000
 
@@ -112,11 +110,3 @@ def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, An
     if found.pipeline not in access.visible([found.pipeline]):
         raise EpochNotFound(epoch_id)
     return found.to_detail()
-
-
-def pipeline_from_dag_id(dag_id: str | None) -> str | None:
-    """``eo_stream__<p>`` / ``eo_backfill__<p>`` -> ``<p>``; None for any other DAG id."""
-    for prefix in (STREAM_DAG_PREFIX, BACKFILL_DAG_PREFIX):
-        if dag_id and dag_id.startswith(prefix) and len(dag_id) > len(prefix):
-            return dag_id[len(prefix) :]
-    return None

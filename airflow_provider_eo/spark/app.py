@@ -8,8 +8,8 @@ Usage (arguments are names and ids only; secrets come from the environment)::
     python -m airflow_provider_eo.spark.app --pipeline NAME --epoch-id N   # same, Spark from pyspark
 
 Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
-``AIRFLOW_CONN_EO_HBASE`` (or the ids given), and ``EO_PIPELINES_YAML`` or
-``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given.
+``AIRFLOW_CONN_EO_HBASE`` (or the ids given), and ``EO_PIPELINE_SPEC`` (the parsed spec,
+as JSON) or ``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given.
 Exit codes: see :class:`~airflow_provider_eo.spark.driver.ExitCode`.
 """
 
@@ -21,6 +21,11 @@ import sys
 from collections.abc import Sequence
 
 from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.hooks.connections import (
+    DEFAULT_HBASE_CONN_ID,
+    DEFAULT_KAFKA_CONN_ID,
+    DEFAULT_LEDGER_CONN_ID,
+)
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.logs import configure_logging
@@ -43,9 +48,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="token issued at reservation (default: the epoch's current token)",
     )
-    parser.add_argument("--ledger-conn-id", default="eo_ledger")
-    parser.add_argument("--kafka-conn-id", default="eo_kafka")
-    parser.add_argument("--hbase-conn-id", default="eo_hbase")
+    parser.add_argument("--ledger-conn-id", default=DEFAULT_LEDGER_CONN_ID)
+    parser.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
+    parser.add_argument("--hbase-conn-id", default=DEFAULT_HBASE_CONN_ID)
     return parser.parse_args(argv)
 
 

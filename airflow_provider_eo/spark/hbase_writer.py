@@ -2,9 +2,11 @@
 
 Every mutation of a :class:`Segment` carries the segment's timestamp (the offset
 of its last record), so writing a segment again writes identical cells at the
-identical version: a failed call is retried as-is (reconnecting first), and after
-``attempts`` failures :class:`HBaseWriteError` names the table, the offsets and the
-last error. The table prefix of the connection is applied like happybase does.
+identical version: a call that failed for a reason a retry can cure
+(:data:`RETRYABLE_ERRORS`) is retried as-is (reconnecting first), and after ``attempts``
+failures :class:`HBaseWriteError` names the table, the offsets and the last error (its
+cause). Any other error fails at once as :class:`HBaseWriteError` with the error as its
+cause. The table prefix of the connection is applied like happybase does.
 
 Before the first segment that touches a column family is sent, the family is checked
 against the table's descriptors (Thrift1 ``getColumnDescriptors``, read once per
@@ -24,12 +26,24 @@ from typing import Any
 
 import happybase
 from Hbase_thrift import BatchMutation, Mutation  # registered by happybase's thriftpy2 loader
+from Hbase_thrift import IOError as HBaseIOError
+from thriftpy2.protocol.exc import TProtocolException
+from thriftpy2.transport import TTransportException
 
 from airflow_provider_eo.errors import EoError
 from airflow_provider_eo.spark.segments import Segment
 
 log = logging.getLogger(__name__)
 
+
+#: What a retry of the same idempotent call can cure: a broken, refused or timed-out
+#: connection, a garbled answer, or HBase's own IOError (a region moving, a server restarting).
+RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
+    OSError,
+    TTransportException,
+    TProtocolException,
+    HBaseIOError,
+)
 
 #: ``timeToLive`` of a family without a TTL (HBase's ``HConstants.FOREVER``).
 TTL_FOREVER = 2**31 - 1
@@ -140,7 +154,7 @@ class SegmentWriter:
                 return
             except UnsafeColumnFamilyError:
                 raise
-            except Exception as exc:  # transport errors, HBase IOError: the call is idempotent
+            except RETRYABLE_ERRORS as exc:  # the call is idempotent
                 last_error = exc
                 self.close()
                 log.warning(
@@ -155,11 +169,18 @@ class SegmentWriter:
                 )
                 if attempt < self.attempts:
                     time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            except Exception as exc:  # no retry cures it: an illegal argument, a bug
+                self.close()
+                raise HBaseWriteError(
+                    f"cannot write to HBase table {self.table!r}: segment of offsets "
+                    f"[{segment.first_offset}, {segment.last_offset}] (version {segment.timestamp}) "
+                    f"failed and is not retried: {type(exc).__name__}: {exc}"
+                ) from exc
         raise HBaseWriteError(
             f"cannot write to HBase table {self.table!r}: segment of offsets "
             f"[{segment.first_offset}, {segment.last_offset}] (version {segment.timestamp}) failed "
             f"{self.attempts} times; last error: {type(last_error).__name__}: {last_error}"
-        )
+        ) from last_error
 
     def close(self) -> None:
         """Close the connection (a later write reconnects)."""

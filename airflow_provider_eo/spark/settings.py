@@ -1,8 +1,9 @@
 """Driver-side resolution of everything the write application needs.
 
-Pipelines: ``--pipelines-file PATH``, else the YAML text in ``EO_PIPELINES_YAML``
-(set by ``WriteEpochOperator``, so a cluster-mode driver needs no DAG folder),
-else the file named by ``EO_PIPELINES_FILE``.
+Pipelines: ``--pipelines-file PATH``, else the parsed spec in ``EO_PIPELINE_SPEC`` (set by
+``WriteEpochOperator``: the spec its task run uses, so the driver never reads the YAML
+again, and a cluster-mode driver needs no DAG folder), else the file named by
+``EO_PIPELINES_FILE``.
 
 Connections: ``AIRFLOW_CONN_<ID>`` environment variables of the driver (URI or
 JSON form, resolved by ``hooks.connections``). Values are secrets: they are
@@ -11,28 +12,36 @@ placed in :class:`TaskSettings` (repr hides them) and never logged.
 
 from __future__ import annotations
 
+import json
 import os
 
 from airflow_provider_eo import config
-from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text, select_pipeline
+from airflow_provider_eo.config import PipelineNotDeclared, PipelineSpec
+from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.size_limits import check_consumer_sizes
 from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, kafka_client_config, postgres_dsn
-from airflow_provider_eo.hooks.connections import connection_from_env
+from airflow_provider_eo.hooks.connections import (
+    DEFAULT_HBASE_CONN_ID,
+    DEFAULT_KAFKA_CONN_ID,
+    DEFAULT_LEDGER_CONN_ID,
+    connection_from_env,
+)
 from airflow_provider_eo.spark.write_task import TaskSettings
-
-PIPELINES_YAML_ENV = "EO_PIPELINES_YAML"
 
 
 def load_pipeline(name: str, pipelines_file: str | None = None) -> PipelineSpec:
     """The named pipeline's spec (resolution order in the module docstring).
 
-    Raises ``PipelineNotDeclared`` (the file is ``$EO_PIPELINES_YAML`` for the inline
-    text) or ``PipelineConfigError``, as :func:`airflow_provider_eo.config.load_pipeline`.
+    Raises ``PipelineNotDeclared`` (the file is ``$EO_PIPELINE_SPEC`` when that spec is
+    another pipeline's) or ``PipelineConfigError``, as
+    :func:`airflow_provider_eo.config.load_pipeline`.
     """
-    inline = os.environ.get(PIPELINES_YAML_ENV)
-    if pipelines_file is None and inline:
-        source = f"${PIPELINES_YAML_ENV}"
-        return select_pipeline(parse_pipelines_text(inline, source), name, source)
+    shipped = os.environ.get(PIPELINE_SPEC_ENV)
+    if pipelines_file is None and shipped:
+        spec = PipelineSpec.from_dict(json.loads(shipped))
+        if spec.name != name:
+            raise PipelineNotDeclared(f"${PIPELINE_SPEC_ENV}", name, [spec.name])
+        return spec
     return config.load_pipeline(name, pipelines_file)
 
 
@@ -45,9 +54,9 @@ def task_settings(
     spec: PipelineSpec,
     epoch_id: int,
     *,
-    ledger_conn_id: str = "eo_ledger",
-    kafka_conn_id: str = "eo_kafka",
-    hbase_conn_id: str = "eo_hbase",
+    ledger_conn_id: str = DEFAULT_LEDGER_CONN_ID,
+    kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
+    hbase_conn_id: str = DEFAULT_HBASE_CONN_ID,
 ) -> TaskSettings:
     """Settings shipped to every task of the epoch, connections resolved from the environment.
 

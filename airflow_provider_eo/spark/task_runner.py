@@ -37,7 +37,7 @@ def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dic
         rdd = sc.parallelize(list(tasks), len(tasks)).mapPartitions(task_partition_function(settings))
         return rdd.collect()
     except Exception as exc:
-        raise task_failure(exc) from None
+        raise task_failure(exc) from exc
     finally:
         sc.stop()
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.pending import PendingRecords, check_pending
@@ -56,8 +57,8 @@ class RecordsAvailableTrigger(BaseTrigger):
         topic_pattern: str | None,
         deadline: float,
         poll_interval: float,
-        ledger_conn_id: str = "eo_ledger",
-        kafka_conn_id: str = "eo_kafka",
+        ledger_conn_id: str = DEFAULT_LEDGER_CONN_ID,
+        kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
     ) -> None:
         super().__init__()
         self.pipeline = pipeline

@@ -41,8 +41,8 @@ def detail(epoch: Epoch) -> dict[str, Any]:
 
 
 def test_migrate(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli(capsys, "migrate") == (0, {"applied": [1, 2], "versions": [1, 2]})
-    assert cli(capsys, "migrate") == (0, {"applied": [], "versions": [1, 2]})
+    assert cli(capsys, "migrate") == (0, {"applied": [1, 2, 3], "versions": [1, 2, 3]})
+    assert cli(capsys, "migrate") == (0, {"applied": [], "versions": [1, 2, 3]})
 
 
 def test_pipelines_and_epochs(
@@ -248,7 +248,10 @@ def test_dsn_from_an_airflow_connection(
         "schema": params["dbname"],
     }
     monkeypatch.setenv("AIRFLOW_CONN_MY_LEDGER", json.dumps(connection))
-    assert cli(capsys, "--conn-id", "my_ledger", "migrate") == (0, {"applied": [1, 2], "versions": [1, 2]})
+    assert cli(capsys, "--conn-id", "my_ledger", "migrate") == (
+        0,
+        {"applied": [1, 2, 3], "versions": [1, 2, 3]},
+    )
     monkeypatch.delenv("AIRFLOW_CONN_EO_LEDGER")
     code, error = cli(capsys, "pipelines")
     assert (code, error) == (

@@ -161,7 +161,7 @@ def test_vote_with_wrong_token_is_fenced_out_and_changes_nothing(
         ledger.vote_written(epoch.epoch_id, "00000000-0000-0000-0000-000000000000", {"records": 99})
     assert str(info.value) == (
         f"vote on epoch {epoch.epoch_id} fenced out (epoch is RESERVED): "
-        "the fencing token does not match (a newer writer owns it)"
+        "fencing token does not match the epoch's"
     )
     assert ledger.get_epoch(epoch.epoch_id) == epoch
 
@@ -177,7 +177,7 @@ def test_vote_after_token_rotation_is_fenced_out(ledger: Ledger, reserved: Calla
 def test_vote_on_aborted_epoch_is_fenced_out(ledger: Ledger, reserved: Callable[[], Epoch]) -> None:
     epoch = reserved()
     aborted = ledger.abort(epoch.epoch_id, "recovered")
-    with pytest.raises(FencedOut, match="the epoch is no longer RESERVED"):
+    with pytest.raises(FencedOut, match="epoch is ABORTED, not RESERVED"):
         ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": 5})
     assert ledger.get_epoch(epoch.epoch_id) == aborted
 

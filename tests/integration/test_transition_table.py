@@ -83,9 +83,12 @@ def stored_state(conn: Any, epoch_id: int) -> str:
     return state
 
 
-def raw_update(conn: Any, epoch_id: int, target: EpochState) -> None:
-    """``UPDATE eo.epochs SET state = target`` (and its timestamps), committed."""
+def raw_update(conn: Any, epoch_id: int, target: EpochState, *, operator_action: bool = False) -> None:
+    """``UPDATE eo.epochs SET state = target`` (and its timestamps), committed; with
+    ``operator_action`` the transaction marks itself one first (``eo.operator_action``)."""
     with conn.cursor() as cur:
+        if operator_action:
+            cur.execute("SET LOCAL eo.operator_action = 'on'")
         cur.execute(
             f"UPDATE eo.epochs SET {STATE_COLUMNS} WHERE epoch_id = %s", (*state_row(target), epoch_id)
         )
@@ -98,22 +101,24 @@ CHANGES = [
 ]
 
 
+@pytest.mark.parametrize("operator_action", [False, True], ids=["anyone", "operator"])
 @pytest.mark.parametrize(("current", "target"), CHANGES)
 def test_trigger_accepts_exactly_the_tables_transitions(
-    conn: Any, current: EpochState, target: EpochState
+    conn: Any, current: EpochState, target: EpochState, operator_action: bool
 ) -> None:
     epoch_id = epoch_in(conn, current)
-    if is_allowed(current, target, operator_action=True):
-        raw_update(conn, epoch_id, target)
+    if is_allowed(current, target, operator_action=operator_action):
+        raw_update(conn, epoch_id, target, operator_action=operator_action)
         assert stored_state(conn, epoch_id) == target.value
         return
     with pytest.raises(psycopg2.errors.CheckViolation) as info:
-        raw_update(conn, epoch_id, target)
+        raw_update(conn, epoch_id, target, operator_action=operator_action)
     conn.rollback()
-    assert (
-        info.value.diag.message_primary
-        == f"illegal epoch transition {current} -> {target} (epoch {epoch_id})"
-    )
+    if is_allowed(current, target, operator_action=True):  # an operator-only move, without one
+        expected = f"epoch transition {current} -> {target} (epoch {epoch_id}) needs an operator action"
+    else:
+        expected = f"illegal epoch transition {current} -> {target} (epoch {epoch_id})"
+    assert info.value.diag.message_primary == expected
     assert stored_state(conn, epoch_id) == current.value
 
 

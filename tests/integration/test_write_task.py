@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -218,3 +219,22 @@ def test_writer_fails_clearly_when_hbase_refuses(stack: StackInfo) -> None:
     assert str(info.value).startswith(
         "cannot write to HBase table 'no_such_table': segment of offsets [5, 9] (version 9) failed 2 times;"
     )
+    assert type(info.value.__cause__).__name__ == "IOError"  # HBase's TableNotFoundException, kept
+
+
+def test_writer_does_not_retry_what_no_retry_can_cure(
+    stack: StackInfo, table: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = SegmentWriter(_hbase_kwargs(stack), table, attempts=3, backoff_s=0)
+    segment = Segment(1, 1, 1, puts={b"r" * 40_000: {b"cf:a": b"1"}})  # HBase refuses rows over 32,767 bytes
+    logger = "airflow_provider_eo.spark.hbase_writer"
+    with caplog.at_level(logging.WARNING, logger=logger), pytest.raises(HBaseWriteError) as info:
+        writer.write(segment)
+    writer.close()
+    assert str(info.value).startswith(
+        f"cannot write to HBase table {table!r}: segment of offsets [1, 1] (version 1) failed and is not "
+        "retried: IllegalArgument: "
+    )
+    assert type(info.value.__cause__).__name__ == "IllegalArgument"
+    assert [r.getMessage() for r in caplog.records] == []  # not a single retry
+    assert scan(stack, table) == {}

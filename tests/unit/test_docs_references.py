@@ -13,6 +13,11 @@ Checked documents: README.md, RELIABILITY.md, docs/*.md and docker/README.md. In
 * a **dotted module reference** ``airflow_provider_eo.x.y``, ``eo_devtools.x`` or
   ``tests.x`` (optionally ``module:attribute``) must import, its tail as attributes.
 
+* a **quoted name** (in backticks) that looks like code (``CamelCase``, ``name(...)``,
+  ``Class.attribute``) must be defined in the repository's Python (a class, a function, an
+  assignment, a ``self.`` attribute), be a Python builtin, or start with one of
+  :data:`EXTERNAL_NAMES` (what Airflow, Kafka, HBase, Spark and the standard library define).
+
 ``docs/ARCHITECTURE.md`` must also name every module (``*.py`` but ``__init__.py``, the
 migrations, the poms) of the two distributions, and no file of the repository may point
 at a sibling checkout outside it.
@@ -20,6 +25,8 @@ at a sibling checkout outside it.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import fnmatch
 import importlib
 import importlib.util
@@ -46,6 +53,56 @@ _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _MODULE = re.compile(
     r"(?<![\w./-])((?:airflow_provider_eo|eo_devtools|tests)(?:\.[A-Za-z_]\w*)+)(?::(\w+))?(?![\w-]|\.\w)"
 )
+
+
+_QUOTED = re.compile(r"`([^`\n]+)`")
+_CODE_NAME = re.compile(
+    r"^(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Za-z_]\w*\(.*\)|[A-Z][A-Za-z0-9]+\.[a-z_]\w*(?:\(.*\))?)$"
+)
+#: Names the documents quote that other projects define (and file names that look like code).
+EXTERNAL_NAMES = frozenset(
+    {
+        "AirflowSkipException", "AlterConsumerGroupOffsets", "Asset", "BaseHook", "ColumnDescriptor",
+        "Dockerfile", "NaN", "OutOfMemoryError", "SimpleAuthManager", "SparkSubmitHook",
+        "SparkSubmitOperator", "Table", "ceil",
+    }
+)  # fmt: skip
+CODE_ROOTS = ("airflow_provider_eo", "devtools", "tests", "benchmarks")
+
+
+@cache
+def defined_names() -> frozenset[str]:
+    """Every class, function, assigned name and ``self.`` attribute of the repository's Python."""
+    names: set[str] = set()
+    for root in CODE_ROOTS:
+        for path in (REPO / root).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                    names.add(node.name)
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                if isinstance(node, ast.AnnAssign):
+                    targets = [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        names.add(target.id)
+                    elif isinstance(target, ast.Attribute):
+                        names.add(target.attr)
+    return frozenset(names)
+
+
+def unknown_names(text: str) -> list[str]:
+    """Quoted code-like names (module docstring) that nothing defines, in order."""
+    unknown = []
+    for quoted in _QUOTED.findall(text):
+        name = quoted.strip().split("(")[0]
+        if not _CODE_NAME.match(quoted.strip()) or name.rsplit(".", 1)[-1] in SOURCE_EXTENSIONS:
+            continue
+        parts = name.split(".")
+        if parts[0] in EXTERNAL_NAMES or hasattr(builtins, parts[0]):
+            continue
+        if not all(part in defined_names() for part in parts):
+            unknown.append(quoted.strip())
+    return unknown
 
 
 @cache
@@ -150,6 +207,24 @@ def test_every_repository_path_a_document_names_exists(document: Path) -> None:
 def test_every_module_a_document_names_imports(document: Path) -> None:
     references = sorted(set(module_references(document.read_text(encoding="utf-8"))))
     assert [ref for ref in references if not importable(ref)] == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_doc_id)
+def test_every_name_a_document_quotes_exists(document: Path) -> None:
+    assert unknown_names(document.read_text(encoding="utf-8")) == []
+
+
+def test_the_name_check_catches_names_that_no_longer_exist() -> None:
+    text = (
+        "`EpochProtocol.reserve_stream(spec, run)`, `EpochProtocol.rotate_everything()`, `ValueError`,"
+        " `SparkSubmitOperator`, `ReservationOutcome`, `plan_stream(...)`, `docs/spark.md`, `batch_bytes`,"
+        " `RELIABILITY.md`, `gone_function(x)`"
+    )
+    assert unknown_names(text) == [
+        "EpochProtocol.rotate_everything()",
+        "ReservationOutcome",
+        "gone_function(x)",
+    ]
 
 
 def test_the_checks_catch_stale_references() -> None:

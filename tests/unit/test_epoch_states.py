@@ -11,7 +11,15 @@ import pytest
 
 from airflow_provider_eo.ledger import ALLOWED_TRANSITIONS
 from airflow_provider_eo.ledger.errors import IllegalTransition
-from airflow_provider_eo.ledger.states import TRANSITIONS, EpochState, check_transition, sources_of
+from airflow_provider_eo.ledger.states import (
+    SETTLED_STATES,
+    TRANSITIONS,
+    EpochState,
+    check_transition,
+    sources_of,
+    sql_literals,
+)
+from airflow_provider_eo.ledger.store import retention
 
 R, W, C, A = EpochState.RESERVED, EpochState.WRITTEN, EpochState.COMMITTED, EpochState.ABORTED
 
@@ -60,3 +68,11 @@ def test_check_transition_every_pair(current: EpochState, target: EpochState, op
 )
 def test_sources_of_every_target(target: EpochState, operator_action: bool, sources: list[str]) -> None:
     assert sources_of(target, operator_action=operator_action) == sources
+
+
+def test_settled_states_come_from_the_table_and_reach_the_sql_as_literals() -> None:
+    assert SETTLED_STATES == (EpochState.COMMITTED, EpochState.ABORTED)
+    assert sql_literals(SETTLED_STATES) == "'COMMITTED', 'ABORTED'"
+    assert (
+        retention._MATCHING.count("state IN ('COMMITTED', 'ABORTED')") == 2
+    )  # the partial index's predicate

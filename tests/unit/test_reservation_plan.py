@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from airflow_provider_eo.config import CapsSpec, StartingSpec
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark, DataLossError, PartitionRange
-from airflow_provider_eo.ledger.stream_plan import Pin, choose_pins, plan_stream, split_cap
+from airflow_provider_eo.ledger.backfill_plan import run_epoch_or_none
+from airflow_provider_eo.ledger.errors import InvalidRanges, OpenEpochConflict
+from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.stream_plan import (
+    Pin,
+    choose_pins,
+    plan_stream,
+    resume_or_conflict,
+    split_cap,
+    starting_policy,
+)
 
 TP = tuple[str, int]
 A0, A1, A2, A3 = ("a", 0), ("a", 1), ("a", 2), ("a", 3)
@@ -76,3 +90,39 @@ def test_plan_stream_checks_and_gaps() -> None:
     with pytest.raises(CursorBeyondHighWatermark):
         plan_stream({A0: 10, A1: 0}, marks, CapsSpec(), record_gaps=True)
     assert not plan_stream({A0: 9, A1: 3}, marks, CapsSpec(), record_gaps=False).has_data
+
+
+def _epoch(epoch_id: int, state: str, run_id: str, *ranges: PartitionRange) -> Epoch:
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    return Epoch(
+        epoch_id, "p", EpochKind.BACKFILL, EpochState(state), "tok", "d", run_id, created, ranges=ranges
+    )
+
+
+def test_a_runs_own_open_stream_epoch_is_resumed_and_another_runs_is_a_conflict() -> None:
+    mine = _epoch(4, "RESERVED", "r1")
+    assert resume_or_conflict("p", [mine], RunIdentity("d", "r1")) is mine
+    assert resume_or_conflict("p", [], RunIdentity("d", "r1")) is None
+    with pytest.raises(OpenEpochConflict) as info:
+        resume_or_conflict("p", [mine], RunIdentity("d", "r2"))
+    assert (info.value.epoch_id, info.value.run_id) == (4, "r1")
+
+
+def test_the_starting_policy_is_the_first_reservations_then_the_new_partitions() -> None:
+    starting = StartingSpec("latest", None, "earliest")
+    assert starting_policy(starting, first_reservation=True) == "latest"
+    assert starting_policy(starting, first_reservation=False) == "earliest"
+
+
+def test_a_runs_backfill_request_resumes_conflicts_or_inserts() -> None:
+    a, b = PartitionRange("t", 0, 0, 10), PartitionRange("t", 0, 10, 20)
+    done, open_ = _epoch(1, "COMMITTED", "r", a), _epoch(2, "WRITTEN", "r", b)
+    assert run_epoch_or_none("p", [done, open_], (a,), None) is done  # a resumed run
+    assert run_epoch_or_none("p", [done, open_], (b,), None) is open_  # a retried chunk
+    with pytest.raises(OpenEpochConflict):
+        run_epoch_or_none("p", [open_], (PartitionRange("t", 0, 15, 25),), None)
+    assert (
+        run_epoch_or_none("p", [done], (PartitionRange("t", 0, 5, 15),), None) is None
+    )  # settled: no conflict
+    with pytest.raises(InvalidRanges, match=r"outside the available offsets \[0, 12\)"):
+        run_epoch_or_none("p", [open_], (PartitionRange("t", 1, 0, 13),), {("t", 1): (0, 12)})

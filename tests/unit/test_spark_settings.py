@@ -1,4 +1,4 @@
-"""Driver settings (pipelines from a file or EO_PIPELINES_YAML, connections from env) and the py-files zip."""
+"""Driver settings (the pipeline from a file or EO_PIPELINE_SPEC, connections from env), the py-files zip."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eo.config import PipelineConfigError, PipelineNotDeclared
+from airflow_provider_eo.config import PipelineConfigError, PipelineNotDeclared, parse_pipelines_text
+from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.spark.app import parse_args
 from airflow_provider_eo.spark.package_zip import build_zip
-from airflow_provider_eo.spark.settings import PIPELINES_YAML_ENV, load_pipeline, task_settings
+from airflow_provider_eo.spark.settings import load_pipeline, task_settings
 
 YAML = """
 pipelines:
@@ -40,22 +41,29 @@ ENV = {
 }
 
 
-def test_pipeline_from_inline_yaml_env_and_from_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(PIPELINES_YAML_ENV, YAML)
-    assert load_pipeline("users").hbase_table == "users_t"
+SPEC = json.dumps(parse_pipelines_text(YAML, "p.yaml")["users"].to_dict())
+
+
+def test_pipeline_from_the_shipped_spec_and_from_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PIPELINE_SPEC_ENV, SPEC)
+    assert (
+        load_pipeline("users") == parse_pipelines_text(YAML, "p.yaml")["users"]
+    )  # the same spec, not re-read
     path = tmp_path / "p.yaml"
     path.write_text(YAML.replace("users_t", "from_file"))
     assert load_pipeline("users", str(path)).hbase_table == "from_file"  # an explicit file wins
     with pytest.raises(PipelineNotDeclared) as info:
         load_pipeline("nope")
-    assert str(info.value) == "$EO_PIPELINES_YAML: pipeline 'nope': pipeline not declared (declared: users)"
+    assert str(info.value) == "$EO_PIPELINE_SPEC: pipeline 'nope': pipeline not declared (declared: users)"
     with pytest.raises(PipelineNotDeclared) as info:
         load_pipeline("nope", str(path))
     assert str(info.value) == f"{path}: pipeline 'nope': pipeline not declared (declared: users)"
 
 
 def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(PIPELINES_YAML_ENV, YAML)
+    monkeypatch.setenv(PIPELINE_SPEC_ENV, SPEC)
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
     settings = task_settings(load_pipeline("users"), 12)
@@ -95,7 +103,7 @@ def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch
 def test_a_kafka_connection_that_cannot_fetch_the_largest_record_is_refused_naming_both_fields(
     monkeypatch: pytest.MonkeyPatch, extra: dict[str, object], problem: str
 ) -> None:
-    monkeypatch.setenv(PIPELINES_YAML_ENV, YAML)
+    monkeypatch.setenv(PIPELINE_SPEC_ENV, SPEC)
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
     kafka = {"conn_type": "kafka", "extra": {"bootstrap.servers": "k:9092", **extra}}

@@ -23,6 +23,7 @@ from psycopg2.extras import execute_values
 
 from airflow_provider_eo.ledger.models import PartitionRange
 from airflow_provider_eo.ledger.offsets import TopicPartition
+from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.stream_plan import Pin
 
 
@@ -64,11 +65,11 @@ def advance_to_committed_ends(cur: Any, epoch_id: int) -> int:
         UPDATE eo.partitions p
            SET cursor_offset = r.end_offset
           FROM eo.epochs e JOIN eo.epoch_ranges r USING (epoch_id)
-         WHERE e.epoch_id = %s AND e.kind = 'stream' AND e.state = 'COMMITTED'
+         WHERE e.epoch_id = %s AND e.kind = %s AND e.state = %s
            AND p.pipeline = e.pipeline AND p.topic = r.topic AND p."partition" = r."partition"
            AND p.cursor_offset < r.end_offset
         """,
-        (epoch_id,),
+        (epoch_id, EpochKind.STREAM.value, EpochState.COMMITTED.value),
     )
     return int(cur.rowcount)
 

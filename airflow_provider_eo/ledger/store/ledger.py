@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.ledger.backfill_plan import validate_backfill_ranges
 from airflow_provider_eo.ledger.models import DeadLetter, Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
 from airflow_provider_eo.ledger.store import dead_letters, queries, retention, transitions
-from airflow_provider_eo.ledger.store.backfill_reserver import reserve_backfill, validate_backfill_ranges
+from airflow_provider_eo.ledger.store.backfill_reserver import reserve_backfill
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch, fetch_epochs

@@ -30,6 +30,8 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from airflow_provider_eo.ledger.states import SETTLED_STATES, sql_literals
+
 log = logging.getLogger(__name__)
 
 Transaction = Callable[[], AbstractContextManager[Any]]
@@ -81,17 +83,18 @@ class PruneCount:
 
 # The settled epochs of %(pipeline)s that the policy selects. The state list is literal so
 # the partial index epochs_settled (same predicate) answers it.
-_MATCHING = """
+_SETTLED = sql_literals(SETTLED_STATES)
+_MATCHING = f"""
     SELECT e.epoch_id,
            EXISTS (SELECT 1 FROM eo.gaps g WHERE g.epoch_id = e.epoch_id)
         OR EXISTS (SELECT 1 FROM eo.dead_letters d WHERE d.epoch_id = e.epoch_id) AS referenced
       FROM eo.epochs e
-     WHERE e.pipeline = %(pipeline)s AND e.state IN ('COMMITTED', 'ABORTED')
+     WHERE e.pipeline = %(pipeline)s AND e.state IN ({_SETTLED})
        AND (%(days)s::integer IS NULL
             OR coalesce(e.committed_at, e.aborted_at) < now() - make_interval(days => %(days)s::integer))
        AND (%(keep)s::integer IS NULL
             OR e.epoch_id < (SELECT k.epoch_id FROM eo.epochs k
-                              WHERE k.pipeline = %(pipeline)s AND k.state IN ('COMMITTED', 'ABORTED')
+                              WHERE k.pipeline = %(pipeline)s AND k.state IN ({_SETTLED})
                               ORDER BY k.epoch_id DESC OFFSET %(keep)s::integer - 1 LIMIT 1))
 """
 
@@ -137,7 +140,8 @@ def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) 
     cur.execute("DELETE FROM eo.epoch_ranges WHERE epoch_id = ANY(%s)", (ids,))
     ranges = int(cur.rowcount)
     cur.execute(
-        "DELETE FROM eo.epochs WHERE epoch_id = ANY(%s) AND state IN ('COMMITTED', 'ABORTED')", (ids,)
+        "DELETE FROM eo.epochs WHERE epoch_id = ANY(%s) AND state = ANY(%s)",
+        (ids, [state.value for state in SETTLED_STATES]),
     )
     return ids, ranges
 

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.errors import LedgerError, OpenEpochConflict
+from airflow_provider_eo.ledger.errors import LedgerError
 from airflow_provider_eo.ledger.models import Epoch
-from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.offsets import OffsetSource
+from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
 from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch
-from airflow_provider_eo.ledger.stream_plan import Pin, choose_pins, plan_stream
+from airflow_provider_eo.ledger.stream_plan import new_pins, plan_pipeline_epoch, resume_or_conflict
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +55,10 @@ def reserve_stream(
     open_epochs = fetch_epochs(
         cur, pipeline=spec.name, kind=EpochKind.STREAM.value, states=[s.value for s in OPEN_STATES]
     )
-    for existing in open_epochs:
-        if (existing.dag_id, existing.run_id) == (dag_id, run_id):
-            log.info("already reserved by this run epoch_id=%s pipeline=%s", existing.epoch_id, spec.name)
-            return StreamReservation(existing)
-        raise OpenEpochConflict(
-            spec.name, existing.epoch_id, existing.state.value, existing.dag_id, existing.run_id
-        )
+    existing = resume_or_conflict(spec.name, open_epochs, RunIdentity(dag_id, run_id))
+    if existing is not None:
+        log.info("already reserved by this run epoch_id=%s pipeline=%s", existing.epoch_id, spec.name)
+        return StreamReservation(existing)
 
     listed = sorted(set(offsets.list_partitions(list(spec.topics), spec.topic_pattern)))
     if not listed:
@@ -74,7 +71,7 @@ def reserve_stream(
         return StreamReservation(None)
     watermarks = offsets.watermarks(listed)
     cursors = stream_cursors(cur, spec.name)
-    pins = _new_pins(spec, offsets, listed, watermarks, first=not cursors, pinned=cursors.keys())
+    pins = new_pins(spec, offsets, listed, watermarks, first=not cursors, pinned=cursors.keys())
     pin_partitions(cur, spec.name, pins)
     for tp, pin in pins.items():
         cursors[tp] = pin.offset
@@ -82,12 +79,7 @@ def reserve_stream(
             "pipeline %s: pinned new partition %s[%s] at %s (%s)", spec.name, *tp, pin.offset, pin.source
         )
     try:
-        plan = plan_stream(
-            {tp: cursors[tp] for tp in listed},
-            watermarks,
-            spec.caps,
-            record_gaps=spec.on_data_loss == "record_gap",
-        )
+        plan = plan_pipeline_epoch(spec, {tp: cursors[tp] for tp in listed}, watermarks)
     except LedgerError as exc:
         log.error("pipeline %s: reservation failed: %s", spec.name, exc)
         return StreamReservation(None, exc)
@@ -103,31 +95,3 @@ def reserve_stream(
         )  # fmt: skip
     protocol_points.passed("reserve.in_transaction")
     return StreamReservation(epoch)
-
-
-def _new_pins(
-    spec: PipelineSpec,
-    offsets: OffsetSource,
-    listed: list[TopicPartition],
-    watermarks: dict[TopicPartition, tuple[int, int]],
-    *,
-    first: bool,
-    pinned: Collection[TopicPartition],
-) -> dict[TopicPartition, Pin]:
-    """Starting offsets of the listed partitions not pinned yet (one broker call for the
-    group's offsets on the first reservation, one for a timestamp policy)."""
-    new_tps = [tp for tp in listed if tp not in pinned]
-    if not new_tps:
-        return {}
-    policy = spec.starting.policy if first else spec.starting.new_partitions
-    ts = spec.starting.timestamp_ms
-    return choose_pins(
-        new_tps,
-        watermarks,
-        first_reservation=first,
-        starting=spec.starting,
-        group_offsets=offsets.committed_offsets(spec.group_id, new_tps) if first else {},
-        timestamp_offsets=offsets.offsets_for_timestamp(new_tps, ts)
-        if policy == "timestamp" and ts is not None
-        else {},
-    )

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from airflow_provider_eo.ledger.errors import FencedOut, IllegalTransition
-from airflow_provider_eo.ledger.fencing import AlreadyDone, write_permission
+from airflow_provider_eo.ledger.fencing import AlreadyDone, Fenced, write_permission
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochState, check_transition, sources_of
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
@@ -49,12 +49,10 @@ def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[s
     )
     changed = cur.rowcount == 1
     epoch = fetch_epoch(cur, epoch_id)
-    if changed or isinstance(write_permission(epoch, fencing_token), AlreadyDone):
+    permission = write_permission(epoch, fencing_token)
+    if changed or isinstance(permission, AlreadyDone):
         return epoch
-    if epoch.state is EpochState.RESERVED:  # so the token is not the epoch's
-        reason = "the fencing token does not match (a newer writer owns it)"
-    else:
-        reason = "the epoch is no longer RESERVED"
+    reason = permission.reason if isinstance(permission, Fenced) else CHANGED_CONCURRENTLY
     raise FencedOut(epoch_id, epoch.state.value, reason)
 
 
@@ -101,8 +99,12 @@ def abort(cur: Any, epoch_id: int, reason: str, *, allow_written: bool) -> tuple
     """RESERVED -> ABORTED (WRITTEN too with ``allow_written``, the operator action);
     ABORTED is a no-op. Returns (epoch, changed).
 
-    Raises ``IllegalTransition`` (nothing changed) from any other state.
+    Raises ``IllegalTransition`` (nothing changed) from any other state. With
+    ``allow_written`` the transaction marks itself an operator action
+    (``eo.operator_action``), without which the schema's trigger refuses WRITTEN -> ABORTED.
     """
+    if allow_written:
+        cur.execute("SELECT set_config('eo.operator_action', 'on', true)")
     cur.execute(
         "UPDATE eo.epochs SET state = %s, aborted_at = now(), error = %s"
         " WHERE epoch_id = %s AND state = ANY(%s)",
