@@ -1,10 +1,10 @@
-"""Named points of the epoch protocol, each between two durable effects, and their one hook.
+"""Named points of the epoch protocol, each between two durable effects.
 
-The product calls :func:`passed` at each point below. By default it does nothing: a
-lookup of one environment variable. When ``EO_PROTOCOL_POINT_HANDLER`` names a handler
-(``package.module:function``), the handler is imported once per process and called with the
-point's name; the fault-injection suite uses this to kill or hang a process at an exact
-step (``tests/faults/crash_points.py``, docs/faults.md). Production never sets it.
+The product calls :func:`passed` at each point below, which raises the Python audit event
+``eo.protocol_point`` with the point's name (``sys.audit``). With no audit hook installed,
+as in production, that does nothing. The fault-injection suite installs a hook in its own
+processes to kill or hang them at an exact step (``tests/faults/crash_points.py``,
+docs/faults.md): the product imports, reads and configures nothing for it.
 
 | Point | Where |
 |---|---|
@@ -19,11 +19,10 @@ step (``tests/faults/crash_points.py``, docs/faults.md). Production never sets i
 
 from __future__ import annotations
 
-import importlib
-import os
-from collections.abc import Callable
+import sys
 
-HANDLER_ENV = "EO_PROTOCOL_POINT_HANDLER"
+#: The audit event each point raises, with the point's name as its one argument.
+AUDIT_EVENT = "eo.protocol_point"
 POINT_NAMES = (
     "reserve.in_transaction",
     "reserve.after_insert",
@@ -33,34 +32,15 @@ POINT_NAMES = (
     "commit.before_publish",
     "commit.after_publish",
 )
-
-_loaded: tuple[str, Callable[[str], None]] | None = None
+_KNOWN = frozenset(POINT_NAMES)
 
 
 def passed(name: str) -> None:
-    """Report that this process has reached point ``name`` (one of :data:`POINT_NAMES`).
+    """Report that this process has reached point ``name``: the audit event
+    :data:`AUDIT_EVENT` (an installed hook may never return, e.g. when it kills the process).
 
-    Does nothing unless ``EO_PROTOCOL_POINT_HANDLER`` is set; then calls its handler with
-    ``name`` (the handler may never return, e.g. when it kills the process). Raises
-    ValueError for a name not in :data:`POINT_NAMES` or a malformed handler spec, and
-    ImportError/AttributeError when the handler cannot be found (only with the variable set).
+    Raises ValueError for a name not in :data:`POINT_NAMES`.
     """
-    spec = os.environ.get(HANDLER_ENV)
-    if not spec:
-        return
-    if name not in POINT_NAMES:
+    if name not in _KNOWN:
         raise ValueError(f"unknown protocol point {name!r}; known: {', '.join(POINT_NAMES)}")
-    handler_for(spec)(name)
-
-
-def handler_for(spec: str) -> Callable[[str], None]:
-    """The function ``spec`` (``package.module:function``) names, imported once per process
-    (again only when the spec changes); ValueError when ``spec`` is not of that form."""
-    global _loaded
-    if _loaded is None or _loaded[0] != spec:
-        module_name, sep, function_name = spec.partition(":")
-        if not sep or not module_name or not function_name:
-            raise ValueError(f"{HANDLER_ENV} must be 'package.module:function', got {spec!r}")
-        handler: Callable[[str], None] = getattr(importlib.import_module(module_name), function_name)
-        _loaded = (spec, handler)
-    return _loaded[1]
+    sys.audit(AUDIT_EVENT, name)

@@ -31,7 +31,7 @@ PARTITIONS = 2
 #: label -> (bytes per record, None: the plain ~300 B event; records in a full / quick run)
 DATASETS: dict[str, tuple[int | None, int, int]] = {
     "300B": (None, 200_000, 50_000),
-    "100KB": (100_000, 10_000, 500),
+    "100KB": (100_000, 2_000, 500),
     "900KB": (900_000, 400, 100),
 }
 ROUNDS = 3

@@ -57,6 +57,17 @@ class UnsafeColumnFamilyError(HBaseWriteError):
     """The table has no such family, or the family's settings would lose the written cells."""
 
 
+def error_text(exc: BaseException) -> str:
+    """``Type: message`` of an error; Thrift errors whose message is bytes (their ``str()``
+    fails) are decoded."""
+    try:
+        message = str(exc)
+    except Exception:
+        raw = getattr(exc, "message", b"")
+        message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else repr(raw)
+    return f"{type(exc).__name__}: {message}"
+
+
 def segment_families(segment: Segment) -> set[bytes]:
     """The column families a segment writes to (puts' ``family:qualifier`` and deletes)."""
     families = {family for row_families in segment.deletes.values() for family in row_families}
@@ -174,12 +185,12 @@ class SegmentWriter:
                 raise HBaseWriteError(
                     f"cannot write to HBase table {self.table!r}: segment of offsets "
                     f"[{segment.first_offset}, {segment.last_offset}] (version {segment.timestamp}) "
-                    f"failed and is not retried: {type(exc).__name__}: {exc}"
+                    f"failed and is not retried: {error_text(exc)}"
                 ) from exc
         raise HBaseWriteError(
             f"cannot write to HBase table {self.table!r}: segment of offsets "
             f"[{segment.first_offset}, {segment.last_offset}] (version {segment.timestamp}) failed "
-            f"{self.attempts} times; last error: {type(last_error).__name__}: {last_error}"
+            f"{self.attempts} times; last error: {error_text(last_error) if last_error else None}"
         ) from last_error
 
     def close(self) -> None:

@@ -1,9 +1,9 @@
 """The fault suite's protocol-point handler: kill or hang a process at a named protocol point.
 
-The product calls :func:`airflow_provider_eo.protocol_points.passed` at each point; with
-``EO_PROTOCOL_POINT_HANDLER=tests.faults.crash_points:handle`` that calls :func:`handle`,
-which acts when ``EO_FAULT_POINTS`` names the point (comma-separated entries ``name`` or
-``name:action``):
+The product calls :func:`airflow_provider_eo.protocol_points.passed` at each point, which
+raises the audit event ``eo.protocol_point``. :func:`install` adds an audit hook that calls
+:func:`handle` for it, which acts when ``EO_FAULT_POINTS`` names the point (comma-separated
+entries ``name`` or ``name:action``):
 
 * ``kill`` (default): SIGKILL the calling process at once (no cleanup, no ``finally``),
   as a machine or OOM-killer would;
@@ -14,8 +14,10 @@ which acts when ``EO_FAULT_POINTS`` names the point (comma-separated entries ``n
   announces itself on stderr (``EO fault point <name>: hanging (pid N)``).
 
 :func:`crash_env` is the environment that arms points in a child process and in whatever it
-starts (spark-submit's driver, Spark's Python workers: Spark merges ``PYTHONPATH`` into
-their path, so this module is importable there).
+starts: ``EO_FAULT_POINTS`` and a ``PYTHONPATH`` that starts with ``points_site/``, whose
+``sitecustomize`` calls :func:`install` at interpreter start-up (spark-submit's driver,
+Spark's Python workers: Spark merges ``PYTHONPATH`` into their path). :func:`listening`
+routes the points of this process to a function, for tests that act in-process.
 """
 
 from __future__ import annotations
@@ -24,23 +26,57 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from airflow_provider_eo.protocol_points import HANDLER_ENV
+from airflow_provider_eo.protocol_points import AUDIT_EVENT
 
 FAULT_POINTS_ENV = "EO_FAULT_POINTS"
 FAULT_HANG_ENV = "EO_FAULT_HANG_S"
 FAULT_RELEASE_ENV = "EO_FAULT_RELEASE_FILE"
-HANDLER_SPEC = f"{__name__}:handle"
 REPO = Path(__file__).resolve().parents[2]
+#: The folder whose ``sitecustomize`` arms a process at start-up.
+POINTS_SITE = Path(__file__).with_name("points_site")
 _hung: set[str] = set()
+_installed: list[bool] = []
+_listeners: list[Callable[[str], None]] = []
 
 
 def crash_env(faults: str) -> dict[str, str]:
     """Variables that arm ``faults`` (the ``EO_FAULT_POINTS`` value) in a child process tree:
-    the handler, the armed points and a ``PYTHONPATH`` that starts with the repository."""
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    return {FAULT_POINTS_ENV: faults, HANDLER_ENV: HANDLER_SPEC, "PYTHONPATH": path}
+    the armed points and a ``PYTHONPATH`` that starts with :data:`POINTS_SITE` and the
+    repository."""
+    parts = (str(POINTS_SITE), str(REPO), os.environ.get("PYTHONPATH", ""))
+    return {FAULT_POINTS_ENV: faults, "PYTHONPATH": os.pathsep.join(p for p in parts if p)}
+
+
+def install() -> None:
+    """Add the audit hook that hands each protocol point of this process to :func:`handle`
+    and to the :func:`listening` functions (once per process: audit hooks stay for good)."""
+    if not _installed:
+        sys.addaudithook(_on_audit_event)
+        _installed.append(True)
+
+
+def _on_audit_event(event: str, args: tuple[Any, ...]) -> None:
+    if event != AUDIT_EVENT:
+        return
+    for listener in list(_listeners):
+        listener(args[0])
+    handle(args[0])
+
+
+@contextmanager
+def listening(listener: Callable[[str], None]) -> Iterator[None]:
+    """Call ``listener`` with the name of each protocol point this process passes, until exit."""
+    install()
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
 
 
 def armed_faults(value: str | None = None) -> dict[str, str]:

@@ -40,7 +40,6 @@ from airflow_provider_eo.ledger.states import EpochState
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
-from airflow_provider_eo.protocol_points import HANDLER_ENV
 from airflow_provider_eo.spark import app as app_module
 from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.expected_state import ProducedRecord
@@ -381,7 +380,7 @@ class Case:
         return stream_dag_id(self.spec.name)
 
     def env(self, faults: str | None = None, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("EO_FAULT", HANDLER_ENV))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EO_FAULT")}
         env.update(self.stack.conn_env)
         env.update(
             PYSPARK_PYTHON=sys.executable,

@@ -19,7 +19,6 @@ import happybase
 import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
@@ -30,6 +29,7 @@ from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.settings import task_settings
 from tests.conftest import StackInfo
+from tests.faults.crash_points import listening
 from tests.integration.epoch_round_trip import in_process_runner
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     conn_env_fixture,
@@ -134,10 +134,10 @@ def crash_at_chosen_write(point: str) -> None:
 
 
 @pytest.fixture
-def crash_handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
-    monkeypatch.setenv(protocol_points.HANDLER_ENV, f"{__name__}:crash_at_chosen_write")
+def crash_handler() -> Iterator[dict[str, int]]:
     CRASH.update(at_write=0, writes=0)
-    yield CRASH
+    with listening(crash_at_chosen_write):
+        yield CRASH
 
 
 def run_chunks(

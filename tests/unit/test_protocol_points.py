@@ -1,66 +1,46 @@
-"""Protocol points: a no-op hook unless a handler is named; the fault suite's handler kills or hangs.
+"""Protocol points: an audit event nobody listens to in production; the fault suite's hook
+kills or hangs the process at an armed point.
 
-The handler cases run a real child process (the point SIGKILLs its caller).
+The crash cases run a real child process (the point SIGKILLs its caller), armed the way the
+fault suite arms spark-submit and Spark's workers: ``crash_env`` (``sitecustomize``).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from airflow_provider_eo import protocol_points
-from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, HANDLER_SPEC, crash_env
+from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, POINTS_SITE, crash_env, listening
 
 PACKAGE = Path(protocol_points.__file__).resolve().parent
 CALL_RE = re.compile(r"protocol_points\.passed\(\"([^\"]+)\"\)")
 
 
-@pytest.fixture
-def recording_handler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A handler module (``eo_points_probe:record``) that appends each point's name to a file."""
-    calls = tmp_path / "calls.txt"
-    (tmp_path / "eo_points_probe.py").write_text(
-        textwrap.dedent(f"""
-            def record(name):
-                with open({str(calls)!r}, "a") as out:
-                    out.write(name + "\\n")
-        """)
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return calls
-
-
-def test_points_do_nothing_without_a_handler(
-    recording_handler: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(protocol_points.HANDLER_ENV, raising=False)
-    protocol_points.passed("commit.after_publish")
-    protocol_points.passed("no.such.point")  # unchecked: the default path is one env lookup
-    assert not recording_handler.exists()
-
-
-def test_a_named_handler_is_called_with_each_point(
-    recording_handler: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(protocol_points.HANDLER_ENV, "eo_points_probe:record")
-    protocol_points.passed("reserve.in_transaction")
-    protocol_points.passed("spark.after_vote")
-    assert recording_handler.read_text() == "reserve.in_transaction\nspark.after_vote\n"
+def test_a_point_is_an_audit_event_and_unknown_names_are_refused() -> None:
+    seen: list[str] = []
+    protocol_points.passed("commit.after_publish")  # nobody listening: nothing happens
+    with listening(seen.append):
+        protocol_points.passed("reserve.in_transaction")
+        protocol_points.passed("spark.after_vote")
+    protocol_points.passed("commit.before_publish")  # no longer listening
+    assert seen == ["reserve.in_transaction", "spark.after_vote"]
     with pytest.raises(ValueError, match=re.escape("unknown protocol point 'spark.after_voet'")):
         protocol_points.passed("spark.after_voet")
 
 
-def test_a_malformed_handler_spec_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(protocol_points.HANDLER_ENV, "eo_points_probe.record")
-    with pytest.raises(ValueError, match=re.escape("got 'eo_points_probe.record'")):
-        protocol_points.passed("spark.after_vote")
+def test_the_product_imports_and_reads_nothing_for_its_points() -> None:
+    tree = ast.parse(Path(protocol_points.__file__).read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {str(node.module) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported == {"__future__", "sys"}
 
 
 def test_every_point_has_call_sites_and_every_call_names_a_point() -> None:
@@ -71,8 +51,7 @@ def test_every_point_has_call_sites_and_every_call_names_a_point() -> None:
 def _run_point(point: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """A child that passes ``point`` then prints ``survived``."""
     code = f"from airflow_provider_eo.protocol_points import passed; passed({point!r}); print('survived')"
-    armed = ("EO_FAULT", protocol_points.HANDLER_ENV)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(armed)}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("EO_FAULT") and k != "PYTHONPATH"}
     return subprocess.run(
         [sys.executable, "-c", code],
         env={**clean, **env},
@@ -85,11 +64,13 @@ def _run_point(point: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
 
 def test_crash_handler_sigkills_the_process_at_an_armed_point() -> None:
     env = crash_env("reserve.after_insert,commit.after_publish")
-    assert env[protocol_points.HANDLER_ENV] == HANDLER_SPEC == "tests.faults.crash_points:handle"
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(POINTS_SITE)
     killed = _run_point("commit.after_publish", env)
     assert (killed.returncode, killed.stdout) == (-signal.SIGKILL, "")
     other = _run_point("commit.before_publish", env)
     assert (other.returncode, other.stdout) == (0, "survived\n")
+    unarmed = _run_point("commit.after_publish", {"PYTHONPATH": env["PYTHONPATH"]})  # no EO_FAULT_POINTS
+    assert (unarmed.returncode, unarmed.stdout) == (0, "survived\n")
 
 
 def test_crash_handler_hangs_until_the_release_file(tmp_path: Path) -> None:
