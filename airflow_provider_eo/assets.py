@@ -72,22 +72,9 @@ def recommits_alias(asset: Asset) -> AssetAlias:
 
 
 def epoch_event_extra(epoch: Epoch) -> dict[str, Any]:
-    """The extra of a committed epoch's asset event: ``{epoch_id, pipeline, kind, dag_id,
-    run_id, ranges: [{topic, partition, start, end, records}], records_total, bad_records,
-    committed_at}`` (``bad_records``: dead-lettered records, from the write step's vote;
-    ``committed_at``: the ledger's ISO-8601 time, None if not committed)."""
-    metrics = epoch.metrics or {}
-    return {
-        "epoch_id": epoch.epoch_id,
-        "pipeline": epoch.pipeline,
-        "kind": epoch.kind.value,
-        "dag_id": epoch.dag_id,
-        "run_id": epoch.run_id,
-        "ranges": [r.to_summary() for r in epoch.ranges],
-        "records_total": epoch.record_count,
-        "bad_records": int(metrics.get("bad_records", 0)),
-        "committed_at": epoch.committed_at.isoformat() if epoch.committed_at else None,
-    }
+    """The extra of a committed epoch's asset event: :meth:`Epoch.to_summary` plus
+    ``bad_records`` (dead-lettered records, from the write step's vote; 0 without one)."""
+    return {**epoch.to_summary(), "bad_records": int((epoch.metrics or {}).get("bad_records", 0))}
 
 
 def sanitize_uri(parts: SplitResult) -> SplitResult:

@@ -8,7 +8,7 @@ docs/faults.md): the product imports, reads and configures nothing for it.
 
 | Point | Where |
 |---|---|
-| ``reserve.in_transaction`` | stream reservation (``ledger/store/stream_reserver.py``): epoch inserted, transaction open |
+| ``reserve.in_transaction`` | stream reservation (``ledger/stream_reservation.py``): epoch inserted, transaction open |
 | ``reserve.after_insert`` | ``EpochProtocol.reserve_stream``: the epoch is committed, the reserve task has not returned |
 | ``spark.task.after_segment`` | a Spark task (Python worker, ``spark/write_task.py``): after each HBase segment |
 | ``spark.after_last_batch`` | the Spark driver (``spark/driver.py``): every HBase batch written, before the vote |

@@ -22,6 +22,7 @@ from airflow_provider_eo.ledger import Ledger, PartitionRange
 from airflow_provider_eo.spark import app as app_module
 from benchmarks.dataset import Dataset
 from benchmarks.process_meter import ProcessMeter, cpu_seconds
+from eo_devtools.ledger_direct import reserve_backfill_epoch
 from eo_devtools.stack.stack import LocalStack
 
 SERVER_SERVICES = ("kafka", "hbase", "hbase-thrift", "postgres")
@@ -101,8 +102,8 @@ def run_write_step(
     )
     with Ledger(stack.ledger_dsn) as ledger:
         ranges = [PartitionRange(dataset.topic, p, 0, end) for p, end in enumerate(dataset.ends)]
-        epoch_id = ledger.reserve_backfill_epoch(
-            pipeline, ranges, dag_id="bench", run_id=uuid.uuid4().hex
+        epoch_id = reserve_backfill_epoch(
+            ledger, pipeline, ranges, dag_id="bench", run_id=uuid.uuid4().hex
         ).epoch_id
     argv = [spark_submit_path(), "--master", master, "--conf", "spark.ui.enabled=false"]
     for key, value in (conf or {}).items():

@@ -22,7 +22,7 @@ from typing import Any
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.queries import EpochFilter
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
 DSN_ENV = "EO_LEDGER_DSN"
@@ -100,7 +100,7 @@ def epoch_filter(args: argparse.Namespace) -> EpochFilter:
     """The typed filter of ``eo-ledger epochs`` (argparse has checked state and kind)."""
     return EpochFilter(
         pipeline=args.pipeline,
-        state=None if args.state is None else EpochState(args.state),
+        states=None if args.state is None else frozenset({EpochState(args.state)}),
         kind=None if args.kind is None else EpochKind(args.kind),
         min_id=args.min_id,
         max_id=args.max_id,
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> Any:
         if args.command == "epochs":
             return commands.epochs(ledger, epoch_filter(args))
         if args.command == "epoch":
-            return ledger.get_epoch(args.epoch_id).to_detail()
+            return ledger.get_epoch(args.epoch_id).to_summary()
         if args.command == "lag":
             return commands.lag(ledger, args.pipeline, commands.kafka_hook(args.kafka_conn_id))
         if args.command == "prune":
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> Any:
         if args.command == "commit":
             group_id = args.group_id or commands.pipeline_group(args.pipelines_file)
             return commands.commit(protocol, args.epoch_id, group_id)
-        return protocol.abort(args.epoch_id, args.reason, allow_written=args.allow_written).to_detail()
+        return protocol.abort(args.epoch_id, args.reason, allow_written=args.allow_written).to_summary()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

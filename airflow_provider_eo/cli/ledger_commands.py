@@ -9,8 +9,8 @@ from typing import Any
 from airflow_provider_eo.ledger.lag import lag as lag_of
 from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.protocol import EpochProtocol, GroupId
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
-from airflow_provider_eo.ledger.store.queries import EpochFilter
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
 
@@ -28,7 +28,7 @@ def pipelines(ledger: Ledger) -> list[dict[str, Any]]:
 
 def epochs(ledger: Ledger, wanted: EpochFilter) -> list[dict[str, Any]]:
     """Epochs matching ``wanted``, oldest first (with a limit: the newest N of them)."""
-    return [epoch.to_detail() for epoch in ledger.epochs(wanted)]
+    return [epoch.to_summary() for epoch in ledger.epochs(wanted)]
 
 
 def lag(ledger: Ledger, pipeline: str, offsets: OffsetSource) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def commit(protocol: EpochProtocol, epoch_id: int, group_id: GroupId) -> dict[st
     """
     outcome = protocol.commit(epoch_id, group_id=group_id)
     return {
-        "epoch": outcome.epoch.to_detail(),
+        "epoch": outcome.epoch.to_summary(),
         "already_committed": outcome.already_committed,
         "group_id": outcome.group_id,
         "published": [

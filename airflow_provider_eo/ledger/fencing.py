@@ -4,7 +4,7 @@ A writer holds the fencing token it was given at reservation. It may write only 
 the epoch is RESERVED under that token; an epoch already voted (WRITTEN or COMMITTED)
 under the same token is a finished write (a retry does nothing). Anything else is
 fenced out: the epoch was aborted (by recovery, a release or an operator), or it was
-given a new token (``Ledger.rotate_fencing_token``).
+given a new token (a takeover; the tests' ``eo_devtools.ledger_direct.rotate_fencing_token``).
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ class PartitionRange:
         return self.end - self.start
 
     def to_summary(self) -> dict[str, Any]:
-        """JSON-serializable form."""
+        """``{topic, partition, start, end, records}`` (``records``: :attr:`record_count`);
+        the item of :meth:`Epoch.to_summary`'s ``ranges``."""
         return {
             "topic": self.topic,
             "partition": self.partition,
@@ -106,7 +107,18 @@ class Epoch:
         return {r.tp: r.end for r in self.ranges}
 
     def to_summary(self) -> dict[str, Any]:
-        """JSON-serializable summary (no secrets, no fencing token, no timestamps)."""
+        """The epoch's one JSON form, read by the CLI, the UI's API, XCom and Asset events.
+
+        Returns a new dict with exactly these keys, in this order: ``epoch_id``,
+        ``pipeline``, ``kind`` and ``state`` (enum values), ``dag_id``, ``run_id``,
+        ``ranges`` (:meth:`PartitionRange.to_summary` each: ``{topic, partition, start,
+        end, records}``), ``records_total`` (offsets covered by all ranges), ``metrics``
+        (the write step's vote, None before it), ``error`` (None, or the abort reason or
+        failure), and ``created_at``, ``written_at``, ``committed_at``, ``aborted_at``
+        (``datetime.isoformat`` strings, None while not reached). Never the fencing token:
+        a consumer that needs it (the reserve XCom) adds it to a copy, as others add their
+        own fields (``{**epoch.to_summary(), "action": ...}``).
+        """
         return {
             "epoch_id": self.epoch_id,
             "pipeline": self.pipeline,
@@ -114,25 +126,19 @@ class Epoch:
             "state": self.state.value,
             "dag_id": self.dag_id,
             "run_id": self.run_id,
-            "records": self.record_count,
             "ranges": [r.to_summary() for r in self.ranges],
+            "records_total": self.record_count,
             "metrics": self.metrics,
             "error": self.error,
+            "created_at": _iso(self.created_at),
+            "written_at": _iso(self.written_at),
+            "committed_at": _iso(self.committed_at),
+            "aborted_at": _iso(self.aborted_at),
         }
 
-    def to_detail(self) -> dict[str, Any]:
-        """:meth:`to_summary` plus the ISO-8601 timestamps (what the CLI prints)."""
 
-        def iso(moment: datetime | None) -> str | None:
-            return moment.isoformat() if moment is not None else None
-
-        return {
-            **self.to_summary(),
-            "created_at": iso(self.created_at),
-            "written_at": iso(self.written_at),
-            "committed_at": iso(self.committed_at),
-            "aborted_at": iso(self.aborted_at),
-        }
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
 
 
 @dataclass(frozen=True)

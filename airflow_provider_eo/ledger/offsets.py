@@ -7,9 +7,18 @@ broker (the tests, too, run them against Apache Kafka).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """The pinned starting offset of a newly seen partition and why it was chosen."""
+
+    offset: int
+    source: str  # "group", "earliest", "latest" or "timestamp"
 
 
 @runtime_checkable

@@ -4,7 +4,7 @@ One rule, shared by :class:`~airflow_provider_eo.operators.wait.WaitForRecordsOp
 first check and :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger`'s
 polls: compare each listed partition's high watermark (read_committed, the last stable
 offset) with the ledger's stream cursor. Nothing here writes: pins are the reservation
-transaction's alone (``store/stream_reserver.py``).
+transaction's alone (``stream_reservation.py``).
 
 A run should go on to ``reserve`` (``PendingRecords.ready``) when any of these holds:
 

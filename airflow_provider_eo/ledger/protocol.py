@@ -8,7 +8,7 @@ read-only commands only read the store: ``store.queries``).
 =================  ===========================================================
 ``reserve_stream``  open the pipeline's next stream epoch from its cursor
                     (planning: ``stream_plan``; the transaction:
-                    ``store.stream_reserver``)
+                    ``stream_reservation``)
 ``plan_backfill``   a backfill run's chunks: the requested range cut into
                     epochs of at most ``backfill.max_records_per_epoch``
                     (planning: ``backfill_plan``)
@@ -46,6 +46,7 @@ from airflow_provider_eo.ledger.backfill_plan import (
     split_into_chunks,
     validate_backfill_ranges,
 )
+from airflow_provider_eo.ledger.backfill_reservation import reserve_backfill
 from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.fencing import (
     Fenced,
@@ -74,6 +75,7 @@ from airflow_provider_eo.ledger.recovery_plan import (
 )
 from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
 from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.stream_reservation import reserve_stream
 
 log = logging.getLogger(__name__)
 
@@ -125,12 +127,17 @@ class EpochProtocol:
         errors prefixed with the pipeline's name.
         """
         try:
-            epoch = self.ledger.reserve_stream_epoch(spec, self.kafka, dag_id=run.dag_id, run_id=run.run_id)
+            with self.ledger.transaction() as cur:
+                outcome = reserve_stream(cur, spec, self.kafka, run)
         except KafkaAccessError as exc:  # the broker's errors name topics: say which pipeline asked
             raise type(exc)(f"pipeline {spec.name!r}: {exc}") from exc
+        if outcome.error is not None:  # raised after the commit: new pins stay pinned
+            raise outcome.error
+        epoch = outcome.epoch
         if epoch is None:
             log.info("no new data, no epoch opened pipeline=%s run=%s", spec.name, run)
             return NothingToReserve(spec.name, "no new data, no epoch opened")
+        log.info("reserved %s run=%s", _describe(epoch), run)
         protocol_points.passed("reserve.after_insert")
         return Reserved(epoch)
 
@@ -169,9 +176,10 @@ class EpochProtocol:
         plan = plan_backfill(spec, request, self.kafka)
         if not plan.ranges:
             return NothingToReserve(spec.name, "nothing to backfill in the requested range")
-        epoch = self.ledger.reserve_backfill_epoch(
-            spec, plan.ranges, dag_id=run.dag_id, run_id=run.run_id, watermarks=plan.watermarks
-        )
+        checked = validate_backfill_ranges(plan.ranges)
+        with self.ledger.transaction() as cur:
+            epoch = reserve_backfill(cur, spec.name, checked, run, plan.watermarks)
+        log.info("reserved %s run=%s state=%s", _describe(epoch), run, epoch.state.value)
         if epoch.state is EpochState.COMMITTED:
             log.info("already committed by this run, nothing to write %s", _describe(epoch))
             return AlreadyCommitted(epoch)

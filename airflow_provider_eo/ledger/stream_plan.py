@@ -1,6 +1,6 @@
 """Pure planning of a stream reservation: pins, cursors + watermarks + caps -> ranges.
 
-No I/O here; :mod:`airflow_provider_eo.ledger.store.stream_reserver` gathers the inputs in
+No I/O here; :mod:`airflow_provider_eo.ledger.stream_reservation` gathers the inputs in
 the reservation transaction and stores the result.
 """
 
@@ -12,16 +12,8 @@ from dataclasses import dataclass
 from airflow_provider_eo.config.specs import CapsSpec, PipelineSpec, StartingPolicy, StartingSpec
 from airflow_provider_eo.ledger.errors import CursorBeyondHighWatermark, DataLossError, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
-from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.offsets import OffsetSource, Pin, TopicPartition
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
-
-
-@dataclass(frozen=True)
-class Pin:
-    """The pinned starting offset of a newly seen partition and why it was chosen."""
-
-    offset: int
-    source: str  # "group", "earliest", "latest" or "timestamp"
 
 
 @dataclass(frozen=True)

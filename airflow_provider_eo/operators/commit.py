@@ -23,8 +23,9 @@ class CommitEpochOperator(PipelineOperator):
     naming epoch and state; nothing is published. An epoch of another pipeline:
     ``EpochOfAnotherPipeline``.
 
-    Returns (XCom) ``{epoch_id, pipeline, kind, state: "COMMITTED", action: "committed" |
-    "noop", published: [{topic, partition, offset}], records_total}``.
+    Returns (XCom) the epoch's summary (``Epoch.to_summary``, ``state: "COMMITTED"``) plus
+    ``action: "committed" | "noop"`` and ``published: [{topic, partition, offset}]``
+    (``operators/xcom.py``, ``commit_summary``).
 
     Announces the epoch on ``table_asset`` (when given; it is added to the task's
     outlets): the Asset event Airflow records when this task succeeds carries the epoch

@@ -22,8 +22,9 @@ from airflow_provider_eo.operators.xcom import epoch_summary, run_identity
 class ReserveEpochOperator(PipelineOperator):
     """Reserve the pipeline's next stream epoch (state RESERVED) for this DAG run.
 
-    Returns (XCom) ``{epoch_id, pipeline, kind, state, fencing_token, dag_id, run_id,
-    ranges: [{topic, partition, start, end, records}], records_total}``. No new data:
+    Returns (XCom) the epoch's summary (``Epoch.to_summary``: ``epoch_id``, ``ranges:
+    [{topic, partition, start, end, records}]``, ``records_total``, ...) plus its
+    ``fencing_token`` (``operators/xcom.py``, ``epoch_summary``). No new data:
     raises ``AirflowSkipException`` (downstream tasks skip) and opens no epoch. A retry
     or clear of this task in the same run returns that run's open epoch.
 

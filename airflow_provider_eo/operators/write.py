@@ -24,6 +24,16 @@ Spark connection's master; on any master but
 (``airflow_provider_eo.spark.package_zip``), so executors need its dependencies but not
 the package itself. ``spark.resources`` become spark-submit options
 (:mod:`airflow_provider_eo.operators.spark_submission`).
+
+Only the Spark provider's public API is used: constructor arguments, the public
+attributes they are kept in, ``execute`` and ``on_kill``. The master override is a
+connection: with ``spark.master`` set, the operator's ``conn_id`` is a derived id
+(:func:`~airflow_provider_eo.operators.spark_submission.master_connection_id`, fixed in
+``__init__``) that ``execute`` makes resolvable, as the Spark connection with the override
+as its host, through an ``AIRFLOW_CONN_*`` environment variable removed afterwards. The
+provider builds its hook once, lazily, in ``execute``: everything the hook reads is set
+before ``SparkSubmitOperator.execute`` runs, so one operator instance executes once
+(Airflow runs a fresh copy of the task for every try).
 """
 
 from __future__ import annotations
@@ -34,10 +44,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook
 
@@ -51,9 +61,14 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_SPARK_CONN_ID,
 )
 from airflow_provider_eo.operators.spark_submission import (
-    MasterOverrideSparkSubmitHook,
+    connection_in_environment,
+    connection_master,
     is_standalone,
+    master_connection,
+    master_connection_id,
+    process_environment,
     resource_options,
+    spark_connection,
 )
 from airflow_provider_eo.spark.package_zip import build_zip
 
@@ -110,10 +125,13 @@ class WriteEpochOperator(SparkSubmitOperator):
     :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``), named in
         the log; the application gets ``spec`` itself and never reads the file.
     :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
-    :param spark_conn_id: the Spark connection (master), default ``spark_default``.
+    :param spark_conn_id: the Spark connection (master), default ``spark_default``. With
+        ``spark.master`` set, the provider is given ``submit_conn_id`` instead: this
+        connection with the override as its master, resolvable only while ``execute`` runs
+        (see the module docstring).
 
-    Any other ``SparkSubmitOperator`` keyword passes through; ``py_files`` given there are
-    shipped beside the package zip.
+    Any other ``SparkSubmitOperator`` keyword passes through (``conn_id`` excepted);
+    ``py_files`` given there are shipped beside the package zip. An instance executes once.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id", "fencing_token")
@@ -134,16 +152,20 @@ class WriteEpochOperator(SparkSubmitOperator):
         **kwargs: Any,
     ) -> None:
         options = resource_options(spec.spark.resources, spec.spark.master)
+        master = spec.spark.master
+        submit_conn_id = master_connection_id(spark_conn_id, master) if master else spark_conn_id
         super().__init__(
             application=spark_application_path(),
             application_args=["--pipeline", pipeline, "--epoch-id", str(epoch_id)],
-            conn_id=spark_conn_id,
+            conn_id=submit_conn_id,
             deploy_mode=spec.spark.deploy_mode,
             name=f"eo-write-{pipeline}",
             **{**options, "conf": {**options["conf"], **spec.spark.conf}},
             **kwargs,
         )
-        self.spark_master = spec.spark.master
+        self.spark_conn_id = spark_conn_id
+        self.spark_master = master
+        self.submit_conn_id = submit_conn_id
         self.pipeline = pipeline
         self.epoch_id = epoch_id
         self.fencing_token = fencing_token
@@ -154,60 +176,14 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.hbase_conn_id = hbase_conn_id
         self._properties_path: str | None = None
         self._zip_dir: str | None = None
+        self._submitted = False
 
-    def _get_hook(self) -> SparkSubmitHook:
-        """The provider's hook with the same settings, its master overridden by ``spark.master``."""
-        return MasterOverrideSparkSubmitHook(master=self.spark_master, **self.hook_arguments())
-
-    def hook_arguments(self) -> dict[str, Any]:
-        """What ``SparkSubmitOperator._get_hook`` (provider 6.3) passes to ``SparkSubmitHook``.
-
-        A unit test checks these names against the hook's signature, so a provider that adds
-        a parameter fails the suite instead of silently dropping the setting.
-        """
-        return {
-            "conf": self.conf,
-            "conn_id": self._conn_id,
-            "files": self.files,
-            "py_files": self.py_files,
-            "archives": self._archives,
-            "driver_class_path": self.driver_class_path,
-            "jars": self.jars,
-            "java_class": self._java_class,
-            "packages": self.packages,
-            "exclude_packages": self.exclude_packages,
-            "repositories": self._repositories,
-            "total_executor_cores": self._total_executor_cores,
-            "executor_cores": self._executor_cores,
-            "executor_memory": self._executor_memory,
-            "driver_memory": self._driver_memory,
-            "keytab": self.keytab,
-            "principal": self.principal,
-            "proxy_user": self.proxy_user,
-            "name": self.name,
-            "num_executors": self._num_executors,
-            "status_poll_interval": self._status_poll_interval,
-            "application_args": self.application_args,
-            "env_vars": self.env_vars,
-            "verbose": self._verbose,
-            "spark_binary": self._spark_binary,
-            "properties_file": self.properties_file,
-            "yarn_queue": self._yarn_queue,
-            "deploy_mode": self._deploy_mode,
-            "use_krb5ccache": self._use_krb5ccache,
-            "post_submit_commands": self.post_submit_commands,
-            "track_driver_via_k8s_api": self._track_driver_via_k8s_api,
-            "yarn_track_via_rm_api": self._yarn_track_via_rm_api,
-            "yarn_rm_auth": self._yarn_rm_auth,
-        }
-
-    def _ship_package(self) -> None:
-        """On a non-local master, add the package zip to ``py_files`` (temp dir removed after the run).
+    def _ship_package(self, master: str) -> None:
+        """On a non-local ``master``, add the package zip to ``py_files`` (temp dir removed after the run).
 
         Raises :class:`ConfigError` for cluster deploy mode on a standalone master, which
         Spark refuses for Python applications.
         """
-        master = str(self._get_hook()._connection["master"])
         if is_standalone(master) and self.spec.spark.deploy_mode == "cluster":
             raise ConfigError(
                 f"pipeline {self.pipeline}: deploy_mode 'cluster' with master {master!r}: Spark runs Python "
@@ -226,32 +202,47 @@ class WriteEpochOperator(SparkSubmitOperator):
         return {**connection_env(conn_ids), PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict())}
 
     def execute(self, context: Any) -> None:
-        """Run spark-submit; raises if the application fails or its vote is fenced out, and
-        ``ConfigError`` when no epoch was given."""
+        """Run spark-submit; raises if the application fails or its vote is fenced out,
+        ``ConfigError`` when no epoch was given, and ``RuntimeError`` when this instance
+        already submitted (the provider's hook, built on the first submission, would replay
+        that submission's settings)."""
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
+        if self._submitted:
+            raise RuntimeError(
+                f"pipeline {self.pipeline}: this WriteEpochOperator instance already submitted; "
+                "execute a fresh copy of the task (as Airflow does for every try)"
+            )
         self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
         if self.fencing_token:
             self.application_args += ["--fencing-token", str(self.fencing_token)]
         env = self.application_env()
+        connection = spark_connection(self.spark_conn_id)
+        master = self.spark_master or connection_master(connection)
         self.log.info(
-            "Writing epoch: pipeline=%s epoch_id=%s deploy_mode=%s spec_from=%s",
+            "Writing epoch: pipeline=%s epoch_id=%s master=%s deploy_mode=%s spec_from=%s",
             self.pipeline,
             self.epoch_id,
+            master,
             self.spec.spark.deploy_mode,
             self.spec.source_file or self.pipelines_file,
         )
         py_files = self.py_files
         try:
-            self._ship_package()
-            if self.spec.spark.deploy_mode == "cluster":
-                self._properties_path = write_properties_file(self.conf or {}, env)
-                self.properties_file = self._properties_path
-                self.conf = {}
-            else:
-                self.env_vars = {**(self.env_vars or {}), **env}
-            self._hook = None  # built by execute, with the settings above
-            super().execute(context)
+            with ExitStack() as scope:
+                if self.spark_master:
+                    override = master_connection(self.submit_conn_id, connection, self.spark_master)
+                    scope.enter_context(connection_in_environment(override))
+                self._ship_package(master)
+                if self.spec.spark.deploy_mode == "cluster":
+                    self._properties_path = write_properties_file(self.conf or {}, env)
+                    self.properties_file = self._properties_path
+                    self.conf = {}
+                else:  # the process environment: the provider's env_vars become --conf on YARN/k8s
+                    scope.enter_context(process_environment(env))
+                # the provider builds its hook from the settings above, in its execute
+                self._submitted = True
+                super().execute(context)
         finally:
             self.py_files = py_files
             if self._properties_path:

@@ -20,33 +20,19 @@ def run_identity(context: Mapping[str, Any]) -> RunIdentity:
 
 
 def epoch_summary(epoch: Epoch) -> dict[str, Any]:
-    """A reserved epoch: id, pipeline, kind, state, owner, fencing token, ranges
-    ``[{topic, partition, start, end, records}]`` and ``records_total``."""
-    return {
-        "epoch_id": epoch.epoch_id,
-        "pipeline": epoch.pipeline,
-        "kind": epoch.kind.value,
-        "state": epoch.state.value,
-        "fencing_token": str(epoch.fencing_token),
-        "dag_id": epoch.dag_id,
-        "run_id": epoch.run_id,
-        "ranges": [r.to_summary() for r in epoch.ranges],
-        "records_total": epoch.record_count,
-    }
+    """A reserved (or written) epoch: :meth:`Epoch.to_summary` plus ``fencing_token``, which
+    the write task is handed (``dags/factory.py``)."""
+    return {**epoch.to_summary(), "fencing_token": str(epoch.fencing_token)}
 
 
 def commit_summary(outcome: Committed) -> dict[str, Any]:
-    """A commit: ``{epoch_id, pipeline, kind, state, action: "committed" | "noop",
-    published: [{topic, partition, offset}], records_total}``."""
-    epoch = outcome.epoch
+    """A commit: :meth:`Epoch.to_summary` of the committed epoch plus ``action``
+    (``"committed"``, or ``"noop"`` when it was committed already) and ``published``
+    (``[{topic, partition, offset}]`` sent to the consumer group, by topic and partition)."""
     return {
-        "epoch_id": epoch.epoch_id,
-        "pipeline": epoch.pipeline,
-        "kind": epoch.kind.value,
-        "state": epoch.state.value,
+        **outcome.epoch.to_summary(),
         "action": "noop" if outcome.already_committed else "committed",
         "published": [
             {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(outcome.published.items())
         ],
-        "records_total": epoch.record_count,
     }

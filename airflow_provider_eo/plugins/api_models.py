@@ -1,11 +1,13 @@
 """Typed answers of the UI plugin's JSON API: the OpenAPI schema of ``/eo/api/*``.
 
 Each model mirrors, field for field, a JSON form the ledger already produces
-(``Epoch.to_detail``, ``PipelineOverview.to_json``) plus the lag fields of
+(``Epoch.to_summary``, ``PipelineOverview.to_json``) plus the lag fields of
 :mod:`.lag`; the routes of :mod:`.app` declare them as ``response_model`` so
 ``/eo/api/openapi.json`` describes every field, and FastAPI checks each answer
-against them. Timestamps stay the ledger's ISO-8601 strings (``datetime.isoformat``),
-exactly what ``eo-ledger`` prints.
+against them (tests/unit/test_epoch_summary.py holds each model to its JSON form's keys).
+A gap is the ledger's own :class:`~airflow_provider_eo.ledger.store.queries.Gap`
+dataclass (pydantic validates it with the enclosing model's config). Timestamps stay the
+ledger's ISO-8601 strings (``datetime.isoformat``), exactly what ``eo-ledger`` prints.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.queries import Gap
 
 _DATE_TIME: JsonDict = {"format": "date-time"}
 Timestamp = Annotated[str, Field(json_schema_extra=_DATE_TIME)]
@@ -56,17 +59,6 @@ class PartitionLag(_Answer):
     lag: int | None = Field(description="max(high_watermark - cursor, 0); null when unknown")
 
 
-class Gap(_Answer):
-    """Offsets ``[start, end)`` lost to retention and skipped (``on_data_loss: record_gap``)."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-    epoch_id: int | None
-    reason: str
-
-
 class Pipeline(_Answer):
     """One pipeline at a glance (``eo-ledger pipelines``) with its lag per partition."""
 
@@ -83,7 +75,7 @@ class Pipeline(_Answer):
 
 
 class PartitionRange(_Answer):
-    """Offsets ``[start, end)`` of one topic-partition in an epoch."""
+    """Offsets ``[start, end)`` of one topic-partition in an epoch (``PartitionRange.to_summary``)."""
 
     topic: str
     partition: int
@@ -93,7 +85,8 @@ class PartitionRange(_Answer):
 
 
 class Epoch(_Answer):
-    """One epoch with its ranges (``eo-ledger epoch``); no fencing token."""
+    """One epoch with its ranges (``Epoch.to_summary``, as ``eo-ledger epoch`` prints it);
+    no fencing token."""
 
     epoch_id: int
     pipeline: str
@@ -101,8 +94,8 @@ class Epoch(_Answer):
     state: EpochState
     dag_id: str
     run_id: str
-    records: int = Field(description="offsets covered by all ranges")
     ranges: list[PartitionRange]
+    records_total: int = Field(description="offsets covered by all ranges")
     metrics: dict[str, Any] | None = Field(description="the write step's vote (WRITTEN and later)")
     error: str | None = Field(description="abort reason or failure")
     created_at: Timestamp

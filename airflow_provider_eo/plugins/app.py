@@ -33,8 +33,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from airflow_provider_eo.dag_ids import pipeline_from_dag_id
 from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
-from airflow_provider_eo.ledger.store.queries import EpochFilter
 from airflow_provider_eo.plugins import api_models, views
 from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
 from airflow_provider_eo.plugins.lag import WatermarkSource
@@ -134,7 +134,9 @@ def create_app(
         limit: Limit = views.DEFAULT_EPOCH_LIMIT,
     ) -> list[dict[str, Any]]:
         """The newest ``limit`` matching epochs of visible pipelines, oldest first."""
-        wanted = EpochFilter(pipeline=pipeline, state=state, kind=kind, limit=limit)
+        wanted = EpochFilter(
+            pipeline=pipeline, states=None if state is None else frozenset({state}), kind=kind, limit=limit
+        )
         return views.epochs(ledger, wanted, access)
 
     @app.get(
@@ -157,7 +159,8 @@ def create_app(
     ) -> HTMLResponse:
         """The HTML page (a ledger error is shown in the page, status 503)."""
         chosen = pipeline if pipeline is not None else pipeline_from_dag_id(dag_id)
-        selected = EpochFilter(pipeline=chosen or None, state=state or None, kind=kind or None, limit=limit)
+        states = frozenset({EpochState(state)}) if state else None
+        selected = EpochFilter(pipeline=chosen or None, states=states, kind=kind or None, limit=limit)
         data: dict[str, Any] = {"pipeline_names": [], "pipelines": [], "epochs": [], "lag_error": None}
         status, error = 200, None
         try:

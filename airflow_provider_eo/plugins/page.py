@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.queries import EpochFilter
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 
 STATES = tuple(state.value for state in EpochState)
 KINDS = tuple(kind.value for kind in EpochKind)
@@ -102,7 +102,7 @@ def _epoch_row(e: dict[str, Any]) -> str:
         f'<tr class="epoch" id="epoch-{_e(e["epoch_id"])}"><td>{_e(e["epoch_id"])}</td>'
         f"<td>{_e(e['pipeline'])}</td><td>{_e(e['kind'])}</td><td>{_state(e['state'])}</td>"
         f"<td><code>{_e(e['dag_id'])}</code><br><code>{_e(e['run_id'])}</code></td>"
-        f"<td>{_ranges(e['ranges'])}</td><td>{_e(e['records'])}</td><td><code>{_e(metrics)}</code></td>"
+        f"<td>{_ranges(e['ranges'])}</td><td>{_e(e['records_total'])}</td><td><code>{_e(metrics)}</code></td>"
         f'<td class="muted nw" title="{_e(when)}">{_e(when[:19].replace("T", " "))}</td>'
         f'<td class="err">{_e(e["error"])}</td></tr>'
     )

@@ -3,7 +3,7 @@
 Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and the caller's
 :class:`~airflow_provider_eo.plugins.access.PipelineAccess`, and returns JSON-ready data
 from :mod:`airflow_provider_eo.ledger.store.queries` (``PipelineOverview.to_json``,
-``Epoch.to_detail``), so the UI and ``eo-ledger pipelines`` / ``epochs`` / ``epoch``
+``Epoch.to_summary``), so the UI and ``eo-ledger pipelines`` / ``epochs`` / ``epoch``
 always agree. A pipeline the caller may not see is absent from every answer, as if it
 did not exist (its epochs are "not found"). Pipelines carry their lag per partition
 (:mod:`.lag`). Import-light (no FastAPI, no Airflow, no Kafka client): the plugin module
@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo.ledger.errors import EpochNotFound
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
-from airflow_provider_eo.ledger.store.queries import EpochFilter
 from airflow_provider_eo.plugins.lag import (
     WatermarkSource,
     pipeline_partitions,
@@ -65,14 +65,14 @@ def epochs(ledger: Ledger, wanted: EpochFilter, access: PipelineAccess) -> list[
     pipeline is named).
 
     ``wanted.limit`` must be in ``1..MAX_EPOCH_LIMIT`` (``ValueError`` otherwise, None
-    included); each item is ``Epoch.to_detail()`` (ranges ``[start, end)``, record
+    included); each item is ``Epoch.to_summary()`` (ranges ``[start, end)``, record
     counts, metrics, error, times).
     """
     _check_limit(wanted)
     if access.restricted:
         candidates = [wanted.pipeline] if wanted.pipeline is not None else ledger.list_pipelines()
         wanted = _narrowed(wanted, access, candidates)
-    return [epoch.to_detail() for epoch in ledger.epochs(wanted)]
+    return [epoch.to_summary() for epoch in ledger.epochs(wanted)]
 
 
 def page_data(
@@ -98,7 +98,7 @@ def page_data(
     return {
         "pipeline_names": [name for name in names if name in visible],
         "pipelines": [with_lag(pipeline, highs) for pipeline in shown],
-        "epochs": [e.to_detail() for e in ledger.epochs(_narrowed(wanted, access, names))],
+        "epochs": [e.to_summary() for e in ledger.epochs(_narrowed(wanted, access, names))],
         "lag_error": highs.error,
     }
 
@@ -109,4 +109,4 @@ def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, An
     found = ledger.get_epoch(epoch_id)
     if found.pipeline not in access.visible([found.pipeline]):
         raise EpochNotFound(epoch_id)
-    return found.to_detail()
+    return found.to_summary()

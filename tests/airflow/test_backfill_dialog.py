@@ -21,6 +21,7 @@ import pytest
 
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 from airflow_provider_eo.ledger import EpochKind, Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.stack.airflow_api import AirflowApiError
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
@@ -126,7 +127,7 @@ def test_backfill_dialog_rewrites_exactly_each_interval(
     assert labels == [f"chunk 1/2, 2 offsets: {topic}[0]=[3,5)", f"chunk 2/2, 1 offsets: {topic}[0]=[5,6)"]
 
     with Ledger(stack.ledger_dsn) as ledger:
-        epochs = ledger.list_epochs(pipeline=name)
+        epochs = ledger.epochs(EpochFilter(pipeline=name))
     # the two runs may write at the same time: compare in range order, not epoch-id order
     found = [(e.kind, e.state.value, e.run_id, [(r.start, r.end) for r in e.ranges]) for e in epochs]
     assert sorted(found, key=lambda e: e[3]) == [

@@ -18,6 +18,7 @@ import pytest
 
 from airflow_provider_eo.dags.factory import stream_dag_id
 from airflow_provider_eo.ledger import EpochState, Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.sample_events import produce_records
 from tests.conftest import StackInfo
 
@@ -98,8 +99,9 @@ def test_downstream_dag_runs_after_a_stream_epoch_and_sees_its_summary(
     assert airflow_server.wait_for_run(stream, run_id) == "success", airflow_server.task_states(
         stream, run_id
     )
-    (epoch,) = ledger.list_epochs(pipeline=pipeline)
+    (epoch,) = ledger.epochs(EpochFilter(pipeline=pipeline))
     assert epoch.state is EpochState.COMMITTED and epoch.run_id == run_id and epoch.committed_at
+    assert epoch.written_at is not None and epoch.metrics is not None
 
     downstream_run = wait_for_first_run(airflow_server, downstream)
     assert airflow_server.wait_for_run(downstream, downstream_run) == "success"
@@ -110,6 +112,7 @@ def test_downstream_dag_runs_after_a_stream_epoch_and_sees_its_summary(
             "epoch_id": epoch.epoch_id,
             "pipeline": pipeline,
             "kind": "stream",
+            "state": "COMMITTED",
             "dag_id": stream,
             "run_id": run_id,
             "ranges": [
@@ -123,7 +126,12 @@ def test_downstream_dag_runs_after_a_stream_epoch_and_sees_its_summary(
                 for r in epoch.ranges
             ],
             "records_total": 12,
-            "bad_records": 0,
+            "metrics": epoch.metrics,
+            "error": None,
+            "created_at": epoch.created_at.isoformat(),
+            "written_at": epoch.written_at.isoformat(),
             "committed_at": epoch.committed_at.isoformat(),
+            "aborted_at": None,
+            "bad_records": 0,
         }
     ]

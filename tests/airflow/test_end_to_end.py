@@ -30,10 +30,12 @@ from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.spark import app as spark_app
 from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
 from eo_devtools.demo.sample_events import produce_records
 from eo_devtools.demo.verification import verify_pipeline
+from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.conftest import StackInfo
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
@@ -215,7 +217,7 @@ def drained(
         run_ids=run_ids,
         problems=report.problems,
         scan=timed_scan(hbase, spec.hbase_table),
-        epochs=ledger.list_epochs(pipeline=spec.name),
+        epochs=ledger.epochs(EpochFilter(pipeline=spec.name)),
         cursors=ledger.cursors(spec.name),
         group=kafka.committed_offsets(spec.group_id, tps),
         watermarks=kafka.watermarks(tps),
@@ -355,7 +357,9 @@ def test_committed_ranges_rerun_as_backfills_leave_hbase_identical(
         after[row][col][1] >= version for row, cells in before.items() for col, (_, version) in cells.items()
     )
 
-    backfills = ledger.list_epochs(pipeline=spec.name, kind=EpochKind.BACKFILL, min_id=second.epoch_id)
+    backfills = ledger.epochs(
+        EpochFilter(pipeline=spec.name, kind=EpochKind.BACKFILL, min_id=second.epoch_id)
+    )
     assert [(e.state, e.run_id, e.dag_id) for e in backfills] == [
         (EpochState.COMMITTED, run_id, backfill_dag_id(spec.name)) for run_id in run_ids
     ]
@@ -390,7 +394,7 @@ def test_backfill_of_an_old_range_after_newer_updates_keeps_the_newer_values(
     assert all(
         after[row][col][1] >= version for row, cells in latest.items() for col, (_, version) in cells.items()
     )
-    backfill = ledger.list_epochs(pipeline=spec.name, kind=EpochKind.BACKFILL, newest_first=True, limit=1)[0]
+    backfill = ledger.epochs(EpochFilter(pipeline=spec.name, kind=EpochKind.BACKFILL, limit=1))[0]
     assert backfill.state == EpochState.COMMITTED
     assert ranges_of(backfill) == [(t, p, 0, old_end) for (t, p) in sorted(old_ends)]
     report = verify_pipeline(spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
@@ -416,7 +420,7 @@ def test_bad_record_under_fail_policy_fails_the_run_then_recovery_aborts_it(
     assert failed.state == "failed"
     assert f"topic {pipe.topic} partition 0 offset {bad.offset}" in failed.log
     assert "bad record" in failed.log
-    (epoch,) = ledger.list_epochs(pipeline=spec.name)
+    (epoch,) = ledger.epochs(EpochFilter(pipeline=spec.name))
     assert (epoch.state, epoch.run_id, ranges_of(epoch)) == (
         EpochState.RESERVED,
         failed.run_id,
@@ -429,7 +433,7 @@ def test_bad_record_under_fail_policy_fails_the_run_then_recovery_aborts_it(
     # the operator switches the pipeline to dead letters; the next run's recover aborts the old epoch
     pipe = pipe.redeclare(bad_records="dead_letter")
     run_id = run_ok(pipe, stream_dag_id(spec.name))
-    aborted, committed = ledger.list_epochs(pipeline=spec.name)
+    aborted, committed = ledger.epochs(EpochFilter(pipeline=spec.name))
     assert (aborted.epoch_id, aborted.state) == (epoch.epoch_id, EpochState.ABORTED)
     assert ranges_of(aborted) == ranges_of(epoch)  # its range went to the next reservation
     assert (committed.state, committed.run_id, ranges_of(committed)) == (
@@ -477,7 +481,7 @@ def test_fenced_out_write_exits_3_and_changes_nothing(
     spec = pipe.spec
 
     # an epoch aborted before its writer runs
-    aborted = ledger.reserve_stream_epoch(spec, kafka, dag_id="test", run_id="fenced-1")
+    aborted = reserve_stream_epoch(ledger, spec, kafka, dag_id="test", run_id="fenced-1")
     assert aborted is not None
     aborted = ledger.abort(aborted.epoch_id, "test: fenced out")
     done = _submit(stack, pipe, aborted.epoch_id)
@@ -485,10 +489,10 @@ def test_fenced_out_write_exits_3_and_changes_nothing(
     assert ledger.get_epoch(aborted.epoch_id) == aborted
 
     # a writer holding a stale token after the epoch's token was rotated
-    current = ledger.reserve_stream_epoch(spec, kafka, dag_id="test", run_id="fenced-2")
+    current = reserve_stream_epoch(ledger, spec, kafka, dag_id="test", run_id="fenced-2")
     assert current is not None and ranges_of(current) == [(pipe.topic, 0, 0, 12)]
     stale = current.fencing_token
-    ledger.rotate_fencing_token(current.epoch_id)
+    rotate_fencing_token(ledger, current.epoch_id)
     rotated = ledger.get_epoch(current.epoch_id)
     assert rotated.fencing_token != stale and rotated.state == EpochState.RESERVED
     done = _submit(stack, pipe, current.epoch_id, "--fencing-token", stale)

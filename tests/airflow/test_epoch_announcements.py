@@ -25,6 +25,7 @@ from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.protocol import EpochProtocol, Reserved
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.demo.sample_events import produce_records
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
@@ -81,11 +82,12 @@ def asset_events(pipe: PipelineUnderTest) -> list[tuple[str, str, dict[str, Any]
 
 
 def expected_extra(epoch: Epoch) -> dict[str, Any]:
-    assert epoch.committed_at is not None
+    assert epoch.committed_at is not None and epoch.written_at is not None
     return {
         "epoch_id": epoch.epoch_id,
         "pipeline": epoch.pipeline,
         "kind": epoch.kind.value,
+        "state": "COMMITTED",
         "dag_id": epoch.dag_id,
         "run_id": epoch.run_id,
         "ranges": [
@@ -99,8 +101,13 @@ def expected_extra(epoch: Epoch) -> dict[str, Any]:
             for r in epoch.ranges
         ],
         "records_total": sum(r.end - r.start for r in epoch.ranges),
-        "bad_records": (epoch.metrics or {})["bad_records"],
+        "metrics": epoch.metrics,
+        "error": None,
+        "created_at": epoch.created_at.isoformat(),
+        "written_at": epoch.written_at.isoformat(),
         "committed_at": epoch.committed_at.isoformat(),
+        "aborted_at": None,
+        "bad_records": (epoch.metrics or {})["bad_records"],
     }
 
 
@@ -151,7 +158,7 @@ def test_stream_epoch_sends_exact_statsd_metrics_and_one_asset_event(
     outcome = runner_with(pipe, statsd.env()).run(stream_dag_id(pipe.spec.name))
     assert outcome.state == "success", outcome.log[-6000:]
 
-    (epoch,) = ledger.list_epochs(pipeline=pipe.spec.name)
+    (epoch,) = ledger.epochs(EpochFilter(pipeline=pipe.spec.name))
     assert (epoch.kind, epoch.state) == (EpochKind.STREAM, EpochState.COMMITTED)
     metrics = epoch.metrics or {}
     assert metrics["bad_records"] > 0 and metrics["records"] == epoch.record_count

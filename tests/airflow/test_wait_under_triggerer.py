@@ -30,6 +30,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
@@ -130,7 +131,7 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
     assert trigger["classpath"] == TRIGGER
     kwargs = str(trigger["kwargs"])
     assert all(secret not in kwargs for secret in _secrets(stack)), "a secret in the stored trigger kwargs"
-    assert ledger.list_epochs(pipeline=name) == []
+    assert ledger.epochs(EpochFilter(pipeline=name)) == []
     assert spark_submits_of(name) == []
 
     # 2. records arrive (one batch, partition 1): the trigger fires and the run commits them
@@ -159,7 +160,7 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
         "unpinned": [],
         "out_of_range": [],
     }
-    (epoch,) = ledger.list_epochs(pipeline=name)
+    (epoch,) = ledger.epochs(EpochFilter(pipeline=name))
     assert (epoch.kind, epoch.state, epoch.run_id) == (EpochKind.STREAM, EpochState.COMMITTED, first)
     assert [(r.topic, r.partition, r.start, r.end) for r in epoch.ranges] == [
         (topic, 0, 0, 0),
@@ -187,7 +188,7 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
         "write": "skipped",
         "commit": "skipped",
     }
-    assert [e.epoch_id for e in ledger.list_epochs(pipeline=name)] == [epoch.epoch_id]
+    assert [e.epoch_id for e in ledger.epochs(EpochFilter(pipeline=name))] == [epoch.epoch_id]
     assert ledger.cursors(name) == {(topic, 0): 0, (topic, 1): RECORDS}
 
 

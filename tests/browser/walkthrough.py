@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
@@ -146,7 +147,7 @@ class Walk:
     def epochs(self) -> list[tuple[str, str, str, list[tuple[int, int, int]]]]:
         """(kind, state, run id, [(partition, start, end)]) of every epoch, oldest first."""
         with Ledger(self.stack.ledger_dsn) as ledger:
-            found = ledger.list_epochs(pipeline=self.name)
+            found = ledger.epochs(EpochFilter(pipeline=self.name))
         return [
             (e.kind.value, e.state.value, e.run_id, [(r.partition, r.start, r.end) for r in e.ranges])
             for e in found

@@ -40,8 +40,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reliability.write(_ROWS, _RANDOM_RUNS)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def fault_stack() -> Iterator[FaultStack]:
+    """The suite's stack, stopped once the last test of ``tests/faults`` is done: its JVMs
+    then no longer share the 2 cores and the memory with the suites that run after it."""
     state_dir = new_stack_dir("eo-faults-")
     stack = FaultStack(state_dir)
     try:
@@ -56,7 +58,7 @@ def fault_stack() -> Iterator[FaultStack]:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def airflow(fault_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory) -> AirflowRunner:
     """A migrated Airflow home; ``runner_for(case)`` binds a case's pipelines file."""
     home = tmp_path_factory.mktemp("airflow-home")

@@ -37,6 +37,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
@@ -592,7 +593,7 @@ class Case:
     def epoch_rows(self) -> list[tuple[int, EpochState, dict[tuple[str, int], tuple[int, int]]]]:
         """(epoch id, state, {partition: (start, end)}) of the case's epochs, oldest first."""
         with self.ledger() as ledger:
-            epochs = ledger.list_epochs(pipeline=self.name)
+            epochs = ledger.epochs(EpochFilter(pipeline=self.name))
         return [
             (e.epoch_id, e.state, {r.tp: (r.start, r.end) for r in e.ranges})
             for e in sorted(epochs, key=lambda e: e.epoch_id)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.faults.airflow_services import (
     HEARTBEAT_TIMEOUT_S,
     AirflowServices,
@@ -87,7 +88,7 @@ def test_two_airflow_stream_runs_racing(
     assert (loser.state, winner.state) == ("failed", "success"), (loser.log[-3000:], winner.log[-3000:])
 
     with case.ledger() as ledger:
-        epochs = ledger.list_epochs(pipeline=case.name)
+        epochs = ledger.epochs(EpochFilter(pipeline=case.name))
     assert [(e.state, e.dag_id, e.run_id, e.record_count) for e in epochs] == [
         (EpochState.COMMITTED, case.dag_id, winner.run_id, 200)
     ]
@@ -151,7 +152,7 @@ def test_airflow_zombie_write_task(
     with adopt_orphans() as orphans:
         zombie = _zombie_under_scheduler(pg_airflow, case, release, orphans)
         with case.ledger() as ledger:
-            (epoch,) = ledger.list_epochs(pipeline=case.name)
+            (epoch,) = ledger.epochs(EpochFilter(pipeline=case.name))
         assert (epoch.epoch_id, epoch.state, epoch.fencing_token, epoch.run_id) == (
             zombie.epoch_id, EpochState.COMMITTED, zombie.token, zombie.run_id,
         )  # fmt: skip

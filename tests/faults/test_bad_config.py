@@ -24,12 +24,14 @@ from airflow_provider_eo.dags.factory import build_dags
 from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from airflow_provider_eo.spark.driver import ExitCode
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.demo.sample_events import produce_records, sample_events
+from eo_devtools.ledger_direct import partition_pins
 from eo_devtools.stack.ports import find_free_port
 from tests.faults.conftest import runner_for
 from tests.faults.harness import (
@@ -54,7 +56,9 @@ UNCHANGED = "ledger: every eo row and table byte-identical before/after"
 
 def _committed(case: Case) -> list[int]:
     with case.ledger() as ledger:
-        epochs = ledger.list_epochs(pipeline=case.name, state=EpochState.COMMITTED, kind=EpochKind.STREAM)
+        epochs = ledger.epochs(
+            EpochFilter(pipeline=case.name, states=frozenset({EpochState.COMMITTED}), kind=EpochKind.STREAM)
+        )
     return [e.epoch_id for e in epochs]
 
 
@@ -197,7 +201,7 @@ def test_new_topics_matching_the_pattern_join_mid_run(
         (joined, 0): (0, 30),
     }
     with case.ledger() as ledger:
-        pins = ledger.partition_pins(case.name)
+        pins = partition_pins(ledger, case.name)
     assert pins == {(first, 0): (0, "earliest"), (first, 1): (0, "earliest"), (joined, 0): (0, "earliest")}
     report["observed"] = (
         f"epoch {e1}: {first} only; epoch {e2}: {joined}[0] from offset 0 (pinned earliest) + {first}; "
@@ -241,8 +245,8 @@ def test_unknown_topic_in_the_pipeline(
     pattern_file.write_text(yaml.safe_dump(nothing))
     assert Case(case.stack, case.spec, pattern_file, tmp_path).reserve("unk-pattern") is None
     with case.ledger() as ledger:
-        assert ledger.list_epochs(pipeline=case.name) == []
-        assert ledger.partition_pins(case.name) == {}
+        assert ledger.epochs(EpochFilter(pipeline=case.name)) == []
+        assert partition_pins(ledger, case.name) == {}
     report["observed"] = (
         f"reserve exit 1, {type(raised.value).__name__}: {message}; pattern: skipped, no epoch"
     )

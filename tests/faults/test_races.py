@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow_provider_eo.dags.factory import backfill_dag_id
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.faults.harness import REPO, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
@@ -45,7 +46,7 @@ def test_two_stream_runs_racing(fault_stack: FaultStack, tmp_path: Path, report:
         # the winner's run dies; the next round's recovery (in the next reserve race) needs an abort first
         case.recover(f"recover-{round_no}")
     with case.ledger() as ledger:
-        assert [e.state for e in ledger.list_epochs(pipeline=case.name)] == [EpochState.ABORTED] * 2
+        assert [e.state for e in ledger.epochs(EpochFilter(pipeline=case.name))] == [EpochState.ABORTED] * 2
     report["observed"] = (
         f"each round exactly one RESERVED epoch ({winners}), the other run got OpenEpochConflict"
     )

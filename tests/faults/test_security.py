@@ -37,6 +37,7 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.spark.driver import ExitCode
 from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.verification import Verification
@@ -179,7 +180,7 @@ def scenario(
             with CommandLineScanner(secrets, watch=case.name) as s.scanner:
                 _drive(s, pki, airflow)
             with case.ledger() as ledger:
-                s.epochs = {e.epoch_id: e.state for e in ledger.list_epochs(pipeline=case.name)}
+                s.epochs = {e.epoch_id: e.state for e in ledger.epochs(EpochFilter(pipeline=case.name))}
             with kafka_conn(stack.conn_env["AIRFLOW_CONN_EO_KAFKA"]):
                 s.verification = case.verify()
                 s.group = EoKafkaHook().committed_offsets(case.spec.group_id, sorted(case.ends()))
@@ -206,7 +207,7 @@ def _drive(s: Scenario, pki: Pki, airflow: AirflowRunner) -> None:
     for what in WRONG:
         s.reserve[what] = fails_in_process(lambda: case.reserve(run_id), broken[what])
     with case.ledger() as ledger:
-        s.epochs_after_bad_reserve = len(ledger.list_epochs(pipeline=case.name))
+        s.epochs_after_bad_reserve = len(ledger.epochs(EpochFilter(pipeline=case.name)))
     with kafka_conn(good):
         summary = case.reserve(run_id)
     assert summary is not None and summary["records_total"] == len(case.produced), summary

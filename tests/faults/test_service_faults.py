@@ -13,7 +13,9 @@ from typing import Any
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.spark.driver import ExitCode
+from eo_devtools.ledger_direct import partition_pins
 from tests.faults.harness import Case, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
 
@@ -367,7 +369,7 @@ def test_postgres_restart_during_reserve_and_commit(
     )
     reserve.wait_for_output("EO fault point reserve.in_transaction: hanging")
     with case.ledger() as ledger:
-        assert ledger.list_epochs(pipeline=case.name) == []  # inserted, but not visible: uncommitted
+        assert ledger.epochs(EpochFilter(pipeline=case.name)) == []  # inserted, but not visible: uncommitted
     fault_stack.kill_and_restart("postgres")
     release.touch()
     failed = reserve.result(60)
@@ -375,8 +377,8 @@ def test_postgres_restart_during_reserve_and_commit(
     assert "LedgerUnavailable: epoch ledger unavailable at 127.0.0.1:" in failed.output, failed.output[-3000:]
     assert "may or may not have been applied" in failed.output
     with case.ledger() as ledger:
-        assert ledger.list_epochs(pipeline=case.name) == []
-        assert ledger.partition_pins(case.name) == {}  # the first pins died with the transaction
+        assert ledger.epochs(EpochFilter(pipeline=case.name)) == []
+        assert partition_pins(ledger, case.name) == {}  # the first pins died with the transaction
     epoch_a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
     assert [(r.partition, r.start) for r in case.epoch(epoch_a).ranges] == [(0, 0), (1, 0)]
     observed.append(

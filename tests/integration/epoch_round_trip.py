@@ -24,10 +24,12 @@ from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
 from airflow_provider_eo.ledger.protocol import EpochProtocol
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.settings import task_settings
 from airflow_provider_eo.spark.write_task import TaskSettings, run_task
+from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
 
 Rows = dict[bytes, dict[bytes, bytes]]
@@ -110,16 +112,16 @@ class EpochRoundTrip:
     def reserve(self, run_id: str | None = None) -> Epoch | None:
         """Reserve the next stream epoch (None: no new data)."""
         with Ledger(self.ledger_dsn) as ledger:
-            return ledger.reserve_stream_epoch(
-                self.spec, self.kafka, dag_id="d", run_id=run_id or uuid.uuid4().hex
+            return reserve_stream_epoch(
+                ledger, self.spec, self.kafka, dag_id="d", run_id=run_id or uuid.uuid4().hex
             )
 
     def reserve_backfill(self, ranges: Sequence[PartitionRange]) -> Epoch:
         """Reserve a backfill epoch over ``ranges`` (checked against the watermarks)."""
         with Ledger(self.ledger_dsn) as ledger:
             watermarks = self.kafka.watermarks([r.tp for r in ranges])
-            return ledger.reserve_backfill_epoch(
-                self.spec, ranges, dag_id="b", run_id=uuid.uuid4().hex, watermarks=watermarks
+            return reserve_backfill_epoch(
+                ledger, self.spec, ranges, dag_id="b", run_id=uuid.uuid4().hex, watermarks=watermarks
             )
 
     def write(self, epoch_id: int) -> ExitCode:
@@ -157,7 +159,7 @@ class EpochRoundTrip:
     def epochs(self) -> list[EpochRow]:
         """Every epoch of the pipeline, oldest first."""
         with Ledger(self.ledger_dsn) as ledger:
-            return [epoch_row(e) for e in ledger.list_epochs(pipeline=self.spec.name)]
+            return [epoch_row(e) for e in ledger.epochs(EpochFilter(pipeline=self.spec.name))]
 
     def group_offsets(self, partitions: Sequence[int] = (0,)) -> dict[int, int | None]:
         """The consumer group's committed offset per partition of the pipeline's topic."""

@@ -22,6 +22,7 @@ from psycopg2.extensions import parse_dsn
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.models import PartitionRange
+from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import TP, fresh_database, make_spec, run_epoch, stack_kafka_hook
 from tests.kafka_helpers import RecordSender
@@ -84,7 +85,7 @@ class Ledgered:
 
 
 def detail(epoch: Epoch) -> dict[str, Any]:
-    return json.loads(json.dumps(epoch.to_detail()))
+    return json.loads(json.dumps(epoch.to_summary()))
 
 
 def conn_json(dsn: str) -> str:
@@ -122,13 +123,13 @@ def ledgered_data(stack: StackInfo, kafka_topic_factory: Callable[..., str]) -> 
         for i in range(3):
             sender.send(topic, f"k{i}", "{}", partition=1)
         sender.flush()
-        doomed = ledger.reserve_stream_epoch(spec, hook, dag_id="eo_stream__orders", run_id="r2")
+        doomed = reserve_stream_epoch(ledger, spec, hook, dag_id="eo_stream__orders", run_id="r2")
         assert committed is not None and doomed is not None
         aborted = ledger.abort(doomed.epoch_id, "worker lost")
-        opened = ledger.reserve_stream_epoch(spec, hook, dag_id="eo_stream__orders", run_id="r3")
+        opened = reserve_stream_epoch(ledger, spec, hook, dag_id="eo_stream__orders", run_id="r3")
         assert opened is not None
-        back = ledger.reserve_backfill_epoch(
-            spec, [PartitionRange(topic, 0, 1, 3)], dag_id="eo_backfill__orders", run_id="b1"
+        back = reserve_backfill_epoch(
+            ledger, spec, [PartitionRange(topic, 0, 1, 3)], dag_id="eo_backfill__orders", run_id="b1"
         )
         backfill = ledger.vote_written(back.epoch_id, back.fencing_token, {"records": 2, "cells": 4})
         evil_spec = make_spec("evil", topics=[EVIL])

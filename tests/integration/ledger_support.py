@@ -15,6 +15,7 @@ from airflow_provider_eo.config import CapsSpec, PipelineSpec, StartingSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource
+from eo_devtools.ledger_direct import reserve_stream_epoch
 from eo_devtools.stack.scratch_database import scratch_database
 from tests.conftest import StackInfo
 
@@ -80,7 +81,7 @@ def run_epoch(
 ) -> Epoch | None:
     """Reserve, vote and commit one stream epoch, publishing its ends to the pipeline's
     consumer group before marking it COMMITTED; None (nothing opened) if there is no data."""
-    epoch = ledger.reserve_stream_epoch(spec, kafka, dag_id=dag_id, run_id=run_id)
+    epoch = reserve_stream_epoch(ledger, spec, kafka, dag_id=dag_id, run_id=run_id)
     if epoch is None:
         return None
     ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {"records": epoch.record_count})

@@ -25,6 +25,7 @@ from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.protocol import AlreadyCommitted, EpochProtocol, Reserved
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.settings import task_settings
@@ -203,7 +204,7 @@ def test_chunked_interval_backfill_writes_exactly_its_records_and_resumes_after_
     assert run_chunks(stack, name, file, run, request) == [
         "written", "written", "crashed: the write step died before its vote",
     ]  # fmt: skip
-    first = ledger.list_epochs(pipeline=name)
+    first = ledger.epochs(EpochFilter(pipeline=name))
     assert [(e.state.value, [(r.partition, r.start, r.end) for r in e.ranges]) for e in first] == [
         ("COMMITTED", [(0, 1, 3)]),
         ("COMMITTED", [(0, 3, 5)]),
@@ -216,7 +217,7 @@ def test_chunked_interval_backfill_writes_exactly_its_records_and_resumes_after_
         "already committed",
         "written",
     ]
-    second = ledger.list_epochs(pipeline=name)
+    second = ledger.epochs(EpochFilter(pipeline=name))
     assert second[:3] == [*first[:2], ledger.get_epoch(first[2].epoch_id)]  # chunks 1-2 untouched
     assert [(e.kind.value, e.state.value, e.dag_id, e.run_id) for e in second] == [
         ("backfill", state, run.dag_id, run.run_id)

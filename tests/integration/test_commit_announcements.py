@@ -109,11 +109,12 @@ def test_commit_and_noop_recommit_both_announce_but_only_the_commit_sends_metric
 
     first, first_extra = run_commit(op)
     epoch = ledger.get_epoch(int(op.epoch_id))
-    assert epoch.committed_at is not None
+    assert epoch.committed_at is not None and epoch.written_at is not None
     expected_extra = {
         "epoch_id": epoch.epoch_id,
         "pipeline": name,
         "kind": "stream",
+        "state": "COMMITTED",
         "dag_id": "eo_stream",
         "run_id": "run-1",
         "ranges": [
@@ -121,8 +122,13 @@ def test_commit_and_noop_recommit_both_announce_but_only_the_commit_sends_metric
             {"topic": topic, "partition": 1, "start": 0, "end": 2, "records": 2},
         ],
         "records_total": 4,
-        "bad_records": 1,
+        "metrics": VOTE,
+        "error": None,
+        "created_at": epoch.created_at.isoformat(),
+        "written_at": epoch.written_at.isoformat(),
         "committed_at": epoch.committed_at.isoformat(),
+        "aborted_at": None,
+        "bad_records": 1,
     }
     assert (first["action"], first_extra) == ("committed", expected_extra)
     ms = "%0.6f" % ((epoch.committed_at - epoch.created_at).total_seconds() * 1000)

@@ -25,6 +25,7 @@ import pytest
 from airflow_provider_eo.config import load_pipelines
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.expected_state import ProducedRecord, expected_rows
 from eo_devtools.demo.sample_events import produce_records
 from eo_devtools.demo.verification import scan_table, verify_pipeline
@@ -118,7 +119,7 @@ def test_a_pipeline_added_to_the_served_file_runs_through_the_scheduler_exactly(
     ends = {(r.topic, r.partition): r.offset + 1 for r in sorted(produced, key=lambda r: r.offset)}
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     with Ledger(stack.ledger_dsn) as ledger:
-        (epoch,) = ledger.list_epochs(pipeline=spec.name)
+        (epoch,) = ledger.epochs(EpochFilter(pipeline=spec.name))
         assert (epoch.state, epoch.kind) == (EpochState.COMMITTED, EpochKind.STREAM)
         assert sorted((r.topic, r.partition, r.start, r.end) for r in epoch.ranges) == sorted(
             (t, p, 0, end) for (t, p), end in ends.items()

@@ -23,6 +23,8 @@ from airflow_provider_eo.ledger.fencing import AlreadyDone, Fenced, WriteLease
 from airflow_provider_eo.ledger.protocol import AlreadyCommitted, AlreadyWritten, NothingToReserve, Reserved
 from airflow_provider_eo.ledger.recovery_plan import Action, RunIdentity
 from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec
 from tests.kafka_helpers import created_topic, delete_records_before, produce
@@ -94,7 +96,7 @@ def test_stream_epoch_life_with_typed_outcomes(ledger: Ledger, hook: EoKafkaHook
 def test_commit_reads_the_epoch_once_then_marks_it(ledger_dsn: str, hook: EoKafkaHook, topic: str) -> None:
     spec = make_spec(topics=[topic])
     with Ledger(ledger_dsn) as ledger:
-        epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r")
+        epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r")
         assert epoch is not None
         ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
     counting = Ledger(lambda: psycopg2.connect(ledger_dsn, connection_factory=CountingConnection))
@@ -115,7 +117,7 @@ def test_fenced_writers_and_foreign_epochs_change_nothing(
     epoch = reservation.epoch
     zombie = protocol.begin_write(spec.name, epoch.epoch_id, epoch.fencing_token)
     assert isinstance(zombie, WriteLease)
-    new_token = ledger.rotate_fencing_token(epoch.epoch_id)
+    new_token = rotate_fencing_token(ledger, epoch.epoch_id)
     stale = protocol.begin_write(spec.name, epoch.epoch_id, epoch.fencing_token)
     assert isinstance(stale, Fenced) and stale.token_mismatch
     vote = protocol.vote(zombie, {"records": 99})
@@ -185,4 +187,4 @@ def test_a_retried_chunk_comes_back_as_written_then_committed_even_after_retenti
     assert protocol.reserve_backfill(spec, chunk, run) == AlreadyCommitted(committed)
     with pytest.raises(InvalidRanges, match=r"outside the available offsets \[3, 6\)"):
         protocol.reserve_backfill(spec, chunk, RunIdentity("eo_backfill__p", "another-run"))
-    assert [e.epoch_id for e in ledger.list_epochs(pipeline=spec.name)] == [first.epoch.epoch_id]
+    assert [e.epoch_id for e in ledger.epochs(EpochFilter(pipeline=spec.name))] == [first.epoch.epoch_id]

@@ -12,6 +12,7 @@ from psycopg2.extensions import parse_dsn
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Epoch, Ledger
+from eo_devtools.ledger_direct import reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import produce
@@ -37,7 +38,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
 
 
 def detail(epoch: Epoch) -> dict[str, Any]:
-    return json.loads(json.dumps(epoch.to_detail()))
+    return json.loads(json.dumps(epoch.to_summary()))
 
 
 def test_migrate(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +59,7 @@ def test_pipelines_and_epochs(
     with Ledger(ledger_dsn) as ledger:
         first = run_epoch(ledger, spec, hook, "r1")
         produce(stack.kafka_bootstrap, topic, [(b"k", b"{}")] * 2, partition=0)
-        second = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
+        second = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r2")
         assert first is not None and second is not None
     assert cli(capsys, "pipelines") == (
         0,
@@ -85,8 +86,8 @@ def test_pipelines_and_epochs(
             "state": "COMMITTED",
             "dag_id": "d",
             "run_id": "r1",
-            "records": 5,
             "ranges": [{"topic": topic, "partition": 0, "start": 0, "end": 5, "records": 5}],
+            "records_total": 5,
             "metrics": {"records": 5},
             "error": None,
             "created_at": first.created_at.isoformat(),
@@ -115,7 +116,7 @@ def test_commit_and_abort_guards(
     produce(stack.kafka_bootstrap, topic, [(b"k", b"{}")] * 5, partition=0)
     spec = make_spec(topics=[topic])
     with Ledger(ledger_dsn) as ledger:
-        epoch = ledger.reserve_stream_epoch(spec, EoKafkaHook(), dag_id="d", run_id="r1")
+        epoch = reserve_stream_epoch(ledger, spec, EoKafkaHook(), dag_id="d", run_id="r1")
         assert epoch is not None
         assert cli(capsys, "commit", str(epoch.epoch_id)) == (
             2,
@@ -163,7 +164,7 @@ def test_commit_publishes_exact_ends_and_lag(
     hook = EoKafkaHook()
     spec = make_spec(topics=[topic], per_partition=3)
     with Ledger(ledger_dsn) as ledger:
-        epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r1")
+        epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1")
         assert epoch is not None
         ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
         code, answer = cli(capsys, "commit", str(epoch.epoch_id), "--yes", "--group-id", spec.group_id)

@@ -15,6 +15,7 @@ from airflow_provider_eo.ledger.outcomes import Reserved
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
 from airflow_provider_eo.ledger.store.migrate import apply_migrations, available_migrations
+from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import RecordSender, delete_records_before, produce
@@ -51,7 +52,7 @@ def test_cursor_moves_only_when_a_stream_epoch_commits(
     fill(stack, topic, 0, 5)
     fill(stack, topic, 1, 3)
     spec = make_spec(topics=[topic])
-    epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r1")
+    epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1")
     assert epoch is not None
     assert stored(ledger_dsn, spec.name) == {(topic, 0): (0, 0), (topic, 1): (0, 0)}
     ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
@@ -62,10 +63,10 @@ def test_cursor_moves_only_when_a_stream_epoch_commits(
     assert ledger.cursors(spec.name) == {(topic, 0): 5, (topic, 1): 3}
 
     fill(stack, topic, 0, 2)
-    aborted = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
+    aborted = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r2")
     assert aborted is not None and ranges_of(aborted) == [(topic, 0, 5, 7), (topic, 1, 3, 3)]
     ledger.abort(aborted.epoch_id, "test")
-    backfill = ledger.reserve_backfill_epoch(spec, [PartitionRange(topic, 0, 0, 7)], dag_id="b", run_id="b1")
+    backfill = reserve_backfill_epoch(ledger, spec, [PartitionRange(topic, 0, 0, 7)], dag_id="b", run_id="b1")
     ledger.vote_written(backfill.epoch_id, backfill.fencing_token, {})
     ledger.mark_committed(backfill.epoch_id)
     assert stored(ledger_dsn, spec.name) == {(topic, 0): (0, 5), (topic, 1): (0, 3)}
@@ -107,7 +108,7 @@ def test_recorded_gap_moves_the_cursor_in_the_reservation(
     assert ranges_of(run_epoch(ledger, spec, hook, "r1")) == [(topic, 0, 0, 5), (topic, 1, 0, 1)]
     fill(stack, topic, 0, 5)
     assert delete_records_before(stack.kafka_bootstrap, topic, 0, 8) == 8
-    epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
+    epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r2")
     assert epoch is not None and ranges_of(epoch) == [(topic, 0, 8, 10), (topic, 1, 1, 1)]
     # the gap [5, 8) is recorded and passed over in the reserving transaction itself
     assert stored(ledger_dsn, spec.name) == {(topic, 0): (0, 8), (topic, 1): (0, 1)}

@@ -15,6 +15,8 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, EpochKind, EpochState, Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from eo_devtools.ledger_direct import partition_pins, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import (
     TP,
@@ -34,12 +36,14 @@ def fill(stack: StackInfo, topic: str, partition: int, n: int) -> None:
 
 def pins(ledger: Ledger, pipeline: str) -> list[tuple[str, int, int, str]]:
     return [
-        (tp[0], tp[1], offset, source) for tp, (offset, source) in ledger.partition_pins(pipeline).items()
+        (tp[0], tp[1], offset, source) for tp, (offset, source) in partition_pins(ledger, pipeline).items()
     ]
 
 
 def committed_stream(ledger: Ledger, pipeline: str) -> list[Epoch]:
-    return ledger.list_epochs(pipeline=pipeline, state=EpochState.COMMITTED, kind=EpochKind.STREAM)
+    return ledger.epochs(
+        EpochFilter(pipeline=pipeline, states=frozenset({EpochState.COMMITTED}), kind=EpochKind.STREAM)
+    )
 
 
 def test_partitions_added_to_a_live_topic_join_at_the_new_partition_policy(
@@ -147,7 +151,7 @@ def test_200_epochs_with_growing_partitions_stay_contiguous(
                 produced[(topic, partition)] += 1
         sender.flush()
         if i % 13 == 7:
-            doomed = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id=f"doomed-{i}")
+            doomed = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id=f"doomed-{i}")
             if doomed is not None:
                 ledger.abort(doomed.epoch_id, "simulated failure")
         committed += run_epoch(ledger, spec, hook, f"run-{i}") is not None

@@ -16,6 +16,7 @@ from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Ledger, PartitionRange
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
+from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import delete_records_before, produce
@@ -71,7 +72,7 @@ def make_history(stack: StackInfo, dsn: str, hook: EoKafkaHook, topic: str) -> H
         fill(stack, topic, 0, 2)
         stream("e2", "r2")
         fill(stack, topic, 0, 1)
-        aborted = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r3")
+        aborted = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r3")
         assert aborted is not None
         ids["e3"] = ledger.abort(aborted.epoch_id, "test").epoch_id
         fill(stack, topic, 0, 3)
@@ -84,17 +85,17 @@ def make_history(stack: StackInfo, dsn: str, hook: EoKafkaHook, topic: str) -> H
         )
         fill(stack, topic, 0, 1)
         stream("e6", "r6")
-        backfill = ledger.reserve_backfill_epoch(
-            spec, [PartitionRange(topic, 1, 0, 3)], dag_id="b", run_id="b1"
+        backfill = reserve_backfill_epoch(
+            ledger, spec, [PartitionRange(topic, 1, 0, 3)], dag_id="b", run_id="b1"
         )
         ledger.vote_written(backfill.epoch_id, backfill.fencing_token, {})
         ids["e7"] = ledger.mark_committed(backfill.epoch_id).epoch_id
         fill(stack, topic, 1, 1)
-        open_stream = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r8")
+        open_stream = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r8")
         assert open_stream is not None
         ids["e8"] = open_stream.epoch_id
-        ids["e9"] = ledger.reserve_backfill_epoch(
-            spec, [PartitionRange(topic, 1, 1, 2)], dag_id="b", run_id="b2"
+        ids["e9"] = reserve_backfill_epoch(
+            ledger, spec, [PartitionRange(topic, 1, 1, 2)], dag_id="b", run_id="b2"
         ).epoch_id
         assert [(g["start"], g["end"], g["epoch_id"]) for g in ledger.gaps(spec.name)] == [(5, 7, ids["e4"])]
         assert ledger.cursors(spec.name) == {(topic, 0): 10, (topic, 1): 3}
@@ -217,8 +218,8 @@ def test_prune_deletes_exactly_the_selected_epochs(
         assert [e.epoch_id for e in ledger.open_epochs(h.name)] == [h.ids["e8"], h.ids["e9"]]
         # the open stream epoch given up, the next reservation starts at the same cursors
         ledger.abort(h.ids["e8"], "test")
-        again = ledger.reserve_stream_epoch(
-            make_spec(h.name, topics=[h.topic]), hook, dag_id="d", run_id="r10"
+        again = reserve_stream_epoch(
+            ledger, make_spec(h.name, topics=[h.topic]), hook, dag_id="d", run_id="r10"
         )
         assert ranges_of(again) == open_ranges == [(h.topic, 0, 10, 10), (h.topic, 1, 3, 4)]
     code, answer = cli(capsys, "prune", "--pipeline", h.name, "--older-than-days", "7", "--yes")

@@ -19,10 +19,12 @@ from fastapi.testclient import TestClient
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, EpochKind, EpochState, Ledger, PartitionRange
-from airflow_provider_eo.ledger.store.queries import EpochFilter, Gap, OpenEpoch, PipelineOverview
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.store.queries import Gap, OpenEpoch, PipelineOverview
 from airflow_provider_eo.plugins import views
 from airflow_provider_eo.plugins.access import EveryPipeline
 from airflow_provider_eo.plugins.app import create_app
+from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import delete_records_before, produce
@@ -117,17 +119,17 @@ class PipelineBuilder:
         """b-open (RESERVED stream + WRITTEN backfill), c-aborted, d-dead-letters (three
         letters, nothing else), e-gap (two COMMITTED epochs around a retention gap)."""
         topic, ids, ledger = self.built.topic, self.built.epoch_ids, self.ledger
-        opened = ledger.reserve_stream_epoch(
-            make_spec("b-open", topics=[topic]), self.hook, dag_id="d", run_id="r1"
+        opened = reserve_stream_epoch(
+            ledger, make_spec("b-open", topics=[topic]), self.hook, dag_id="d", run_id="r1"
         )
         assert opened is not None
-        back = ledger.reserve_backfill_epoch(
-            "b-open", [PartitionRange(topic, 0, 1, 3)], dag_id="d", run_id="b1"
+        back = reserve_backfill_epoch(
+            ledger, "b-open", [PartitionRange(topic, 0, 1, 3)], dag_id="d", run_id="b1"
         )
         ledger.vote_written(back.epoch_id, back.fencing_token, {})
         ids["b-stream"], ids["b-backfill"] = opened.epoch_id, back.epoch_id
-        doomed = ledger.reserve_stream_epoch(
-            make_spec("c-aborted", topics=[topic]), self.hook, dag_id="d", run_id="r1"
+        doomed = reserve_stream_epoch(
+            ledger, make_spec("c-aborted", topics=[topic]), self.hook, dag_id="d", run_id="r1"
         )
         assert doomed is not None
         ledger.abort(doomed.epoch_id, "test")
@@ -225,7 +227,10 @@ def test_overviews_are_exact_and_agree_with_the_per_pipeline_methods(built: Pipe
         name = overview.name
         assert overview.to_json() == {
             "name": name,
-            "epochs": ledger.epoch_counts(name),
+            "epochs": {
+                state.value: len(ledger.epochs(EpochFilter(pipeline=name, states=frozenset({state}))))
+                for state in EpochState
+            },
             "open_epochs": [
                 {"epoch_id": e.epoch_id, "kind": e.kind.value, "state": e.state.value, "run_id": e.run_id}
                 for e in ledger.open_epochs(name)
@@ -251,7 +256,9 @@ def test_overviews_are_exact_and_agree_with_the_per_pipeline_methods(built: Pipe
 def test_epochs_and_the_page_read_in_one_transaction_each(counted: Counted, built: PipelineBuilder) -> None:
     ids = built.built.epoch_ids
     with counted.ledger() as ledger:
-        newest = ledger.epochs(EpochFilter(state=EpochState.COMMITTED, limit=2))  # the newest 2, oldest first
+        newest = ledger.epochs(
+            EpochFilter(states=frozenset({EpochState.COMMITTED}), limit=2)
+        )  # the newest 2, oldest first
         assert ([e.epoch_id for e in newest], counted.last.commits) == (
             [ids["e-before-gap"], ids["e-after-gap"]],
             1,

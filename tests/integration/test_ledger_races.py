@@ -18,6 +18,8 @@ import pytest
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger, OpenEpochConflict
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from eo_devtools.ledger_direct import reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import assert_contiguous, make_spec
 from tests.kafka_helpers import created_topic, produce
@@ -45,7 +47,7 @@ def attempt(
 ) -> tuple[Any, ...]:
     run_id = run_id_for(round_no, worker)
     try:
-        epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id=run_id)
+        epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id=run_id)
     except OpenEpochConflict as exc:
         return (round_no, worker, "conflict", exc.epoch_id, exc.run_id)
     assert epoch is not None
@@ -57,7 +59,7 @@ def check_rounds(results: list[tuple[Any, ...]], ledger: Ledger, pipeline: str) 
     for result in results:
         by_round.setdefault(result[0], []).append(result)
     assert sorted(by_round) == list(range(ROUNDS))
-    epochs = ledger.list_epochs(pipeline=pipeline, kind=EpochKind.STREAM)
+    epochs = ledger.epochs(EpochFilter(pipeline=pipeline, kind=EpochKind.STREAM))
     assert len(epochs) == ROUNDS  # exactly one epoch per round, never two
     for round_no, pair in by_round.items():
         kinds = sorted(outcome[2] for outcome in pair)
@@ -91,7 +93,7 @@ def test_threads_racing_never_both_reserve(ledger_dsn: str, hook: EoKafkaHook, t
             for epoch in ledger.open_epochs(spec.name, EpochKind.STREAM):
                 ledger.abort(epoch.epoch_id, "race round over")
         check_rounds(results, ledger, spec.name)
-        assert {e.state for e in ledger.list_epochs(pipeline=spec.name)} == {EpochState.ABORTED}
+        assert {e.state for e in ledger.epochs(EpochFilter(pipeline=spec.name))} == {EpochState.ABORTED}
 
 
 def process_worker(
@@ -129,7 +131,7 @@ def test_processes_racing_never_both_reserve(ledger_dsn: str, hook: EoKafkaHook,
         assert process.exitcode == 0
     with Ledger(ledger_dsn) as ledger:
         check_rounds(results, ledger, spec.name)
-        committed = ledger.list_epochs(pipeline=spec.name, state=EpochState.COMMITTED)
+        committed = ledger.epochs(EpochFilter(pipeline=spec.name, states=frozenset({EpochState.COMMITTED})))
         assert len(committed) == ROUNDS
         # 5 records per epoch, split 3/2 then 2/3 ... contiguous from 0 to the cursor
         cursors = ledger.cursors(spec.name)

@@ -21,6 +21,8 @@ from airflow_provider_eo.ledger import (
     OpenEpochConflict,
 )
 from airflow_provider_eo.ledger.protocol import EpochProtocol
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from eo_devtools.ledger_direct import partition_pins, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import delete_records_before, produce, recent_timestamp_ms
@@ -40,7 +42,7 @@ def fill(stack: StackInfo, topic: str, partition: int, n: int, timestamps: list[
 
 def pins(ledger: Ledger, pipeline: str) -> list[tuple[str, int, int, str]]:
     return [
-        (tp[0], tp[1], offset, source) for tp, (offset, source) in ledger.partition_pins(pipeline).items()
+        (tp[0], tp[1], offset, source) for tp, (offset, source) in partition_pins(ledger, pipeline).items()
     ]
 
 
@@ -52,7 +54,7 @@ def test_first_epoch_starts_at_existing_group_offsets(
     fill(stack, topic, 1, 4)
     spec = make_spec(topics=[topic], policy="latest")
     hook.commit_offsets(spec.group_id, {(topic, 0): 3})
-    epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r1")
+    epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1")
     assert ranges_of(epoch) == [(topic, 0, 3, 10), (topic, 1, 4, 4)]
     assert pins(ledger, spec.name) == [(topic, 0, 3, "group"), (topic, 1, 4, "latest")]
 
@@ -71,12 +73,12 @@ def test_first_epoch_without_group_offsets_uses_starting_policy(
 
     def first_ranges(**starting: object) -> list[tuple[str, int, int, int]]:
         spec = make_spec(topics=[topic], **starting)  # type: ignore[arg-type]
-        return ranges_of(ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r"))
+        return ranges_of(reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r"))
 
     assert first_ranges(policy="earliest") == [(topic, 0, 2, 10), (topic, 1, 0, 6)]
     # the first record stamped at or after the configured time: 7 (t0+7s) and 4 (t0+8s)
     between = make_spec(topics=[topic], policy="timestamp", timestamp_ms=t0 + 6500)
-    assert ranges_of(ledger.reserve_stream_epoch(between, hook, dag_id="d", run_id="r")) == [
+    assert ranges_of(reserve_stream_epoch(ledger, between, hook, dag_id="d", run_id="r")) == [
         (topic, 0, 7, 10),
         (topic, 1, 4, 6),
     ]
@@ -87,7 +89,7 @@ def test_first_epoch_without_group_offsets_uses_starting_policy(
     assert first_ranges(policy="timestamp", timestamp_ms=t0 - 1) == [(topic, 0, 2, 10), (topic, 1, 0, 6)]
     # after every record: pinned at the high watermarks, nothing to read, no epoch
     after = make_spec(topics=[topic], policy="timestamp", timestamp_ms=t0 + 60_000)
-    assert ledger.reserve_stream_epoch(after, hook, dag_id="d", run_id="r") is None
+    assert reserve_stream_epoch(ledger, after, hook, dag_id="d", run_id="r") is None
     assert pins(ledger, after.name) == [(topic, 0, 10, "timestamp"), (topic, 1, 6, "timestamp")]
 
 
@@ -97,10 +99,10 @@ def test_latest_policy_pin_survives_a_skipped_run(
     topic = kafka_topic_factory(partitions=1)
     fill(stack, topic, 0, 5)
     spec = make_spec(topics=[topic], policy="latest")
-    assert ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r1") is None
+    assert reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1") is None
     assert ledger.open_epochs(spec.name) == []
     fill(stack, topic, 0, 3)
-    epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
+    epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r2")
     assert ranges_of(epoch) == [(topic, 0, 5, 8)]
 
 
@@ -110,13 +112,13 @@ def test_same_run_gets_its_open_epoch_back_and_another_run_conflicts(
     topic = kafka_topic_factory(partitions=1)
     fill(stack, topic, 0, 5)
     spec = make_spec(topics=[topic])
-    epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r1")
+    epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1")
     assert epoch is not None
     fill(stack, topic, 0, 5)
-    assert ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r1") == epoch
+    assert reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1") == epoch
     assert ranges_of(epoch) == [(topic, 0, 0, 5)]
     with pytest.raises(OpenEpochConflict) as info:
-        ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
+        reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r2")
     assert str(info.value) == (
         f"pipeline {spec.name!r} already has open epoch {epoch.epoch_id} (RESERVED) "
         "owned by dag_id='d' run_id='r1'"
@@ -132,7 +134,7 @@ def test_reserve_commit_publishes_exact_ends(
     spec = make_spec(topics=[topic])
 
     def run(run_id: str) -> list[tuple[str, int, int, int]]:
-        epoch = ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id=run_id)
+        epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id=run_id)
         if epoch is not None:
             ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
             EpochProtocol(ledger, kafka=lambda: hook).commit(epoch.epoch_id, group_id=spec.group_id)
@@ -159,7 +161,7 @@ def test_topic_deleted_and_recreated_is_a_clear_error(
     recreate(admin, topic)
     fill(stack, topic, 0, 2)
     with pytest.raises(CursorBeyondHighWatermark) as info:
-        ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
+        reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r2")
     assert str(info.value) == (
         f"cursor of {topic}[0] is 5 but its high watermark is 2: the topic was probably deleted and "
         "recreated; the ledger will not guess where to resume"
@@ -203,6 +205,6 @@ def test_caps_split_proportionally_with_exact_numbers(
 
 def test_no_matching_partitions_opens_nothing(ledger: Ledger, hook: EoKafkaHook) -> None:
     spec = make_spec(pattern=r"nothing-matches-this-[0-9a-f]{32}")
-    assert ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r") is None
-    assert ledger.list_epochs(pipeline=spec.name) == []
-    assert ledger.partition_pins(spec.name) == {}
+    assert reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r") is None
+    assert ledger.epochs(EpochFilter(pipeline=spec.name)) == []
+    assert partition_pins(ledger, spec.name) == {}

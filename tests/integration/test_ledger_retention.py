@@ -9,6 +9,8 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DataLossError, EpochKind, EpochState, Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from eo_devtools.ledger_direct import partition_pins, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec, ranges_of, run_epoch
 from tests.kafka_helpers import delete_records_before, produce
@@ -31,7 +33,7 @@ def test_retention_gap_fails_by_default(
     assert delete_records_before(stack.kafka_bootstrap, topic, 0, 8) == 8
     assert hook.watermarks([(topic, 0)]) == {(topic, 0): (8, 10)}
     with pytest.raises(DataLossError) as info:
-        ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r2")
+        reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r2")
     assert str(info.value) == (
         f"data loss on {topic}[0]: next offset is 5 but the low watermark is 8; offsets [5, 8) (3 records) "
         "were deleted before they were read. Set on_data_loss: record_gap to skip them with a recorded gap."
@@ -45,7 +47,7 @@ def test_retention_gap_fails_by_default(
     assert hook.committed_offsets(spec.group_id, [(topic, 0)]) == {(topic, 0): 5}
     # it stays an error: nothing is skipped silently on a later run
     with pytest.raises(DataLossError):
-        ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r3")
+        reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r3")
     assert ledger.cursors(spec.name) == {(topic, 0): 5}
 
 
@@ -80,7 +82,9 @@ def test_retention_gap_recorded_when_the_pipeline_says_so(
     third = run_epoch(ledger, spec, hook, "r3")
     assert ranges_of(third) == [(topic, 0, 10, 12), (topic, 1, 1, 1)]
     assert len(ledger.gaps(spec.name)) == 1
-    committed = ledger.list_epochs(pipeline=spec.name, state=EpochState.COMMITTED, kind=EpochKind.STREAM)
+    committed = ledger.epochs(
+        EpochFilter(pipeline=spec.name, states=frozenset({EpochState.COMMITTED}), kind=EpochKind.STREAM)
+    )
     assert [ranges_of(e)[0][2:] for e in committed] == [(0, 5), (8, 10), (10, 12)]
 
 
@@ -117,9 +121,9 @@ def test_group_offset_below_the_low_watermark_is_data_loss_and_stays_pinned(
     hook.commit_offsets(spec.group_id, {(topic, 0): 1})
     assert delete_records_before(stack.kafka_bootstrap, topic, 0, 3) == 3
     with pytest.raises(DataLossError, match=rf"^data loss on {topic}\[0\]: next offset is 1 but the low "):
-        ledger.reserve_stream_epoch(spec, hook, dag_id="d", run_id="r1")
-    assert ledger.partition_pins(spec.name) == {(topic, 0): (1, "group")}
-    assert ledger.list_epochs(pipeline=spec.name) == []
+        reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1")
+    assert partition_pins(ledger, spec.name) == {(topic, 0): (1, "group")}
+    assert ledger.epochs(EpochFilter(pipeline=spec.name)) == []
     lenient = make_spec(spec.name, topics=[topic], on_data_loss="record_gap")
     epoch = run_epoch(ledger, lenient, hook, "r2")
     assert epoch is not None and ranges_of(epoch) == [(topic, 0, 3, 10)]

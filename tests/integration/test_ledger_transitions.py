@@ -23,6 +23,7 @@ from airflow_provider_eo.ledger import (
     PartitionRange,
 )
 from airflow_provider_eo.ledger.models import Epoch
+from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec, stack_kafka_hook
 from tests.kafka_helpers import created_topic, produce
@@ -44,7 +45,7 @@ def reserved(ledger: Ledger, five_records: tuple[EoKafkaHook, str]) -> Callable[
     hook, topic = five_records
 
     def reserve() -> Epoch:
-        epoch = ledger.reserve_stream_epoch(make_spec(topics=[topic]), hook, dag_id="d", run_id="r")
+        epoch = reserve_stream_epoch(ledger, make_spec(topics=[topic]), hook, dag_id="d", run_id="r")
         assert epoch is not None
         return epoch
 
@@ -168,7 +169,7 @@ def test_vote_with_wrong_token_is_fenced_out_and_changes_nothing(
 
 def test_vote_after_token_rotation_is_fenced_out(ledger: Ledger, reserved: Callable[[], Epoch]) -> None:
     epoch = reserved()
-    new_token = ledger.rotate_fencing_token(epoch.epoch_id)
+    new_token = rotate_fencing_token(ledger, epoch.epoch_id)
     with pytest.raises(FencedOut):
         ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
     assert ledger.vote_written(epoch.epoch_id, new_token, {}).state is EpochState.WRITTEN
@@ -235,22 +236,27 @@ def test_one_open_stream_epoch_enforced_by_unique_index(
 def test_backfill_epoch_lifecycle_and_validation(ledger: Ledger) -> None:
     spec = make_spec(topics=["t"])
     ranges = [PartitionRange("t", 1, 10, 20), PartitionRange("t", 0, 0, 5)]
-    epoch = ledger.reserve_backfill_epoch(spec, ranges, dag_id="bf", run_id="r1")
+    epoch = reserve_backfill_epoch(ledger, spec, ranges, dag_id="bf", run_id="r1")
     assert epoch.kind is EpochKind.BACKFILL
     assert epoch.ranges == (PartitionRange("t", 0, 0, 5), PartitionRange("t", 1, 10, 20))
-    assert ledger.reserve_backfill_epoch(spec, ranges, dag_id="bf", run_id="r1") == epoch
-    other = ledger.reserve_backfill_epoch(spec, ranges, dag_id="bf", run_id="r2")
+    assert reserve_backfill_epoch(ledger, spec, ranges, dag_id="bf", run_id="r1") == epoch
+    other = reserve_backfill_epoch(ledger, spec, ranges, dag_id="bf", run_id="r2")
     assert other.epoch_id != epoch.epoch_id
     assert ledger.cursors(spec.name) == {}
     from airflow_provider_eo.ledger import InvalidRanges, OpenEpochConflict
 
     with pytest.raises(OpenEpochConflict):
-        ledger.reserve_backfill_epoch(spec, [PartitionRange("t", 0, 0, 1)], dag_id="bf", run_id="r1")
+        reserve_backfill_epoch(ledger, spec, [PartitionRange("t", 0, 0, 1)], dag_id="bf", run_id="r1")
     with pytest.raises(InvalidRanges, match=r"range t\[0\] \[5, 5\) must have 0 <= start < end"):
-        ledger.reserve_backfill_epoch(spec, [PartitionRange("t", 0, 5, 5)], dag_id="bf", run_id="r3")
+        reserve_backfill_epoch(ledger, spec, [PartitionRange("t", 0, 5, 5)], dag_id="bf", run_id="r3")
     with pytest.raises(InvalidRanges, match=r"outside the available offsets \[0, 8\)"):
-        ledger.reserve_backfill_epoch(
-            spec, [PartitionRange("t", 0, 5, 9)], dag_id="bf", run_id="r3", watermarks={("t", 0): (0, 8)}
+        reserve_backfill_epoch(
+            ledger,
+            spec,
+            [PartitionRange("t", 0, 5, 9)],
+            dag_id="bf",
+            run_id="r3",
+            watermarks={("t", 0): (0, 8)},
         )
     ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
     assert ledger.mark_committed(epoch.epoch_id).state is EpochState.COMMITTED
@@ -260,7 +266,7 @@ def test_backfill_epoch_lifecycle_and_validation(ledger: Ledger) -> None:
 
 def test_broken_connection_is_replaced_on_the_next_call(ledger: Ledger, ledger_dsn: str) -> None:
     spec = make_spec(topics=["t"])
-    ledger.reserve_backfill_epoch(spec, [PartitionRange("t", 0, 0, 1)], dag_id="d", run_id="r")
+    reserve_backfill_epoch(ledger, spec, [PartitionRange("t", 0, 0, 1)], dag_id="d", run_id="r")
     with ledger._transaction() as cur:
         cur.execute("SELECT pg_backend_pid()")
         pid = cur.fetchone()[0]

@@ -18,6 +18,7 @@ from airflow_provider_eo.ledger.errors import (
     InvalidRanges,
     OpenEpochConflict,
 )
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     commit,
@@ -63,7 +64,7 @@ def test_no_data_skips_and_opens_no_epoch(ledger, pipeline, kafka_topic_factory)
     name, _, file = pipeline(topics=[topic])
     with pytest.raises(AirflowSkipException, match="no new data"):
         reserve(name, file)
-    assert ledger.list_epochs(pipeline=name) == []
+    assert ledger.epochs(EpochFilter(pipeline=name)) == []
 
 
 def test_retry_in_same_run_returns_same_epoch(stack, pipeline, kafka_topic_factory) -> None:

@@ -19,6 +19,7 @@ import yaml
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.kafka_helpers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]
@@ -75,7 +76,7 @@ def test_dag_test_runs_reserve_write_commit_then_skips(
     skipped = dict.fromkeys(["reserve", "write", "commit"], "skipped")
     assert second["tasks"] == {"recover": "success", **skipped}
     with Ledger(stack.ledger_dsn) as ledger:
-        epochs = ledger.list_epochs(pipeline=name)
+        epochs = ledger.epochs(EpochFilter(pipeline=name))
         assert [(e.state.value, e.dag_id, e.run_id) for e in epochs] == [
             ("COMMITTED", f"eo_test_{name}", first["run_id"])
         ]

@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.ledger import EpochState, Ledger, PartitionRange
+from eo_devtools.ledger_direct import reserve_backfill_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import ledger_connection
 from tests.integration.ledger_support import fresh_database
@@ -81,8 +82,8 @@ class World:
     def reserve(self, pipeline: str, topic: str, partitions: int, end: int) -> int:
         with Ledger(self.ledger_dsn) as ledger:
             ranges = [PartitionRange(topic, p, 0, end) for p in range(partitions)]
-            return ledger.reserve_backfill_epoch(
-                pipeline, ranges, dag_id="t", run_id=uuid.uuid4().hex
+            return reserve_backfill_epoch(
+                ledger, pipeline, ranges, dag_id="t", run_id=uuid.uuid4().hex
             ).epoch_id
 
     def dead_letters(self, pipeline: str) -> list[tuple[Any, ...]]:
@@ -216,7 +217,7 @@ def test_rotated_fencing_token_is_fenced_out_and_nothing_changes(world: World) -
     epoch_id = world.reserve("spark_fenced", world.topic, 3, 10)
     with Ledger(world.ledger_dsn) as ledger:
         issued = ledger.get_epoch(epoch_id).fencing_token
-        ledger.rotate_fencing_token(epoch_id)
+        rotate_fencing_token(ledger, epoch_id)
         before = ledger.get_epoch(epoch_id)
     result = world.run("spark_fenced", epoch_id, "--fencing-token", issued)
     assert result.returncode == 3, result.output[-4000:]

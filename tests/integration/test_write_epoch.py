@@ -18,6 +18,7 @@ from airflow_provider_eo.spark.driver import ExitCode, TaskFailed, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import CoverageError
 from airflow_provider_eo.spark.write_task import TaskMetrics, TaskSettings
+from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, stack_kafka_hook
 from tests.kafka_helpers import created_topic, produce
@@ -47,7 +48,7 @@ def reserve(stack: StackInfo, ledger: Ledger, topic: str) -> Callable[[], Epoch]
     hook = stack_kafka_hook(stack)
 
     def first_epoch() -> Epoch:
-        epoch = ledger.reserve_stream_epoch(make_spec("p", topics=[topic]), hook, dag_id="d", run_id="r")
+        epoch = reserve_stream_epoch(ledger, make_spec("p", topics=[topic]), hook, dag_id="d", run_id="r")
         assert epoch is not None
         return epoch
 
@@ -98,7 +99,7 @@ def test_token_rotated_while_tasks_run_fences_out_the_vote(
     inner = fake_runner([])
 
     def rotating_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
-        ledger.rotate_fencing_token(epoch.epoch_id)  # e.g. a newer attempt took the epoch over
+        rotate_fencing_token(ledger, epoch.epoch_id)  # e.g. a newer attempt took the epoch over
         return inner(settings, tasks)  # type: ignore[no-any-return]
 
     code = write_epoch(ledger, "p", epoch.epoch_id, lambda: SETTINGS, 10, runner=rotating_runner)

@@ -27,6 +27,7 @@ from airflow_provider_eo.spark.records import RowMutation, TaskRange
 from airflow_provider_eo.spark.segments import Segment, build_segments
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.write_task import TaskSettings, run_task, task_partition_function
+from eo_devtools.ledger_direct import reserve_backfill_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import produce
@@ -59,7 +60,7 @@ def ledger_dsn(stack: StackInfo) -> Iterator[str]:
 def epoch_id(ledger_dsn: str, topic: str) -> int:
     """A backfill epoch of pipeline ``wt`` over the topic (dead letters reference it)."""
     with Ledger(ledger_dsn) as ledger:
-        epoch = ledger.reserve_backfill_epoch("wt", [PartitionRange(topic, 0, 0, 8)], dag_id="d", run_id="r")
+        epoch = reserve_backfill_epoch(ledger, "wt", [PartitionRange(topic, 0, 0, 8)], dag_id="d", run_id="r")
     return epoch.epoch_id
 
 

@@ -1,5 +1,6 @@
 """Epoch transitions are reached only through the protocol: product code outside ``ledger/``
-never imports the store's transaction modules nor calls the ledger's transitions."""
+never imports the transaction modules (the store's transitions, the reservation scripts)
+nor calls the ledger's transitions or opens its script transaction."""
 
 from __future__ import annotations
 
@@ -7,23 +8,15 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_eo"
-#: The store's modules that change an epoch's state, and the ledger methods that do.
+#: The modules that change an epoch's state, and the ledger methods that do.
 STORE_TRANSITION_MODULES = frozenset(
     {
         "airflow_provider_eo.ledger.store.transitions",
-        "airflow_provider_eo.ledger.store.stream_reserver",
-        "airflow_provider_eo.ledger.store.backfill_reserver",
+        "airflow_provider_eo.ledger.stream_reservation",
+        "airflow_provider_eo.ledger.backfill_reservation",
     }
 )
-LEDGER_TRANSITIONS = frozenset(
-    {
-        "vote_written",
-        "mark_committed",
-        "reserve_stream_epoch",
-        "reserve_backfill_epoch",
-        "rotate_fencing_token",
-    }
-)
+LEDGER_TRANSITIONS = frozenset({"vote_written", "mark_committed", "transaction"})
 
 
 def reaches(source: str) -> list[str]:
@@ -52,11 +45,41 @@ def test_no_product_code_outside_the_ledger_reaches_a_transition() -> None:
 def test_the_check_sees_imports_and_calls() -> None:
     source = (
         "from airflow_provider_eo.ledger.store import transitions\n"
-        "import airflow_provider_eo.ledger.store.stream_reserver\n"
+        "import airflow_provider_eo.ledger.stream_reservation\n"
         "ledger.vote_written(1, 't')\nprotocol.vote(lease, {})\n"
     )
     assert reaches(source) == [
         "airflow_provider_eo.ledger.store.transitions",
-        "airflow_provider_eo.ledger.store.stream_reserver",
+        "airflow_provider_eo.ledger.stream_reservation",
         "vote_written",
     ]
+
+
+#: What the store may import from the rest of the package: values, errors, the state
+#: table and the fencing rule its guarded UPDATEs report with; never a planner or the protocol.
+STORE_MAY_IMPORT = frozenset(
+    {
+        "airflow_provider_eo.ledger.errors",
+        "airflow_provider_eo.ledger.fencing",
+        "airflow_provider_eo.ledger.models",
+        "airflow_provider_eo.ledger.offsets",
+        "airflow_provider_eo.ledger.states",
+    }
+)
+
+
+def test_the_store_runs_statements_and_decides_nothing() -> None:
+    """``ledger/store/`` imports no planner, reservation script or protocol module."""
+    decided_elsewhere = {}
+    for path in sorted((PACKAGE / "ledger" / "store").rglob("*.py")):
+        imported = {
+            node.module
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("airflow_provider_eo")
+        }
+        outside = {m for m in imported if not m.startswith("airflow_provider_eo.ledger.store")}
+        if outside - STORE_MAY_IMPORT:
+            decided_elsewhere[path.name] = sorted(outside - STORE_MAY_IMPORT)
+    assert decided_elsewhere == {}

@@ -101,6 +101,7 @@ def test_event_extra_is_the_epoch_summary() -> None:
         "epoch_id": 42,
         "pipeline": "orders",
         "kind": "stream",
+        "state": "COMMITTED",
         "dag_id": "eo_stream__orders",
         "run_id": "manual__1",
         "ranges": [
@@ -108,8 +109,13 @@ def test_event_extra_is_the_epoch_summary() -> None:
             {"topic": "orders", "partition": 1, "start": 7, "end": 12, "records": 5},
         ],
         "records_total": 10,
-        "bad_records": 3,
+        "metrics": {"records": 10, "bad_records": 3},
+        "error": None,
+        "created_at": "2026-03-01T12:00:00+00:00",
+        "written_at": None,
         "committed_at": "2026-03-01T12:00:05.250000+00:00",
+        "aborted_at": None,
+        "bad_records": 3,
     }
 
 

@@ -40,5 +40,5 @@ def test_application_arguments_are_names_and_ids_only() -> None:
     assert op.application == spark_application_path()
     assert op.application.endswith("airflow_provider_eo/spark/app.py")
     assert op.application_args == ["--pipeline", "p", "--epoch-id", "{{ x }}"]
-    assert (op.conf, op._deploy_mode, op.env_vars) == ({"spark.executor.instances": "3"}, "cluster", None)
+    assert (op.conf, op.env_vars) == ({"spark.executor.instances": "3"}, None)
     assert {"epoch_id", "fencing_token"} <= set(op.template_fields)

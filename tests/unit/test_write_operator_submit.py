@@ -1,26 +1,120 @@
 """WriteEpochOperator's spark-submit command line: the master (pipeline YAML over the
 connection), resources, the package zip on non-local masters, secrets kept off it.
 
-The command is what the Spark provider's hook builds (``_build_spark_submit_command``)
-from the operator's settings; connections come from ``AIRFLOW_CONN_*`` variables.
+Every check runs the operator's public ``execute`` (and ``on_kill``) as Airflow does: the
+Spark provider builds its hook and starts ``spark-submit`` from PATH, here a fake one
+(``fake_spark``) that records its arguments, the environment it got, the properties
+file and the ``--py-files`` zip, then exits. Connections come from ``AIRFLOW_CONN_*``.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
-import shutil
-import zipfile
+import os
+import re
+import sys
+import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_eo.config import parse_pipelines_text
+from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.operators.spark_submission import (
+    connection_env_name,
+    connection_master,
+    master_connection,
+    master_connection_id,
+)
 from airflow_provider_eo.operators.write import WriteEpochOperator, spark_application_path
+
+LEDGER_SECRET = "s3cr3t-pw"
+
+FAKE_SPARK_SUBMIT = """#!{python}
+import json, os, sys, time, zipfile
+
+argv = sys.argv[1:]
+
+
+def value(option):
+    return argv[argv.index(option) + 1] if option in argv else None
+
+
+properties = value("--properties-file")
+py_files = [p for p in (value("--py-files") or "").split(",") if p]
+record = {{
+    "binary": os.path.basename(sys.argv[0]),
+    "argv": argv,
+    "env": {{k: v for k, v in os.environ.items() if k.startswith(("AIRFLOW_CONN_", "{spec_env}"))}},
+    "properties": open(properties).read() if properties else None,
+    "py_files": {{p: zipfile.ZipFile(p).namelist() if p.endswith(".zip") else None for p in py_files}},
+}}
+out = os.environ["EO_FAKE_SPARK_SUBMIT_OUT"]
+with open(out + ".tmp", "w") as handle:
+    json.dump(record, handle)
+os.replace(out + ".tmp", out)
+print("Exit code: 0", flush=True)  # what the hook reads on a Kubernetes master
+time.sleep(float(os.environ.get("EO_FAKE_SPARK_SUBMIT_SLEEP", "0")))
+sys.exit(int(os.environ.get("EO_FAKE_SPARK_SUBMIT_EXIT", "0")))
+"""
+
+
+@dataclass
+class FakeSpark:
+    """The fake ``spark-submit`` / ``spark3-submit`` on PATH and what its last run recorded."""
+
+    out: Path
+
+    def submitted(self) -> dict[str, Any]:
+        return json.loads(self.out.read_text())
+
+    def ran(self) -> bool:
+        return self.out.exists()
+
+
+@pytest.fixture
+def fake_spark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSpark:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("spark-submit", "spark3-submit"):
+        script = bin_dir / name
+        script.write_text(FAKE_SPARK_SUBMIT.format(python=sys.executable, spec_env=PIPELINE_SPEC_ENV))
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "submitted.json"
+    monkeypatch.setenv("EO_FAKE_SPARK_SUBMIT_OUT", str(out))
+    return FakeSpark(out)
+
+
+@pytest.fixture(autouse=True)
+def kubernetes_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand in for the cncf-kubernetes provider, which the hook needs for any k8s master
+    (submitting in client mode never calls it)."""
+    monkeypatch.setattr(
+        "airflow.providers.apache.spark.hooks.spark_submit.kube_client", SimpleNamespace(), raising=False
+    )
+
+
+@pytest.fixture(autouse=True)
+def connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[*]"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_CLUSTER", json.dumps({"conn_type": "spark", "host": "spark://conn-master:7077"})
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_EO_LEDGER", f"postgresql://eo:{LEDGER_SECRET}@db:5432/eo")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_EO_KAFKA", json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": "k:9092"}})
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_EO_HBASE", json.dumps({"conn_type": "hbase", "host": "h", "port": 9090}))
 
 
 def operator(spark: dict[str, Any] | None = None, **kwargs: Any) -> WriteEpochOperator:
@@ -31,54 +125,142 @@ def operator(spark: dict[str, Any] | None = None, **kwargs: Any) -> WriteEpochOp
     return WriteEpochOperator(task_id="write", pipeline="p", epoch_id=7, spec=spec, **kwargs)
 
 
-def command(op: WriteEpochOperator) -> list[str]:
-    return op._get_hook()._build_spark_submit_command(op.application)
+def submit(op: WriteEpochOperator, fake_spark: FakeSpark) -> dict[str, Any]:
+    """Run ``op.execute`` against the fake spark-submit; what it recorded."""
+    op.execute({})
+    return fake_spark.submitted()
 
 
-def options(cmd: list[str]) -> list[str]:
-    """The spark-submit options: everything between the binary and the application file."""
-    return cmd[1 : cmd.index(spark_application_path())]
+def options(argv: list[str]) -> list[str]:
+    """The spark-submit options: everything before the application file."""
+    return argv[: argv.index(spark_application_path())]
 
 
-@pytest.fixture(autouse=True)
-def spark_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[*]"}))
+def option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def confs(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, arg in enumerate(argv) if arg == "--conf"]
+
+
+# --- the master: the pipeline's spark.master over the connection's ---------------------------
+
+
+@pytest.mark.parametrize(
+    "master",
+    ["spark://yaml-master:7077", "spark://m1:7077,m2:7077", "local[2]", "local[*]", "k8s://https://k8s:6443"],
+)
+def test_master_from_the_pipeline_overrides_the_connection(fake_spark: FakeSpark, master: str) -> None:
+    argv = submit(operator({"master": master}, spark_conn_id="spark_cluster"), fake_spark)["argv"]
+    assert options(argv)[:2] == ["--master", master]
+    assert argv.count("--master") == 1
+
+
+def test_master_from_the_connection_without_one_in_the_pipeline(fake_spark: FakeSpark) -> None:
+    op = operator(spark_conn_id="spark_cluster")
+    assert op.submit_conn_id == "spark_cluster"  # the connection itself, nothing derived
+    assert options(submit(op, fake_spark)["argv"])[:2] == ["--master", "spark://conn-master:7077"]
+    assert options(submit(operator(), fake_spark)["argv"])[:2] == ["--master", "local[*]"]
+
+
+def test_master_from_the_pipeline_needs_no_connection(fake_spark: FakeSpark) -> None:
+    op = operator({"master": "spark://yaml-master:7077"}, spark_conn_id="no_such_connection")
+    assert options(submit(op, fake_spark)["argv"])[:2] == ["--master", "spark://yaml-master:7077"]
+
+
+def test_the_override_keeps_the_connections_extra(
+    fake_spark: FakeSpark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = {"spark-binary": "spark3-submit", "queue": "etl"}
     monkeypatch.setenv(
-        "AIRFLOW_CONN_SPARK_CLUSTER", json.dumps({"conn_type": "spark", "host": "spark://conn-master:7077"})
+        "AIRFLOW_CONN_SPARK_TUNED", json.dumps({"conn_type": "spark", "host": "yarn", "extra": extra})
+    )
+    submitted = submit(operator({"master": "local[2]"}, spark_conn_id="spark_tuned"), fake_spark)
+    assert submitted["binary"] == "spark3-submit"
+    assert options(submitted["argv"])[:2] == ["--master", "local[2]"]
+    assert option(submitted["argv"], "--queue") == "etl"
+
+
+def test_the_derived_connection_exists_only_while_execute_runs(fake_spark: FakeSpark) -> None:
+    op = operator({"master": "spark://yaml-master:7077"}, spark_conn_id="spark_cluster")
+    name = connection_env_name(op.submit_conn_id)
+    assert op.submit_conn_id == master_connection_id("spark_cluster", "spark://yaml-master:7077")
+    assert re.fullmatch(r"AIRFLOW_CONN_\w+", name)
+    assert name not in os.environ  # building the operator sets nothing
+    submitted = submit(op, fake_spark)
+    assert json.loads(submitted["env"][name]) == {"conn_type": "spark", "host": "spark://yaml-master:7077"}
+    assert name not in os.environ  # removed after the run
+
+
+def test_the_derived_connection_is_removed_when_the_submission_fails(
+    fake_spark: FakeSpark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EO_FAKE_SPARK_SUBMIT_EXIT", "3")
+    op = operator({"master": "spark://yaml-master:7077"})
+    with pytest.raises(AirflowException, match="Error code is: 3"):
+        op.execute({})
+    assert connection_env_name(op.submit_conn_id) in fake_spark.submitted()["env"]
+    assert connection_env_name(op.submit_conn_id) not in os.environ
+    assert op.py_files is None  # the zip's temp dir is gone with it
+
+
+# --- the master rule: ours is the hook's ------------------------------------------------------
+
+CONNECTIONS = [
+    {"conn_type": "spark", "host": "local[*]"},
+    {"conn_type": "spark", "host": "yarn"},
+    {"conn_type": "spark", "host": "spark://m:7077"},
+    {"conn_type": "spark", "host": "spark://m1:7077,m2:7077"},
+    {"conn_type": "spark", "host": "m", "port": 7077},
+    {"conn_type": "spark", "host": "spark://m", "port": 7077},
+    {"conn_type": "spark", "host": "k8s://https://k8s:6443"},
+    "spark://m:7077",  # a URI: conn_type spark, host m, port 7077
+    "k8s://https://k8s:6443",  # conn_type k8s, host https://k8s, port 6443
+    "yarn://rm",
+]
+
+
+def hook_master(conn_id: str, fake_spark: FakeSpark) -> str:
+    """The master the installed provider's hook puts on the spark-submit command line."""
+    SparkSubmitHook(conn_id=conn_id).submit("app.py")
+    return option(fake_spark.submitted()["argv"], "--master")
+
+
+@pytest.mark.parametrize("definition", CONNECTIONS, ids=str)
+def test_connection_master_is_the_hooks_master(
+    fake_spark: FakeSpark, monkeypatch: pytest.MonkeyPatch, definition: str | dict[str, Any]
+) -> None:
+    value = definition if isinstance(definition, str) else json.dumps(definition)
+    monkeypatch.setenv("AIRFLOW_CONN_EO_SPARK_RULE", value)
+    assert connection_master(BaseHook.get_connection("eo_spark_rule")) == hook_master(
+        "eo_spark_rule", fake_spark
     )
 
 
-@pytest.fixture
-def shipped() -> Iterator[list[WriteEpochOperator]]:
-    """Operators whose ``_ship_package`` ran; their temp zips are removed afterwards."""
-    ops: list[WriteEpochOperator] = []
-    yield ops
-    for op in ops:
-        if op._zip_dir:
-            shutil.rmtree(op._zip_dir)
+@pytest.mark.parametrize("definition", CONNECTIONS, ids=str)
+@pytest.mark.parametrize(
+    "master", ["local[3]", "yarn", "spark://o:7077", "spark://o1:7077,o2:7077", "k8s://https://o:6443"]
+)
+def test_a_derived_connection_gives_the_hook_exactly_the_override(
+    fake_spark: FakeSpark, monkeypatch: pytest.MonkeyPatch, definition: str | dict[str, Any], master: str
+) -> None:
+    value = definition if isinstance(definition, str) else json.dumps(definition)
+    monkeypatch.setenv("AIRFLOW_CONN_EO_SPARK_RULE", value)
+    derived = master_connection("eo_spark_rule_x", BaseHook.get_connection("eo_spark_rule"), master)
+    monkeypatch.setenv(connection_env_name(derived.conn_id), derived.as_json())
+    assert connection_master(derived) == master
+    assert hook_master(derived.conn_id, fake_spark) == master
 
 
-def test_master_from_the_pipeline_overrides_the_connection() -> None:
-    op = operator({"master": "spark://yaml-master:7077"}, spark_conn_id="spark_cluster")
-    cmd = command(op)
-    assert options(cmd)[:2] == ["--master", "spark://yaml-master:7077"]
-    assert cmd.count("--master") == 1
+def test_no_connection_is_the_hooks_fallback(fake_spark: FakeSpark) -> None:
+    assert connection_master(None) == hook_master("no_such_connection", fake_spark) == "yarn"
 
 
-def test_master_from_the_connection_without_one_in_the_pipeline() -> None:
-    assert options(command(operator(spark_conn_id="spark_cluster")))[:2] == [
-        "--master",
-        "spark://conn-master:7077",
-    ]
-    assert options(command(operator()))[:2] == ["--master", "local[*]"]
+# --- resources ---------------------------------------------------------------------------------
 
 
-def test_master_from_the_pipeline_needs_no_connection() -> None:
-    op = operator({"master": "spark://yaml-master:7077"}, spark_conn_id="no_such_connection")
-    assert options(command(op))[:2] == ["--master", "spark://yaml-master:7077"]
-
-
-def test_resources_on_yarn_are_spark_submit_options() -> None:
+def test_resources_are_spark_submit_options(fake_spark: FakeSpark) -> None:
     resources = {
         "driver_memory": "1g",
         "driver_cores": 2,
@@ -86,9 +268,9 @@ def test_resources_on_yarn_are_spark_submit_options() -> None:
         "executor_cores": 2,
         "num_executors": 3,
     }
-    op = operator({"master": "yarn", "resources": resources, "conf": {"spark.speculation": False}})
-    assert options(command(op)) == [
-        "--master", "yarn",
+    op = operator({"master": "local[2]", "resources": resources, "conf": {"spark.speculation": False}})
+    assert options(submit(op, fake_spark)["argv"]) == [
+        "--master", "local[2]",
         "--conf", "spark.driver.cores=2",
         "--conf", "spark.speculation=false",
         "--num-executors", "3",
@@ -100,70 +282,140 @@ def test_resources_on_yarn_are_spark_submit_options() -> None:
     ]  # fmt: skip
 
 
-def test_num_executors_on_standalone_is_total_executor_cores() -> None:
+def test_num_executors_on_standalone_is_total_executor_cores(fake_spark: FakeSpark) -> None:
     one_core = operator({"master": "spark://m:7077", "resources": {"num_executors": 2}})
-    assert options(command(one_core)) == [
-        "--master", "spark://m:7077",
+    opts = options(submit(one_core, fake_spark)["argv"])
+    assert opts[:2] == ["--master", "spark://m:7077"]
+    assert opts[opts.index("--total-executor-cores") :] == [
         "--total-executor-cores", "2",
         "--executor-cores", "1",
         "--name", "eo-write-p",
         "--deploy-mode", "client",
     ]  # fmt: skip
     two_cores = operator({"master": "spark://m:7077", "resources": {"num_executors": 3, "executor_cores": 2}})
-    opts = options(command(two_cores))
-    assert opts[opts.index("--total-executor-cores") + 1] == "6"
-    assert opts[opts.index("--executor-cores") + 1] == "2"
+    opts = options(submit(two_cores, fake_spark)["argv"])
+    assert option(opts, "--total-executor-cores") == "6"
+    assert option(opts, "--executor-cores") == "2"
     assert "--num-executors" not in opts
 
 
-def test_connection_environment_stays_off_the_command_line() -> None:
-    op = operator({"master": "spark://m:7077"})
-    op.env_vars = {"AIRFLOW_CONN_EO_LEDGER": "postgresql://eo:s3cr3t-pw@db:5432/eo"}
-    hook = op._get_hook()
-    cmd = hook._build_spark_submit_command(op.application)
-    assert "s3cr3t-pw" not in " ".join(cmd)
-    assert cmd[-5:] == [spark_application_path(), "--pipeline", "p", "--epoch-id", "7"]
-    assert hook._env == op.env_vars  # handed to the spark-submit process as its environment
+# --- settings and secrets -----------------------------------------------------------------------
 
 
-def test_package_zip_is_shipped_to_a_cluster(shipped: list[WriteEpochOperator]) -> None:
+def test_client_mode_hands_the_connections_over_as_the_process_environment(fake_spark: FakeSpark) -> None:
+    op = operator({"master": "spark://m:7077"}, fencing_token="42")
+    submitted = submit(op, fake_spark)
+    assert LEDGER_SECRET not in " ".join(submitted["argv"])
+    assert submitted["argv"][-7:] == [
+        spark_application_path(), "--pipeline", "p", "--epoch-id", "7", "--fencing-token", "42"
+    ]  # fmt: skip
+    assert LEDGER_SECRET in submitted["env"]["AIRFLOW_CONN_EO_LEDGER"]
+    assert json.loads(submitted["env"][PIPELINE_SPEC_ENV])["name"] == "p"
+    assert op.env_vars is None and PIPELINE_SPEC_ENV not in os.environ  # only while it ran
+
+
+def test_cluster_mode_on_yarn_writes_the_driver_environment_to_a_properties_file(
+    fake_spark: FakeSpark,
+) -> None:
+    op = operator(
+        {"master": "yarn", "deploy_mode": "cluster", "conf": {"spark.speculation": True}},
+        durable=False,  # Airflow >= 3.3: YARN cluster mode is resumable only through the RM API
+    )
+    submitted = submit(op, fake_spark)
+    argv = submitted["argv"]
+    assert LEDGER_SECRET not in " ".join(argv)
+    assert option(argv, "--deploy-mode") == "cluster"
+    assert confs(argv) == []  # conf travels in the file
+    properties = submitted["properties"].splitlines()
+    assert "spark.speculation=true" in properties
+    for prefix in ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv."):
+        assert any(line.startswith(f"{prefix}AIRFLOW_CONN_EO_LEDGER=") for line in properties)
+        assert any(line.startswith(f"{prefix}{PIPELINE_SPEC_ENV}=") for line in properties)
+    assert LEDGER_SECRET in submitted["properties"]
+    assert not Path(option(argv, "--properties-file")).exists()  # deleted after the run
+    assert op.properties_file == option(argv, "--properties-file")
+
+
+@pytest.mark.parametrize("master", ["yarn", "k8s://https://k:6443", "spark://m:7077", "local[2]"])
+def test_client_mode_keeps_secrets_off_the_command_line(fake_spark: FakeSpark, master: str) -> None:
+    """The provider turns ``env_vars`` into ``--conf spark.yarn.appMasterEnv.*`` arguments on
+    YARN and Kubernetes; the operator hands the driver its environment through the process."""
+    submitted = submit(operator({"master": master}), fake_spark)
+    assert LEDGER_SECRET not in " ".join(submitted["argv"])
+    assert LEDGER_SECRET in submitted["env"]["AIRFLOW_CONN_EO_LEDGER"]
+    assert PIPELINE_SPEC_ENV not in os.environ  # restored after the run
+
+
+# --- the package zip ----------------------------------------------------------------------------
+
+
+def test_package_zip_is_shipped_to_a_cluster(fake_spark: FakeSpark) -> None:
     op = operator({"master": "spark://m:7077"}, py_files="/opt/extra.py")
-    shipped.append(op)
-    op._ship_package()
-    extra, package = str(op.py_files).split(",")
+    submitted = submit(op, fake_spark)
+    extra, package = option(submitted["argv"], "--py-files").split(",")
     assert extra == "/opt/extra.py"
-    with zipfile.ZipFile(package) as archive:
-        assert "airflow_provider_eo/spark/write_task.py" in archive.namelist()
-    opts = options(command(op))
-    assert opts[opts.index("--py-files") + 1] == f"/opt/extra.py,{package}"
+    assert "airflow_provider_eo/spark/write_task.py" in submitted["py_files"][package]
+    assert op.py_files == "/opt/extra.py"  # restored after the run
+    assert not Path(package).exists()  # the temp zip is removed
 
 
-def test_local_master_ships_no_zip(shipped: list[WriteEpochOperator]) -> None:
+def test_package_zip_follows_a_non_local_connection_master(fake_spark: FakeSpark) -> None:
+    submitted = submit(operator(spark_conn_id="spark_cluster"), fake_spark)
+    (package,) = option(submitted["argv"], "--py-files").split(",")
+    assert package.endswith("airflow_provider_eo.zip")
+
+
+def test_local_master_ships_no_zip(fake_spark: FakeSpark) -> None:
     op = operator()
-    shipped.append(op)
-    op._ship_package()
+    assert "--py-files" not in submit(op, fake_spark)["argv"]
     assert op.py_files is None
-    assert "--py-files" not in options(command(op))
 
 
-def test_cluster_mode_on_a_standalone_connection_is_refused(shipped: list[WriteEpochOperator]) -> None:
+def test_cluster_mode_on_a_standalone_connection_is_refused(fake_spark: FakeSpark) -> None:
     op = operator({"deploy_mode": "cluster"}, spark_conn_id="spark_cluster")
-    shipped.append(op)
     with pytest.raises(
         ConfigError, match="pipeline p: deploy_mode 'cluster' with master 'spark://conn-master:7077'"
     ):
-        op._ship_package()
+        op.execute({})
+    assert not fake_spark.ran()
 
 
-def test_every_hook_parameter_is_passed() -> None:
-    """The operator rebuilds the provider's hook call; a new hook parameter must not be dropped."""
-    parameters = set(inspect.signature(SparkSubmitHook.__init__).parameters) - {"self"}
-    assert set(operator().hook_arguments()) == parameters
+# --- the provider's lifecycle: hook built once, on_kill --------------------------------------
 
 
-def test_hook_matches_the_providers_apart_from_the_master_override() -> None:
-    op = operator({"resources": {"executor_memory": "2g"}}, spark_conn_id="spark_cluster", verbose=True)
-    ours = vars(op._get_hook())
-    theirs = vars(SparkSubmitOperator._get_hook(op))
-    assert ours.pop("_master_override") is None
-    assert ours == theirs
+def test_an_instance_submits_once(fake_spark: FakeSpark) -> None:
+    op = operator({"master": "local[2]"})
+    submit(op, fake_spark)
+    with pytest.raises(RuntimeError, match="already submitted"):
+        op.execute({})
+
+
+@pytest.fixture
+def slow_spark(fake_spark: FakeSpark, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSpark]:
+    monkeypatch.setenv("EO_FAKE_SPARK_SUBMIT_SLEEP", "60")
+    yield fake_spark
+
+
+def test_on_kill_stops_the_running_spark_submit(slow_spark: FakeSpark) -> None:
+    op = operator({"master": "local[2]"}, spark_conn_id="spark_cluster")
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            op.execute({})
+        except BaseException as error:
+            failure.append(error)
+
+    started = time.monotonic()
+    runner = threading.Thread(target=run)
+    runner.start()
+    while not slow_spark.ran() and time.monotonic() - started < 30:
+        time.sleep(0.05)
+    assert slow_spark.ran()
+    op.on_kill()
+    runner.join(30)
+    assert not runner.is_alive()
+    assert time.monotonic() - started < 30  # killed, not slept out
+    assert len(failure) == 1 and isinstance(failure[0], AirflowException)
+    assert "Error code is: -9" in str(failure[0])
+    assert connection_env_name(op.submit_conn_id) not in os.environ

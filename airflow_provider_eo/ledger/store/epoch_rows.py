@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.ledger.errors import EpochNotFound
@@ -16,6 +17,12 @@ EPOCH_COLUMNS = (
 )
 
 
+def lock_pipeline(cur: Any, pipeline: str) -> None:
+    """Create the pipeline row if absent and lock it until the transaction ends."""
+    cur.execute("INSERT INTO eo.pipelines (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (pipeline,))
+    cur.execute("SELECT name FROM eo.pipelines WHERE name = %s FOR UPDATE", (pipeline,))
+
+
 def fetch_epoch(cur: Any, epoch_id: int, *, for_update: bool = False) -> Epoch:
     """The epoch ``epoch_id`` (optionally row-locked); raises ``EpochNotFound``."""
     lock = " FOR UPDATE" if for_update else ""
@@ -26,40 +33,55 @@ def fetch_epoch(cur: Any, epoch_id: int, *, for_update: bool = False) -> Epoch:
     return attach_ranges(cur, [row])[0]
 
 
-def fetch_epochs(
-    cur: Any,
-    *,
-    pipeline: str | None = None,
-    pipelines: Sequence[str] | None = None,
-    states: Sequence[str] | None = None,
-    kind: str | None = None,
-    dag_id: str | None = None,
-    run_id: str | None = None,
-    min_id: int | None = None,
-    max_id: int | None = None,
-    limit: int | None = None,
-    newest_first: bool = False,
-) -> list[Epoch]:
-    """Epochs matching every given filter, ordered by id (``newest_first`` reverses)."""
+@dataclass(frozen=True)
+class EpochFilter:
+    """Which epochs to read: every field given must match (None matches anything).
+
+    ``states`` and ``pipelines`` match any of their members (an empty set matches
+    nothing); ``min_id`` / ``max_id`` are inclusive. With ``limit``, only the ``limit``
+    newest matching epochs. Answers are oldest first either way.
+    """
+
+    pipeline: str | None = None
+    pipelines: frozenset[str] | None = None
+    states: frozenset[EpochState] | None = None
+    kind: EpochKind | None = None
+    dag_id: str | None = None
+    run_id: str | None = None
+    min_id: int | None = None
+    max_id: int | None = None
+    limit: int | None = None
+
+    @property
+    def state(self) -> EpochState | None:
+        """The one state asked for, when ``states`` names exactly one (else None)."""
+        return next(iter(self.states)) if self.states is not None and len(self.states) == 1 else None
+
+
+def fetch_epochs(cur: Any, wanted: EpochFilter) -> list[Epoch]:
+    """Epochs matching ``wanted`` with their ranges, oldest first (two statements)."""
     filters = [
-        ("pipeline = %s", pipeline),
-        ("pipeline = ANY(%s)", list(pipelines) if pipelines is not None else None),
-        ("state = ANY(%s)", list(states) if states is not None else None),
-        ("kind = %s", kind),
-        ("dag_id = %s", dag_id),
-        ("run_id = %s", run_id),
-        ("epoch_id >= %s", min_id),
-        ("epoch_id <= %s", max_id),
+        ("pipeline = %s", wanted.pipeline),
+        ("pipeline = ANY(%s)", None if wanted.pipelines is None else sorted(wanted.pipelines)),
+        ("state = ANY(%s)", None if wanted.states is None else sorted(s.value for s in wanted.states)),
+        ("kind = %s", None if wanted.kind is None else wanted.kind.value),
+        ("dag_id = %s", wanted.dag_id),
+        ("run_id = %s", wanted.run_id),
+        ("epoch_id >= %s", wanted.min_id),
+        ("epoch_id <= %s", wanted.max_id),
     ]
     clauses = [clause for clause, value in filters if value is not None]
     params: list[Any] = [value for _, value in filters if value is not None]
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
-    order = " ORDER BY epoch_id DESC" if newest_first else " ORDER BY epoch_id"
-    tail = ""
-    if limit is not None:
-        tail = " LIMIT %s"
-        params.append(limit)
-    cur.execute(f"SELECT {EPOCH_COLUMNS} FROM eo.epochs{where}{order}{tail}", params)
+    if wanted.limit is None:
+        query = f"SELECT {EPOCH_COLUMNS} FROM eo.epochs{where} ORDER BY epoch_id"
+    else:  # the newest ``limit``, then oldest first
+        query = (
+            f"SELECT * FROM (SELECT {EPOCH_COLUMNS} FROM eo.epochs{where}"
+            " ORDER BY epoch_id DESC LIMIT %s) AS newest ORDER BY epoch_id"
+        )
+        params.append(wanted.limit)
+    cur.execute(query, params)
     return attach_ranges(cur, cur.fetchall())
 
 

@@ -2,10 +2,10 @@
 
 Each state-changing method is one guarded transaction of the state machine
 (``states.TRANSITIONS``): it refuses what the table or the fencing token forbids. The
-reservation transactions also enforce, atomically, what must hold at insert time (one
-open stream epoch per pipeline, a run's retry gets its own epoch back, partition pins).
+reservation transactions are the protocol's scripts, run in :meth:`Ledger.transaction`.
 When to call which is :class:`~airflow_provider_eo.ledger.protocol.EpochProtocol`'s;
-operators, the Spark driver and the CLI go through the protocol, not through these.
+operators, the Spark driver and the CLI go through the protocol, never through these
+(tests/unit/test_protocol_reach.py fails otherwise).
 
 Every public method runs in its own short transaction (commit on success, rollback on
 error) on one psycopg2 connection per instance, opened lazily; a broken connection is
@@ -17,23 +17,19 @@ one instance per thread or process is the intended use.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.backfill_plan import validate_backfill_ranges
-from airflow_provider_eo.ledger.models import DeadLetter, Epoch, PartitionRange
-from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
+from airflow_provider_eo.ledger.models import DeadLetter, Epoch
+from airflow_provider_eo.ledger.offsets import TopicPartition
+from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
 from airflow_provider_eo.ledger.store import dead_letters, queries, retention, transitions
-from airflow_provider_eo.ledger.store.backfill_reserver import reserve_backfill
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
-from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch, fetch_epochs
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epoch, fetch_epochs
 from airflow_provider_eo.ledger.store.migrate import applied_versions
 from airflow_provider_eo.ledger.store.retention import PruneCount, PrunePolicy
-from airflow_provider_eo.ledger.store.stream_reserver import reserve_stream
 
 log = logging.getLogger(__name__)
 
@@ -67,52 +63,11 @@ class Ledger:
         with self._db.lock:
             return applied_versions(self._db.raw())
 
-    # -- reservation ---------------------------------------------------------------
-    def reserve_stream_epoch(
-        self, spec: PipelineSpec, offsets: OffsetSource, *, dag_id: str, run_id: str
-    ) -> Epoch | None:
-        """Reserve the pipeline's next stream epoch, or None when there is no new data.
-
-        One transaction, serialized per pipeline. Returns this run's already open stream
-        epoch on a retry; raises ``OpenEpochConflict`` if another run owns one,
-        ``DataLossError`` / ``CursorBeyondHighWatermark`` for unusable cursors. Newly seen
-        partitions are pinned (committed) even when the call returns None or raises.
-        """
-        with self._transaction() as cur:
-            outcome = reserve_stream(cur, spec, offsets, dag_id, run_id)
-        if outcome.error is not None:
-            raise outcome.error
-        if outcome.epoch is not None:
-            log.info(
-                "reserved epoch_id=%s pipeline=%s kind=stream run=%s/%s ranges=%s records=%s",
-                outcome.epoch.epoch_id, spec.name, dag_id, run_id, outcome.epoch.ranges_brief,
-                outcome.epoch.record_count,
-            )  # fmt: skip
-        return outcome.epoch
-
-    def reserve_backfill_epoch(
-        self,
-        spec: PipelineSpec | str,
-        ranges: Iterable[PartitionRange],
-        *,
-        dag_id: str,
-        run_id: str,
-        watermarks: Mapping[TopicPartition, tuple[int, int]] | None = None,
-    ) -> Epoch:
-        """Reserve a backfill epoch over explicit ranges (``InvalidRanges`` if malformed or,
-        with ``watermarks``, a new epoch outside them: the run's own epoch over the same
-        ranges comes back even if retention has since moved past them). Cursors and pins
-        are never touched."""
-        pipeline = spec if isinstance(spec, str) else spec.name
-        checked = validate_backfill_ranges(ranges)
-        with self._transaction() as cur:
-            epoch = reserve_backfill(cur, pipeline, checked, dag_id, run_id, watermarks)
-        log.info(
-            "reserved epoch_id=%s pipeline=%s kind=backfill run=%s/%s state=%s ranges=%s records=%s",
-            epoch.epoch_id, pipeline, dag_id, run_id, epoch.state.value, epoch.ranges_brief,
-            epoch.record_count,
-        )  # fmt: skip
-        return epoch
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One transaction for a multi-statement script of the protocol (the reservation
+        transactions, ``ledger/stream_reservation.py`` and ``ledger/backfill_reservation.py``):
+        a psycopg2 cursor, committed when the block ends normally, rolled back when it raises."""
+        return self._transaction()
 
     # -- transitions ---------------------------------------------------------------
     def vote_written(
@@ -127,13 +82,6 @@ class Ledger:
             epoch = transitions.vote_written(cur, epoch_id, fencing_token, metrics)
         log.info("voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
         return epoch
-
-    def rotate_fencing_token(self, epoch_id: int) -> str:
-        """Give a RESERVED epoch a new fencing token (fences out earlier writers); return it."""
-        token = str(uuid.uuid4())
-        with self._transaction() as cur:
-            transitions.rotate_fencing_token(cur, epoch_id, token)
-        return token
 
     def mark_committed(self, epoch_id: int) -> Epoch:
         """WRITTEN -> COMMITTED (call after publishing offsets); COMMITTED: no-op success.
@@ -174,69 +122,31 @@ class Ledger:
 
     def open_epochs(self, pipeline: str, kind: EpochKind | str | None = None) -> list[Epoch]:
         """RESERVED and WRITTEN epochs of ``pipeline`` (of one kind if given), oldest first."""
-        return self.list_epochs(pipeline=pipeline, state=[s.value for s in OPEN_STATES], kind=kind)
-
-    def list_epochs(
-        self,
-        pipeline: str | None = None,
-        state: EpochState | str | Sequence[str] | None = None,
-        kind: EpochKind | str | None = None,
-        min_id: int | None = None,
-        max_id: int | None = None,
-        *,
-        limit: int | None = None,
-        newest_first: bool = False,
-    ) -> list[Epoch]:
-        """Epochs matching every given filter (``state`` may be one state or several)."""
-        states = [state] if isinstance(state, str) else state
-        with self._transaction() as cur:
-            return fetch_epochs(
-                cur,
-                pipeline=pipeline,
-                states=None if states is None else [str(s) for s in states],
-                kind=None if kind is None else str(kind),
-                min_id=min_id,
-                max_id=max_id,
-                limit=limit,
-                newest_first=newest_first,
-            )
+        wanted = EpochFilter(
+            pipeline=pipeline, states=OPEN_STATES, kind=None if kind is None else EpochKind(kind)
+        )
+        return self.epochs(wanted)
 
     def cursors(self, pipeline: str) -> dict[TopicPartition, int]:
         """Next stream offset per pinned partition of ``pipeline``."""
         with self._transaction() as cur:
             return stream_cursors(cur, pipeline)
 
-    def partition_pins(self, pipeline: str) -> dict[TopicPartition, tuple[int, str]]:
-        """Pinned ``(initial_offset, initial_source)`` per partition of ``pipeline``."""
-        with self._transaction() as cur:
-            cur.execute(
-                'SELECT topic, "partition", initial_offset, initial_source FROM eo.partitions'
-                ' WHERE pipeline = %s ORDER BY topic, "partition"',
-                (pipeline,),
-            )
-            return {(topic, part): (int(offset), source) for topic, part, offset, source in cur.fetchall()}
-
     def gaps(self, pipeline: str) -> list[dict[str, Any]]:
         """Recorded data-loss gaps of ``pipeline`` (JSON-serializable)."""
         with self._transaction() as cur:
             return [gap.to_json() for gap in queries.gaps_by_pipeline(cur, pipeline).get(pipeline, [])]
-
-    def epoch_counts(self, pipeline: str) -> dict[str, int]:
-        """Number of epochs of ``pipeline`` per state (every state present, zero included)."""
-        with self._transaction() as cur:
-            found = queries.epoch_counts_by_pipeline(cur, pipeline).get(pipeline, {})
-        return {state.value: found.get(state, 0) for state in EpochState}
 
     def list_pipelines(self) -> list[str]:
         """Names of pipelines known to the ledger, sorted."""
         with self._transaction() as cur:
             return queries.pipeline_names(cur)
 
-    def epochs(self, wanted: queries.EpochFilter) -> list[Epoch]:
+    def epochs(self, wanted: EpochFilter) -> list[Epoch]:
         """Epochs matching ``wanted`` with their ranges, oldest first, in one transaction
         (with ``wanted.limit``: the newest ``limit`` of them)."""
         with self._transaction() as cur:
-            return queries.matching_epochs(cur, wanted)
+            return fetch_epochs(cur, wanted)
 
     def pipeline_overviews(self, pipeline: str | None = None) -> list[queries.PipelineOverview]:
         """Every pipeline's overview (or only ``pipeline``'s; [] if unknown), sorted by name,

@@ -13,28 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs
-
-
-@dataclass(frozen=True)
-class EpochFilter:
-    """Which epochs to list: every field given must match (None matches anything).
-
-    ``min_id`` / ``max_id`` are inclusive. With ``limit``, only the ``limit`` newest
-    matching epochs; answers are oldest first either way. ``pipelines`` (if not None)
-    keeps only epochs of those pipelines (an empty set matches nothing).
-    """
-
-    pipeline: str | None = None
-    state: EpochState | None = None
-    kind: EpochKind | None = None
-    min_id: int | None = None
-    max_id: int | None = None
-    limit: int | None = None
-    pipelines: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,22 +78,6 @@ class PipelineOverview:
             "dead_letters": self.dead_letters,
             "gaps": [gap.to_json() for gap in self.gaps],
         }
-
-
-def matching_epochs(cur: Any, wanted: EpochFilter) -> list[Epoch]:
-    """Epochs matching ``wanted`` with their ranges, oldest first (two statements)."""
-    found = fetch_epochs(
-        cur,
-        pipeline=wanted.pipeline,
-        pipelines=None if wanted.pipelines is None else sorted(wanted.pipelines),
-        states=None if wanted.state is None else [str(wanted.state)],
-        kind=None if wanted.kind is None else str(wanted.kind),
-        min_id=wanted.min_id,
-        max_id=wanted.max_id,
-        limit=wanted.limit,
-        newest_first=wanted.limit is not None,
-    )
-    return sorted(found, key=lambda epoch: epoch.epoch_id)
 
 
 def pipeline_overviews(cur: Any, pipeline: str | None = None) -> list[PipelineOverview]:

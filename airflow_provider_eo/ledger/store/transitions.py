@@ -56,25 +56,6 @@ def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[s
     raise FencedOut(epoch_id, epoch.state.value, reason)
 
 
-def rotate_fencing_token(cur: Any, epoch_id: int, new_token: str) -> Epoch:
-    """Give a RESERVED epoch a new token so any earlier writer's vote is fenced out.
-
-    A token matters only while a vote may still come: in the source states of WRITTEN.
-    Raises ``IllegalTransition`` (nothing changed) in any other state.
-    """
-    cur.execute(
-        "UPDATE eo.epochs SET fencing_token = %s WHERE epoch_id = %s AND state = ANY(%s)",
-        (new_token, epoch_id, sources_of(EpochState.WRITTEN)),
-    )
-    changed = cur.rowcount == 1
-    epoch = fetch_epoch(cur, epoch_id)
-    if not changed:
-        raise IllegalTransition(
-            epoch_id, epoch.state.value, "new fencing token", "only RESERVED epochs are fenced"
-        )
-    return epoch
-
-
 def mark_committed(cur: Any, epoch_id: int) -> tuple[Epoch, bool]:
     """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed).
 

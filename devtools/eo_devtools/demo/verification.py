@@ -18,6 +18,7 @@ from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
 
 TP = tuple[str, int]
@@ -91,7 +92,9 @@ def _check_ledger(result: Verification, spec: PipelineSpec, ledger: Ledger) -> N
     open_epochs = ledger.open_epochs(spec.name)
     if open_epochs:
         result.problems.append(f"open epochs left: {[e.epoch_id for e in open_epochs]}")
-    committed = ledger.list_epochs(pipeline=spec.name, state=EpochState.COMMITTED, kind=EpochKind.STREAM)
+    committed = ledger.epochs(
+        EpochFilter(pipeline=spec.name, states=frozenset({EpochState.COMMITTED}), kind=EpochKind.STREAM)
+    )
     result.epochs_committed = len(committed)
     by_partition: dict[TP, list[tuple[int, int]]] = defaultdict(list)
     for epoch in committed:

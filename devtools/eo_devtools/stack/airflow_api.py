@@ -17,6 +17,8 @@ from typing import Any
 from urllib.parse import quote
 
 FINISHED_STATES = frozenset({"success", "failed"})
+POLL_S = 0.25
+"""Seconds between two questions of a wait (one small GET each)."""
 
 
 class AirflowApiError(RuntimeError):
@@ -90,7 +92,7 @@ class AirflowClient:
             except AirflowApiError as exc:
                 if exc.status != 404 or time.monotonic() > deadline:
                     raise
-            time.sleep(1)
+            time.sleep(POLL_S)
 
     def unpause(self, dag_id: str) -> None:
         """Unpause ``dag_id`` (runs of a paused DAG stay queued)."""
@@ -117,7 +119,7 @@ class AirflowClient:
         while (state := self.run_state(dag_id, run_id)) not in FINISHED_STATES:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"run {dag_id}/{run_id} still {state} after {timeout:.0f} s")
-            time.sleep(1)
+            time.sleep(POLL_S)
         return state
 
     def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:

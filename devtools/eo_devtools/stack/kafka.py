@@ -36,8 +36,12 @@ def log4j2_config(pattern: str, logger_levels: dict[str, str]) -> str:
 
 
 def random_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as ``random-uuid``)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as ``random-uuid``),
+    never starting with ``-`` (as Kafka's ``Uuid.randomUuid``): the storage tool would read
+    such an id as an option and refuse to format (one fresh stack in 64 failed to start)."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return cluster_id
 
 
 class KafkaService(JavaService):

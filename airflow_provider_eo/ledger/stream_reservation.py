@@ -1,7 +1,9 @@
-"""The stream reservation transaction (docs/DESIGN.md section 2, step 1).
+"""The stream reservation transaction (docs/DESIGN.md section 2, step 1), as the protocol runs it.
 
-Runs inside the caller's transaction, after the pipeline row is locked
-(``SELECT ... FOR UPDATE``), so reservations of one pipeline are serialized. It issues a
+Every decision is a planner's (``stream_plan``: resume or conflict, pins, ranges and
+gaps); every statement is the store's. Runs inside the caller's transaction, after the
+pipeline row is locked (``SELECT ... FOR UPDATE``), so reservations of one pipeline are
+serialized. It issues a
 fixed number of statements whatever the number of partitions (pins, ranges and gaps are
 each one batched statement; cursors are read from ``eo.partitions``, store/cursors.py)
 and three broker calls (list, two batched ListOffsets; plus the group's offsets on the
@@ -23,7 +25,7 @@ from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
 from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
-from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
 from airflow_provider_eo.ledger.stream_plan import new_pins, plan_pipeline_epoch, resume_or_conflict
 
 log = logging.getLogger(__name__)
@@ -41,21 +43,17 @@ class StreamReservation:
     error: LedgerError | None = None
 
 
-def lock_pipeline(cur: Any, pipeline: str) -> None:
-    """Create the pipeline row if absent and lock it until the transaction ends."""
-    cur.execute("INSERT INTO eo.pipelines (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (pipeline,))
-    cur.execute("SELECT name FROM eo.pipelines WHERE name = %s FOR UPDATE", (pipeline,))
-
-
 def reserve_stream(
-    cur: Any, spec: PipelineSpec, offsets: OffsetSource, dag_id: str, run_id: str
+    cur: Any, spec: PipelineSpec, offsets: OffsetSource, run: RunIdentity
 ) -> StreamReservation:
-    """Reserve the next stream epoch of ``spec`` for the run ``(dag_id, run_id)``."""
+    """Reserve the next stream epoch of ``spec`` for ``run``: this run's open stream epoch
+    again on a retry, a new one when there is new data, else None (``error`` set when a
+    planner refused: ``OpenEpochConflict``, ``DataLossError``, ``CursorBeyondHighWatermark``)."""
     lock_pipeline(cur, spec.name)
     open_epochs = fetch_epochs(
-        cur, pipeline=spec.name, kind=EpochKind.STREAM.value, states=[s.value for s in OPEN_STATES]
+        cur, EpochFilter(pipeline=spec.name, kind=EpochKind.STREAM, states=OPEN_STATES)
     )
-    existing = resume_or_conflict(spec.name, open_epochs, RunIdentity(dag_id, run_id))
+    existing = resume_or_conflict(spec.name, open_epochs, run)
     if existing is not None:
         log.info("already reserved by this run epoch_id=%s pipeline=%s", existing.epoch_id, spec.name)
         return StreamReservation(existing)
@@ -86,7 +84,7 @@ def reserve_stream(
     epoch: Epoch | None = None
     if plan.has_data:
         token = str(uuid.uuid4())
-        epoch = insert_epoch(cur, spec.name, EpochKind.STREAM, token, dag_id, run_id, plan.ranges)
+        epoch = insert_epoch(cur, spec.name, EpochKind.STREAM, token, run.dag_id, run.run_id, plan.ranges)
     record_gaps(cur, spec.name, plan.gaps, None if epoch is None else epoch.epoch_id, "retention")
     for gap in plan.gaps:
         log.warning(

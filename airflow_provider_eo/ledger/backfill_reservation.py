@@ -1,6 +1,7 @@
-"""Reservation of backfill epochs: explicit ranges, never touching cursors or pins; a run
-may hold several (its chunks) over disjoint ranges. What to do with a run's request is
-decided by ``ledger/backfill_plan.py`` (:func:`run_epoch_or_none`); this module runs the SQL."""
+"""The backfill reservation transaction, as the protocol runs it: explicit ranges, never
+touching cursors or pins; a run may hold several (its chunks) over disjoint ranges. What
+to do with a run's request is decided by ``backfill_plan.run_epoch_or_none``; every
+statement is the store's."""
 
 from __future__ import annotations
 
@@ -11,17 +12,16 @@ from typing import Any
 from airflow_provider_eo.ledger.backfill_plan import run_epoch_or_none
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import TopicPartition
+from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch
-from airflow_provider_eo.ledger.store.stream_reserver import lock_pipeline
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
 
 
 def reserve_backfill(
     cur: Any,
     pipeline: str,
     ranges: tuple[PartitionRange, ...],
-    dag_id: str,
-    run_id: str,
+    run: RunIdentity,
     watermarks: Mapping[TopicPartition, tuple[int, int]] | None = None,
 ) -> Epoch:
     """Insert a RESERVED backfill epoch for the run, unless the run already has these ranges.
@@ -38,15 +38,14 @@ def reserve_backfill(
     Other runs' backfills may be open over any ranges at the same time.
     """
     lock_pipeline(cur, pipeline)
-    mine = fetch_epochs(
-        cur,
+    mine = EpochFilter(
         pipeline=pipeline,
-        kind=EpochKind.BACKFILL.value,
-        states=[*(s.value for s in OPEN_STATES), EpochState.COMMITTED.value],
-        dag_id=dag_id,
-        run_id=run_id,
+        kind=EpochKind.BACKFILL,
+        states=OPEN_STATES | {EpochState.COMMITTED},
+        dag_id=run.dag_id,
+        run_id=run.run_id,
     )
-    existing = run_epoch_or_none(pipeline, mine, ranges, watermarks)
+    existing = run_epoch_or_none(pipeline, fetch_epochs(cur, mine), ranges, watermarks)
     if existing is not None:
         return existing
-    return insert_epoch(cur, pipeline, EpochKind.BACKFILL, str(uuid.uuid4()), dag_id, run_id, ranges)
+    return insert_epoch(cur, pipeline, EpochKind.BACKFILL, str(uuid.uuid4()), run.dag_id, run.run_id, ranges)
