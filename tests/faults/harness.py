@@ -46,7 +46,7 @@ from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.expected_state import ProducedRecord
 from eo_devtools.demo.sample_events import big_sample_events, produce_records, sample_events
 from eo_devtools.demo.verification import Verification, verify_pipeline
-from eo_devtools.stack.process import stop_process_group
+from eo_devtools.stack.process import running_pid, stop_process_group
 from eo_devtools.stack.stack import SERVICES, LocalStack
 from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
 from tests.kafka_helpers import consume_range
@@ -61,10 +61,65 @@ KAFKA_TEST_EXTRA = {
     "socket.connection.setup.timeout.ms": 4000,
 }
 SIGKILLED = -signal.SIGKILL
+#: docs/performance.md's Spark start-up levers, for the suite's dozens of short spark-submits: the
+#: driver JVM with C1 only and the serial collector (plus the session's class-data archive, see
+#: :func:`spark_driver_archive`), and the Python worker daemon importing the installed PySpark.
+SPARK_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_DAEMON_MODULE = "airflow_provider_eo.spark.pyspark_startup"
+_DRIVER_ARCHIVE: list[Path] = []  # the class-data archive once built
+ARCHIVE_APP = """
+from pyspark import SparkConf, SparkContext
+sc = SparkContext.getOrCreate(SparkConf().setAppName("eo-faults-cds").set("spark.ui.enabled", "false"))
+assert sc.parallelize([1], 1).map(lambda x: x + 1).collect() == [2]
+sc.stop()
+"""
 #: How long a restarted service may take to serve clients again (HBase replays its WAL).
 READY_TIMEOUT_S = 180.0
 OFFSETS_TOPIC = "__consumer_offsets"
 TASK_HANGING_RE = re.compile(r"EO fault point spark\.task\.after_segment: hanging \(pid (\d+)\)")
+
+
+def spark_conf() -> dict[str, str]:
+    """Spark properties of every spark-submit of the suite (the pipelines' ``spark.conf`` and the
+    harness's own submits): no UI, and the start-up levers (:data:`SPARK_DRIVER_JAVA_OPTIONS`,
+    the class-data archive once :func:`spark_driver_archive` built it, the worker daemon)."""
+    java = SPARK_DRIVER_JAVA_OPTIONS
+    if _DRIVER_ARCHIVE and _DRIVER_ARCHIVE[0].is_file():
+        java += f" -XX:SharedArchiveFile={_DRIVER_ARCHIVE[0]}"
+    return {
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": java,
+        "spark.python.daemon.module": SPARK_DAEMON_MODULE,
+    }
+
+
+@contextlib.contextmanager
+def spark_driver_archive(directory: Path) -> Iterator[None]:
+    """Build the class-data archive of Spark's driver JVM in ``directory`` while the block runs
+    (one spark-submit of a trivial app with ``-XX:ArchiveClassesAtExit``, as docs/performance.md
+    builds it); afterwards :func:`spark_conf` maps it into every driver JVM. A failed build only
+    leaves the archive out (a JVM that cannot use an archive warns and starts normally)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    app = directory / "archive_app.py"
+    app.write_text(ARCHIVE_APP)
+    archive = directory / "spark-driver.jsa"
+    java = f"{SPARK_DRIVER_JAVA_OPTIONS} -XX:ArchiveClassesAtExit={archive}"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    argv = [SPARK_SUBMIT, "--master", "local[2]", "--conf", f"spark.driver.extraJavaOptions={java}"]
+    argv += ["--conf", f"spark.python.daemon.module={SPARK_DAEMON_MODULE}", str(app)]
+    with (directory / "archive.log").open("wb") as log:
+        proc = subprocess.Popen(
+            argv, env=env, cwd=directory, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            if proc.wait(180) == 0 and archive.is_file():
+                _DRIVER_ARCHIVE[:] = [archive]
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -> str:
@@ -113,7 +168,9 @@ class FaultStack:
     def pid(self, service: str) -> int:
         """Pid (= process group) of a running ``service``; AssertionError when it is not running."""
         assert service in SERVICES, f"unknown service {service!r}; the stack's: {SERVICES}"
-        pid = self.local.status()[service]["pid"]
+        # the stack's pid file, as its status() reads it (without probing every service's
+        # health first: a stall or kill acts at once)
+        pid = running_pid(self.local.state_dir / "pids" / f"{service}.pid")
         assert isinstance(pid, int), f"{service} is not running"
         return pid
 
@@ -267,7 +324,9 @@ class LoggedProcess:
 
     def wait_for_output(self, text: str, timeout: float = 120) -> None:
         """Wait until the output contains ``text`` (e.g. ``task start``, a fault point's
-        announcement); AssertionError if the process exits first or ``timeout`` passes."""
+        announcement); AssertionError if the process exits first or ``timeout`` passes. Polls
+        every 50 ms: a test acts on the moment (e.g. stalls the broker once the driver logged
+        its plan, before the tasks read)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if text in self.output():
@@ -276,7 +335,7 @@ class LoggedProcess:
                 raise AssertionError(
                     f"{self.kind} exited {self.proc.returncode} before {text!r}:\n{self.output()[-3000:]}"
                 )
-            time.sleep(0.2)
+            time.sleep(0.05)
         raise AssertionError(f"{text!r} not in the {self.kind}'s output after {timeout}s")
 
 
@@ -482,14 +541,10 @@ class Case:
         self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str
     ) -> WriteProc:
         """spark-submit the application for ``epoch_id`` (returns at once)."""
-        argv = [
-            SPARK_SUBMIT,
-            "--master",
-            "local[2]",
-            "--conf",
-            "spark.ui.enabled=false",
-            str(app_module.__file__),
-        ]
+        argv = [SPARK_SUBMIT, "--master", "local[2]"]
+        for key, value in spark_conf().items():
+            argv += ["--conf", f"{key}={value}"]
+        argv.append(str(app_module.__file__))
         argv += [
             "--pipeline",
             self.name,
@@ -632,7 +687,7 @@ class Case:
 
 def pipeline_entry(name: str, **options: Any) -> dict[str, Any]:
     """A ``pipelines:`` entry as the suite declares it: ``name``, its own group and HBase table
-    (family ``d``), dead-lettering, batches of 25, one Spark split, no Spark UI; ``options``
+    (family ``d``), dead-lettering, batches of 25, one Spark split, :func:`spark_conf`; ``options``
     add the source (``topics``/``topic_pattern``) and replace or add any other setting."""
     return {
         "name": name,
@@ -640,7 +695,7 @@ def pipeline_entry(name: str, **options: Any) -> dict[str, Any]:
         "hbase": {"table": name, "column_family": "d"},
         "bad_records": "dead_letter",
         "batch_size": 25,
-        "spark": {"split_size": 1000, "conf": {"spark.ui.enabled": "false"}},
+        "spark": {"split_size": 1000, "conf": spark_conf()},
         **options,
     }
 

@@ -2,7 +2,7 @@
 
 Both use :class:`tests.faults.airflow_services.PostgresAirflow` (the metadata DB on the
 stack's PostgreSQL: several Airflow processes write it at once) and the product's DAGs
-with a 3 s ``retry_delay`` (retries=2 as the factory sets them).
+with a 1 s ``retry_delay`` (retries=2 as the factory sets them).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 ``up`` prepares once (metadata database and role, secrets, login file, ``airflow db
 migrate``), starts every service that is not running (all at once: they import Airflow
 in parallel) and waits until the API server reports each of them healthy; a failed
-``up`` stops what it started. ``down`` stops each service's whole process group, then the
-task processes Airflow ran in groups of their own (and the Spark jobs they started), found
-by an environment variable every service passes on; it returns when none is left. The
+``up`` stops what it started. ``down`` stops every service's whole process group (all at
+once: each shutdown takes 0.5-2 s on its own), then the task processes Airflow ran in
+groups of their own (and the Spark jobs they started), found by an environment variable
+every service passes on; it returns when none is left. The
 local stack (:mod:`.stack`) runs one with AIRFLOW_HOME ``<state>/airflow``; the tests'
 ``airflow_server`` fixture runs another with its own DAG folder and database.
 """
@@ -13,6 +14,7 @@ local stack (:mod:`.stack`) runs one with AIRFLOW_HOME ``<state>/airflow``; the 
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from eo_devtools.stack.airflow_config import AirflowConfig
@@ -65,11 +67,11 @@ class LocalAirflow:
             raise
 
     def down(self) -> None:
-        """Stop every service (reverse order, whole process groups), then SIGKILL what their
+        """Stop every service (whole process groups, all at once), then SIGKILL what their
         tasks left in process groups of their own (a Spark job outliving its task); returns
         when none of their processes is left."""
-        for service in reversed(self.services):
-            stop_service(service)
+        with ThreadPoolExecutor(len(self.services), thread_name_prefix="airflow-stop") as pool:
+            list(pool.map(stop_service, reversed(self.services)))  # re-raises a stop's error
         kill_with_groups(processes_with_env(SERVICE_MARKER, str(self.config.home)))
 
     def status(self) -> dict[str, dict[str, Any]]:
