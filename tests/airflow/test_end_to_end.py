@@ -1,11 +1,14 @@
-"""The main job end to end through real Airflow (``airflow dags test``), Spark, the
-ledger, Apache Kafka and Apache HBase: every component real.
+"""The main job end to end through real Airflow, Spark, the ledger, Apache Kafka and Apache
+HBase: every component real.
 
 One module-scoped scenario drains a pipeline in two capped epochs through the stream
-DAG (while a scanner watches every process command line for secrets) and snapshots
-HBase, the ledger and the consumer group; several tests assert on that snapshot. The
-backfill tests then run further DAG runs on the same pipeline; the failure-policy and
-fencing tests use pipelines of their own.
+DAG on the session's real scheduler (``airflow_server``: runs triggered through the REST
+API, tasks in LocalExecutor workers) while a scanner watches every process command line
+for secrets, and snapshots HBase, the ledger and the consumer group; several tests assert
+on that snapshot. The backfill tests then run further DAG runs of the same pipeline there.
+The failure-policy test runs its pipeline through ``airflow dags test`` (its AIRFLOW_HOME
+sets no retries: the failure ends the run at once) and the fencing test submits the Spark
+application directly.
 """
 
 from __future__ import annotations
@@ -14,18 +17,19 @@ import base64
 import json
 import math
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import happybase
 import pytest
+import yaml
 
+from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
@@ -37,6 +41,7 @@ from eo_devtools.demo.sample_events import produce_records
 from eo_devtools.demo.verification import verify_pipeline
 from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
+from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
 
@@ -153,10 +158,40 @@ def run_ok(pipe: PipelineUnderTest, dag_id: str, conf: dict[str, Any] | None = N
     return outcome.run_id
 
 
+@dataclass(frozen=True)
+class Served:
+    """A pipeline declared in the session's ``airflow_server``: its DAGs run on the scheduler."""
+
+    spec: PipelineSpec
+    server: AirflowServer
+
+    @property
+    def topic(self) -> str:
+        return self.spec.topics[0]
+
+    def run_ok(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
+        """Trigger a run of ``dag_id`` (REST API), wait for its end and assert success; its run id."""
+        run_id = self.server.trigger(dag_id, conf)
+        state = self.server.wait_for_run(dag_id, run_id, timeout=600)
+        assert state == "success", (dag_id, run_id, state, self.server.task_states(dag_id, run_id))
+        return run_id
+
+
+def serve(server: AirflowServer, pipe: PipelineUnderTest, **changes: Any) -> Served:
+    """Declare ``pipe`` (its pipelines file's entry, top-level fields ``changes``d) in ``server``
+    and wait until the dag-processor has parsed its stream and backfill DAGs."""
+    (declaration,) = yaml.safe_load(pipe.file.read_text())["pipelines"]
+    server.add_pipeline({**declaration, **changes})
+    name = declaration["name"]
+    server.wait_for_dag(stream_dag_id(name))
+    server.wait_for_dag(backfill_dag_id(name))
+    return Served(load_pipeline(name, server.pipelines_file), server)
+
+
 # -- the drained scenario ---------------------------------------------------------------
 @dataclass
 class Drained:
-    pipe: PipelineUnderTest
+    pipe: Served
     produced: list[ProducedRecord]
     cap: int
     run_ids: list[str]
@@ -186,27 +221,28 @@ def kafka(stack: StackInfo) -> Iterator[EoKafkaHook]:
 @pytest.fixture(scope="module")
 def drained(
     stack: StackInfo,
+    airflow_server: AirflowServer,
     pipeline_factory: PipelineFactory,
     ledger: Ledger,
     hbase: happybase.Connection,
     kafka: EoKafkaHook,
 ) -> Drained:
     events = first_batch()
-    pipe = pipeline_factory(
+    declared = pipeline_factory(
         partitions=PARTITIONS,
         bad_records="dead_letter",
         batch_size=7,
         spark={"split_size": SPLIT_SIZE, "conf": {"spark.ui.enabled": False}},
     )
-    produced = produce_records(stack.kafka_bootstrap, pipe.topic, PARTITIONS, iter(events))
+    produced = produce_records(stack.kafka_bootstrap, declared.topic, PARTITIONS, iter(events))
     ends = ends_of(produced)
     assert len(ends) == PARTITIONS and min(ends.values()) > SPLIT_SIZE
     cap = (max(ends.values()) + 1) // 2  # exactly two epochs drain the largest partition
-    pipe = pipe.redeclare(caps={"max_records_per_partition": cap})
+    pipe = serve(airflow_server, declared, caps={"max_records_per_partition": cap})
 
     watch = f"--pipeline\0{pipe.spec.name}\0"
     with CommandLineScanner(secrets_of(stack), watch, watch_any_of=SPARK_SUBMIT, interval=0.02) as scanner:
-        run_ids = [run_ok(pipe, stream_dag_id(pipe.spec.name)) for _ in range(2)]
+        run_ids = [pipe.run_ok(stream_dag_id(pipe.spec.name)) for _ in range(2)]
     spec = pipe.spec
     report = verify_pipeline(spec, produced, ledger=ledger, offsets=kafka, hbase=hbase)
     tps = sorted(ends)
@@ -305,20 +341,16 @@ def test_dead_letters_are_exact_and_counted(drained: Drained) -> None:
 
 
 def test_write_and_commit_task_instances_show_their_epoch(drained: Drained) -> None:
-    """The label the UI shows per task instance (rendered map index), stored by Airflow itself."""
-    db = sqlite3.connect(drained.pipe.runner.home / "airflow.db")
-    try:
-        for run_id, epoch in zip(drained.run_ids, drained.epochs, strict=True):
-            rows = db.execute(
-                "SELECT task_id, rendered_map_index FROM task_instance"
-                " WHERE dag_id = ? AND run_id = ? ORDER BY task_id",
-                (stream_dag_id(drained.pipe.spec.name), run_id),
-            ).fetchall()
-            ranges = " ".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in epoch.ranges)
-            label = f"epoch {epoch.epoch_id} stream, {epoch.record_count} records: {ranges}"
-            assert rows == [("commit", label), ("recover", None), ("reserve", None), ("write", label)]
-    finally:
-        db.close()
+    """The label the UI shows per task instance (rendered map index), stored by Airflow itself
+    and served by its REST API."""
+    dag_id = stream_dag_id(drained.pipe.spec.name)
+    for run_id, epoch in zip(drained.run_ids, drained.epochs, strict=True):
+        path = f"dags/{quote(dag_id)}/dagRuns/{quote(run_id, safe='')}/taskInstances?limit=1000"
+        instances = drained.pipe.server.api("GET", path)["task_instances"]
+        rows = sorted((ti["task_id"], ti["rendered_map_index"]) for ti in instances)
+        ranges = " ".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in epoch.ranges)
+        label = f"epoch {epoch.epoch_id} stream, {epoch.record_count} records: {ranges}"
+        assert rows == [("commit", label), ("recover", None), ("reserve", None), ("write", label)]
 
 
 def test_client_mode_keeps_secrets_off_every_command_line(drained: Drained) -> None:
@@ -344,10 +376,10 @@ def test_committed_ranges_rerun_as_backfills_leave_hbase_identical(
     (epoch_range,) = [r for r in second.ranges if r.partition == widest]
 
     exact = {"partitions": [widest], "start_offset": epoch_range.start, "end_offset": epoch_range.end}
-    run_ids = [run_ok(drained.pipe, backfill_dag_id(spec.name), conf=exact)]
+    run_ids = [drained.pipe.run_ok(backfill_dag_id(spec.name), conf=exact)]
     assert timed_scan(hbase, spec.hbase_table) == before  # values and versions
 
-    run_ids.append(run_ok(drained.pipe, backfill_dag_id(spec.name), conf={"start_offset": 0}))
+    run_ids.append(drained.pipe.run_ok(backfill_dag_id(spec.name), conf={"start_offset": 0}))
     after = timed_scan(hbase, spec.hbase_table)
     assert values_only(after) == values_only(before)
     assert {(row, col) for row, cells in after.items() for col in cells} == {
@@ -380,14 +412,14 @@ def test_backfill_of_an_old_range_after_newer_updates_keeps_the_newer_values(
     old_ends = ends_of(drained.produced)
     newer = produce_records(stack.kafka_bootstrap, drained.pipe.topic, PARTITIONS, iter(second_batch()))
     produced = drained.produced + newer
-    run_ok(drained.pipe, stream_dag_id(spec.name))
+    drained.pipe.run_ok(stream_dag_id(spec.name))
     latest = timed_scan(hbase, spec.hbase_table)
     assert values_only(latest) == expected_rows(produced, "d")
     assert values_only(latest)[b"reborn"] == {b"d:v": b"4", b"d:extra": b"[1,2]"}
     assert b"user-07" not in latest
 
     old_end = min(old_ends.values())
-    run_ok(drained.pipe, backfill_dag_id(spec.name), conf={"start_offset": 0, "end_offset": old_end})
+    drained.pipe.run_ok(backfill_dag_id(spec.name), conf={"start_offset": 0, "end_offset": old_end})
 
     after = timed_scan(hbase, spec.hbase_table)
     assert values_only(after) == values_only(latest)

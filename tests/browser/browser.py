@@ -34,6 +34,8 @@ T = TypeVar("T")
 WINDOW_SIZE = (1600, 1000)
 PAGE_LOAD_TIMEOUT_S = 60
 DEFAULT_WAIT_S = 30.0
+POLL_S = 0.2
+"""Seconds between two looks of a wait (each a WebDriver round trip of a few milliseconds)."""
 
 
 def system_chromium() -> tuple[str, str]:
@@ -101,7 +103,7 @@ class Browser:
                 raise AssertionError(
                     f"waited {timeout:.0f}s for {what} at {self.url} ({last_error}); page saved as {evidence}"
                 )
-            time.sleep(0.5)
+            time.sleep(POLL_S)
 
     def element(
         self, css: str, timeout: float = DEFAULT_WAIT_S, within: WebElement | None = None

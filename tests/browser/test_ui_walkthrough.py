@@ -43,8 +43,12 @@ def walk(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[Walk]:
         yield opened
 
 
-def _wait_for_success(walk: Walk, dag_id: str, run_id: str) -> None:
-    """Wait through the REST API (cheap), naming the task states when the run failed."""
+def _wait_for_success(browser: Browser, walk: Walk, dag_id: str, run_id: str) -> None:
+    """Wait through the REST API (cheap), naming the task states when the run failed. The
+    browser waits on a blank page: the UI would refresh the run every few seconds (requests
+    to the API server, re-rendering) on the cores Spark runs on; the run's page is opened
+    afresh afterwards."""
+    browser.open("about:blank")
     state = walk.server.wait_for_run(dag_id, run_id, timeout=RUN_TIMEOUT_S)
     assert state == "success", f"{dag_id} {run_id}: {state}, tasks {walk.server.task_states(dag_id, run_id)}"
 
@@ -85,7 +89,7 @@ def test_trigger_stream_run_and_watch_it_succeed(browser: Browser, walk: Walk) -
     browser.click(browser.element("[data-testid=trigger-dag-submit]", within=dialog))
     run_id = browser.wait("the new run's page", lambda: ui.run_id_from_url(browser, walk.stream))
     browser.shot("run-started")
-    _wait_for_success(walk, walk.stream, run_id)
+    _wait_for_success(browser, walk, walk.stream, run_id)
 
     rows = _see_run_succeeded(browser, walk, walk.stream, run_id)
     (epoch_id,) = {r.label.split()[1] for r in rows if r.label}
@@ -135,7 +139,7 @@ def test_trigger_form_backfills_one_partition_range(browser: Browser, walk: Walk
         "start_time": None,
         "end_time": None,
     }
-    _wait_for_success(walk, walk.backfill, run_id)
+    _wait_for_success(browser, walk, walk.backfill, run_id)
 
     rows = _see_run_succeeded(browser, walk, walk.backfill, run_id)
     chunk = f"chunk 1/1, 3 offsets: {walk.topic}[1]=[1,4)"
@@ -175,7 +179,7 @@ def test_backfill_dialog_rewrites_exactly_one_day(browser: Browser, walk: Walk) 
         (_iso(day), _iso(day + timedelta(days=1)))
     ]
     run_id = runs[0]["dag_run_id"]
-    _wait_for_success(walk, walk.backfill, run_id)
+    _wait_for_success(browser, walk, walk.backfill, run_id)
 
     rows = _see_run_succeeded(browser, walk, walk.backfill, run_id)
     chunk = f"chunk 1/1, 5 offsets: {walk.topic}[0]=[2,5) {walk.topic}[1]=[1,3)"
