@@ -123,6 +123,8 @@ ENCODERS: dict[type, Callable[[Any], bytes]] = {
     dt.time: lambda value: value.replace(tzinfo=None).isoformat(timespec="microseconds").encode(),
     Decimal: lambda value: format(value, "f").encode(),
     uuid.UUID: lambda value: str(value).encode(),
+    dict: compact_json,
+    list: compact_json,
 }
 
 

@@ -51,12 +51,13 @@ class TopLevelColumns:
         """The cells of a record whose value decoded to the object ``fields``."""
         columns = self._columns
         encoders = ENCODERS
+        flatten = self.flatten
         cells: dict[bytes, bytes] = {}
         for name, value in fields.items():
             column = columns.get(name)
             if column is None:
                 column = columns[name] = self.column(name)
-            if self.flatten and name in self.flatten:
+            if flatten and name in flatten:
                 flatten_into(cells, column, value)
             else:
                 cells[column] = encoders.get(type(value), encode_other)(value)

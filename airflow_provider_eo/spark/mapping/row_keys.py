@@ -77,10 +77,12 @@ class RowKeys:
         """The row key of ``record`` whose value decoded to ``fields`` (None: a tombstone);
         raises BadRecord."""
         if self.parts is None:
-            if not record.key:
+            key = record.key
+            if not key:
                 kind = "a tombstone" if record.value is None else "the row key"
                 raise BadRecord(f"record has no Kafka key, needed for {kind}")
-            key = record.key
+            if self.prefix is None:
+                return key if len(key) <= MAX_ROW_BYTES else checked_row(key)
         elif fields is None and self.names_value_fields:
             raise BadRecord(
                 "a delete (tombstone) cannot derive its row key from the row key template "
