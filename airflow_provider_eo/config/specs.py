@@ -82,6 +82,20 @@ class MappingSpec:
         )
 
     @property
+    def value_paths(self) -> tuple[str, ...]:
+        """Every dotted path into the value the mapping names (columns, template fields,
+        the version field), in that order, each once: what a value schema must have."""
+        paths = [*(self.columns or {}).values()]
+        paths += [name for name in self.template_fields if name != "key" and not name.startswith("key.")]
+        paths += [self.version_field] if self.version_field else []
+        return tuple(dict.fromkeys(paths))
+
+    @property
+    def key_paths(self) -> tuple[str, ...]:
+        """The dotted paths into the decoded key the template names (``{key.id}`` -> ``id``)."""
+        return tuple(name[4:] for name in self.template_fields if name.startswith("key."))
+
+    @property
     def version_field(self) -> str | None:
         """The dotted path of ``version: field:<path>``, or None for offsets."""
         return self.version.partition(":")[2] if self.version.startswith("field:") else None

@@ -170,6 +170,8 @@ def test_full_mapping_section_and_its_round_trip_through_to_dict() -> None:
     assert spec.mapping.template_fields == ("key.region", "customer.id")
     assert spec.mapping.row_key_includes_kafka_key is True
     assert spec.mapping.version_field == "order.updated_at"
+    assert spec.mapping.value_paths == ("customer.id", "order.items", "order.total", "order.updated_at")
+    assert spec.mapping.key_paths == ("region",)
     assert PipelineSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
     assert MappingSpec(row_key="{customer.id}").row_key_includes_kafka_key is False
     assert MappingSpec().row_key_includes_kafka_key is True
