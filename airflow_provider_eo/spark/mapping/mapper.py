@@ -25,8 +25,9 @@ from airflow_provider_eo.errors import BadRecord
 from airflow_provider_eo.formats.factory import build_decoder
 from airflow_provider_eo.formats.plain import Decoder
 from airflow_provider_eo.spark.mapping.columns import SelectedColumns, TopLevelColumns
-from airflow_provider_eo.spark.mapping.metadata import MetadataColumns, VersionField
+from airflow_provider_eo.spark.mapping.metadata import MetadataColumns
 from airflow_provider_eo.spark.mapping.row_keys import RowKeys
+from airflow_provider_eo.spark.mapping.versions import VersionField
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, RowPut
 
 

@@ -1,5 +1,4 @@
-"""Kafka metadata as cells (``mapping.metadata_columns``) and versions from a field
-(``mapping.version: field:<path>``).
+"""Kafka metadata as cells (``mapping.metadata_columns``).
 
 Metadata cells: ``topic`` -> the topic name in UTF-8; ``partition``, ``offset`` ->
 decimal text; ``timestamp`` -> the record's timestamp in epoch milliseconds, decimal
@@ -13,20 +12,11 @@ after the value's cells: a field of the same qualifier is overwritten.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from airflow_provider_eo.config.mapping_syntax import FieldPath
-from airflow_provider_eo.errors import BadRecord
 from airflow_provider_eo.spark.mapping.cells import compact_json
-from airflow_provider_eo.spark.mapping.paths import MISSING, lookup
 from airflow_provider_eo.spark.records import KafkaRecord
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MILLISECOND = dt.timedelta(milliseconds=1)
-#: The largest HBase timestamp (a Java long).
-MAX_VERSION = (1 << 63) - 1
 
 
 def _header_value(value: bytes | None) -> Any:
@@ -64,31 +54,3 @@ class MetadataColumns:
             value = value_of(record)
             if value is not None:
                 cells[column] = value
-
-
-class VersionField:
-    """``version: field:<path>``: the cell version of a record from a field of its value.
-
-    An int (not a bool) is the version as is; a datetime becomes epoch milliseconds (naive
-    = UTC). Missing, null, any other type, negative or beyond a Java long: BadRecord.
-    """
-
-    def __init__(self, path: FieldPath) -> None:
-        self.path = path
-        self.name = ".".join(path)
-
-    def of(self, fields: Any) -> int:
-        """The version of a record whose value decoded to ``fields``; raises BadRecord."""
-        value = lookup(fields, self.path)
-        if value is None or value is MISSING:
-            raise BadRecord(f"version field {self.name!r} is missing or null")
-        if isinstance(value, dt.datetime):
-            moment = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-            value = (moment - _EPOCH) // _MILLISECOND
-        elif isinstance(value, bool) or not isinstance(value, int):
-            raise BadRecord(
-                f"version field {self.name!r} is not an integer or a timestamp (got {type(value).__name__})"
-            )
-        if not 0 <= value <= MAX_VERSION:
-            raise BadRecord(f"version field {self.name!r} is {value}, outside 0..{MAX_VERSION}")
-        return value
