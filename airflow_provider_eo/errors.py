@@ -22,7 +22,7 @@ Class                          Module                  Meaning
 ``HBaseWriteError``            ``spark.hbase_writer``  a segment could not be written to HBase
   ``UnsafeColumnFamilyError``  ``spark.hbase_writer``  the family is missing or would lose cells
 ``RecordError``                ``errors``              a record cannot be written as declared
-  ``BadRecord``                ``spark.mapping``       unmappable record (the bad-record policy decides)
+  ``BadRecord``                ``errors``              undecodable or unmappable record (the policy decides)
   ``BadRecordError``           ``spark.dead_letters``  a bad record under ``bad_records: fail``
 ``TaskError``                  ``errors``              the write step's Spark tasks did not complete
   ``ExecutorTaskError``        ``spark.task_errors``   raised on an executor: its cause as data
@@ -58,3 +58,13 @@ class RecordError(EoError):
 
 class TaskError(EoError):
     """The write step's Spark tasks did not complete (the epoch is not voted)."""
+
+
+class BadRecord(RecordError):
+    """One record that cannot be decoded or mapped; ``reason`` says why (the bad-record
+    policy decides: a dead letter, or the task fails). Also importable from
+    ``airflow_provider_eo.spark.mapping``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

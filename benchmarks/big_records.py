@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from airflow_provider_eo.config.specs import DEFAULT_BATCH_BYTES
+from airflow_provider_eo.config.specs import DEFAULT_BATCH_BYTES, MappingSpec
 from airflow_provider_eo.spark.mapping import build_mapper
 from airflow_provider_eo.spark.records import KafkaRecord
 from benchmarks import baselines
@@ -40,7 +40,7 @@ ROUNDS = 3
 def records_per_segment(make: Callable[[int], tuple[bytes, bytes]]) -> int:
     """How many of these records the default byte bound puts in one segment (HBase write)."""
     key, value = make(0)
-    weight = build_mapper("d").map(KafkaRecord("t", 0, 0, key, value)).size_bytes
+    weight = build_mapper(MappingSpec(), "d").map(KafkaRecord("t", 0, 0, key, value)).size_bytes
     return max(1, DEFAULT_BATCH_BYTES // weight)
 
 

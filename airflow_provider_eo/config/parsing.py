@@ -7,10 +7,10 @@ field and rejects unknown keys; the first problem raises ``PipelineConfigError``
 from __future__ import annotations
 
 import re
-import string
 from datetime import UTC, date, datetime
 from typing import Any
 
+from airflow_provider_eo.config.mapping_parsing import parse_mapping
 from airflow_provider_eo.config.scheduling import parse_backfill, parse_schedule, parse_timeouts, parse_wait
 from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.size_limits import MAX_BATCH_BYTES, check_pipeline_sizes
@@ -18,7 +18,6 @@ from airflow_provider_eo.config.specs import (
     DEFAULT_BATCH_BYTES,
     HBASE_KEYVALUE_MAXSIZE,
     CapsSpec,
-    MappingSpec,
     PipelineSpec,
     SparkResources,
     SparkSpec,
@@ -36,7 +35,6 @@ TABLE_RE = re.compile(r"^(?:[A-Za-z0-9_]+:)?[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 FAMILY_ILLEGAL = re.compile(r"^\.|[:/\\]")
 #: librdkafka's ``consume()`` takes at most 1M messages; a segment is one Thrift call.
 MAX_BATCH_SIZE = 1_000_000
-FUNCTION_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 MEMORY_RE = re.compile(r"^\d+[kmgtKMGT]?$")
 #: What ``spark-submit --master`` accepts: local modes, standalone (HA lists too), YARN, Kubernetes.
 MASTER_RE = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://\S+|yarn|k8s://\S+)$")
@@ -66,7 +64,7 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         hbase_table=table,
         column_family=family,
         hbase_keyvalue_maxsize=keyvalue_maxsize,
-        mapping=_parse_mapping(section.child("mapping")),
+        mapping=parse_mapping(section.child("mapping")),
         starting=_parse_starting(section.child("starting")),
         caps=_parse_caps(section.child("caps")),
         bad_records=section.choice("bad_records", ("fail", "dead_letter"), "fail"),
@@ -111,37 +109,6 @@ def _parse_topics(section: Section) -> tuple[tuple[str, ...], str | None]:
     if len(set(topics)) != len(topics):
         section.fail("topics", "lists a topic more than once")
     return tuple(topics), None
-
-
-def _parse_mapping(section: Section) -> MappingSpec:
-    row_key = section.string("row_key", "kafka_key")
-    if row_key != "kafka_key":
-        _check_template(section, row_key)
-    function = section.string("function", None)
-    if function is not None and not FUNCTION_RE.fullmatch(function):
-        section.fail("function", f"must be an importable 'package.module:function' path, got {function!r}")
-    spec = MappingSpec(
-        row_key=row_key,
-        value_format=section.choice("value_format", ("json",), "json"),
-        function=function,
-        max_record_bytes=section.integer("max_record_bytes", 1_048_576),
-    )
-    section.finish()
-    return spec
-
-
-def _check_template(section: Section, template: str) -> None:
-    try:
-        parts = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        section.fail("row_key", f"is not a valid template: {exc}")
-    names = [name for _, name, _, _ in parts if name is not None]
-    if not names:
-        example = "'{user_id}:{region}'"
-        section.fail("row_key", f"must be 'kafka_key' or a template like {example}, got {template!r}")
-    for _, name, spec, conversion in parts:
-        if name is not None and (not name.isidentifier() or spec or conversion):
-            section.fail("row_key", f"template fields must be plain JSON field names, got {{{name}}}")
 
 
 def _parse_starting(section: Section) -> StartingSpec:

@@ -24,20 +24,42 @@ HBASE_KEYVALUE_MAXSIZE = 10_485_760
 DEFAULT_BATCH_BYTES = 4_194_304
 
 
+ValueFormat = Literal["json", "string", "bytes", "avro", "protobuf", "json_schema"]
+KeyFormat = Literal["bytes", "string", "json", "avro", "protobuf", "json_schema"]
+#: Formats whose records carry a schema id of a Schema Registry (Confluent wire format).
+REGISTRY_FORMATS = ("avro", "protobuf", "json_schema")
+METADATA_FIELDS = ("topic", "partition", "offset", "timestamp", "headers")
+
+
 @dataclass(frozen=True)
 class MappingSpec:
-    """How a Kafka record becomes HBase cells.
+    """How a Kafka record becomes HBase cells (``docs/pipelines.md``, ``mapping``).
 
-    ``row_key`` is ``"kafka_key"`` (the record key bytes) or a template over JSON
-    fields of the value such as ``"{user_id}:{region}"``; ``template_fields`` lists
-    the field names the template uses. ``function`` is an optional importable
-    ``"pkg.module:function"`` path for a user mapping function.
+    ``row_key`` is ``"kafka_key"`` (the record key bytes) or a template over field paths
+    such as ``"{customer.id}:{order_id}"`` (``{key}``/``{key.id}``: the decoded Kafka key);
+    ``row_key_prefix`` is None, ``"hash:N"`` or ``"salt:N"``. ``columns`` is None (every
+    top-level field is a column) or ``{qualifier: dotted.path}``; ``flatten`` lists the
+    paths written one cell per element; ``metadata_columns`` maps Kafka metadata
+    (topic, partition, offset, timestamp, headers) to qualifiers. ``version`` is
+    ``"offset"`` or ``"field:<dotted.path>"``. ``function`` is an optional importable
+    ``"pkg.module:function"`` user mapping. The grammars: ``config.mapping_syntax``.
     """
 
+    value_format: ValueFormat = "json"
+    key_format: KeyFormat = "bytes"
     row_key: str = "kafka_key"
-    value_format: Literal["json"] = "json"
+    row_key_prefix: str | None = None
+    columns: dict[str, str] | None = None
+    flatten: tuple[str, ...] = ()
+    metadata_columns: dict[str, str] = field(default_factory=dict)
+    version: str = "offset"
     function: str | None = None
     max_record_bytes: int = 1_048_576
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MappingSpec:
+        """The spec ``asdict`` (and a JSON round trip of it) made."""
+        return cls(**{**data, "flatten": tuple(data["flatten"])})
 
     @property
     def row_key_source(self) -> RowKeySource:
@@ -46,10 +68,37 @@ class MappingSpec:
 
     @property
     def template_fields(self) -> tuple[str, ...]:
-        """The JSON field names the row-key template refers to (empty for kafka_key)."""
+        """The field paths the row-key template names, as written (empty for kafka_key)."""
         if self.row_key_source == "kafka_key":
             return ()
         return tuple(name for _, name, _, _ in string.Formatter().parse(self.row_key) if name)
+
+    @property
+    def row_key_includes_kafka_key(self) -> bool:
+        """True when every row's records share one Kafka key (``kafka_key``, or a template
+        naming ``{key}``/``{key.*}``), so the default partitioner keeps a row in one partition."""
+        return self.row_key_source == "kafka_key" or any(
+            name == "key" or name.startswith("key.") for name in self.template_fields
+        )
+
+    @property
+    def value_paths(self) -> tuple[str, ...]:
+        """Every dotted path into the value the mapping names (columns, template fields,
+        the version field), in that order, each once: what a value schema must have."""
+        paths = [*(self.columns or {}).values()]
+        paths += [name for name in self.template_fields if name != "key" and not name.startswith("key.")]
+        paths += [self.version_field] if self.version_field else []
+        return tuple(dict.fromkeys(paths))
+
+    @property
+    def key_paths(self) -> tuple[str, ...]:
+        """The dotted paths into the decoded key the template names (``{key.id}`` -> ``id``)."""
+        return tuple(name[4:] for name in self.template_fields if name.startswith("key."))
+
+    @property
+    def version_field(self) -> str | None:
+        """The dotted path of ``version: field:<path>``, or None for offsets."""
+        return self.version.partition(":")[2] if self.version.startswith("field:") else None
 
 
 @dataclass(frozen=True)
@@ -175,7 +224,7 @@ class PipelineSpec:
         validation of user input: raises KeyError or TypeError for any other mapping."""
         spark = dict(data["spark"])
         nested = {
-            "mapping": MappingSpec(**data["mapping"]),
+            "mapping": MappingSpec.from_dict(data["mapping"]),
             "starting": StartingSpec(**data["starting"]),
             "caps": CapsSpec(**data["caps"]),
             "spark": SparkSpec(**{**spark, "resources": SparkResources(**spark["resources"])}),

@@ -32,10 +32,12 @@ class KafkaRecord:
 
 @dataclass(frozen=True)
 class RowPut:
-    """Set ``cells`` (``b"family:qualifier" -> value``) on ``row``."""
+    """Set ``cells`` (``b"family:qualifier" -> value``) on ``row``; ``version`` is the cell
+    version a ``version: field:...`` mapping read from the record (None: from the offset)."""
 
     row: bytes
     cells: dict[bytes, bytes] = field(default_factory=dict)
+    version: int | None = None
 
     @cached_property
     def size_bytes(self) -> int:
@@ -46,10 +48,12 @@ class RowPut:
 
 @dataclass(frozen=True)
 class RowDelete:
-    """Delete ``families`` of ``row`` (every version up to the segment timestamp)."""
+    """Delete ``families`` of ``row`` (every version up to the segment timestamp, or up to
+    ``version`` when a ``version: field:...`` mapping set it)."""
 
     row: bytes
     families: tuple[bytes, ...]
+    version: int | None = None
 
     @cached_property
     def size_bytes(self) -> int:

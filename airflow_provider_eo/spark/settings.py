@@ -65,15 +65,12 @@ def task_settings(
     """
     kafka = kafka_client_config(connection_from_env(kafka_conn_id))
     check_consumer_sizes(spec, kafka.config)
-    mapping = spec.mapping
     return TaskSettings(
         pipeline=spec.name,
         epoch_id=epoch_id,
         hbase_table=spec.hbase_table,
         column_family=spec.column_family,
-        row_key_template=None if mapping.row_key_source == "kafka_key" else mapping.row_key,
-        mapping_function=mapping.function,
-        max_record_bytes=mapping.max_record_bytes,
+        mapping=spec.mapping,
         bad_records=spec.bad_records,
         batch_size=spec.batch_size,
         batch_bytes=spec.batch_bytes,

@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.errors import EoError
+from airflow_provider_eo.config.specs import MappingSpec
+from airflow_provider_eo.errors import BadRecord, EoError
+from airflow_provider_eo.formats.factory import build_decoder
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
@@ -31,7 +33,7 @@ from airflow_provider_eo.spark.dead_letters import (
     LedgerDeadLetterSink,
 )
 from airflow_provider_eo.spark.hbase_writer import SegmentWriter
-from airflow_provider_eo.spark.mapping import BadRecord, build_mapper
+from airflow_provider_eo.spark.mapping import build_mapper
 from airflow_provider_eo.spark.range_reader import read_range
 from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
@@ -53,9 +55,7 @@ class TaskSettings:
     epoch_id: int
     hbase_table: str
     column_family: str
-    row_key_template: str | None
-    mapping_function: str | None
-    max_record_bytes: int
+    mapping: MappingSpec
     bad_records: BadRecordPolicy
     batch_size: int
     batch_bytes: int
@@ -102,11 +102,12 @@ def run_task(
     metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
     fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
     log.info("task start %s", fields)
+    mapping = settings.mapping
     mapper = build_mapper(
+        mapping,
         settings.column_family,
-        row_key_template=settings.row_key_template,
-        function=settings.mapping_function,
-        max_record_bytes=settings.max_record_bytes,
+        value_decoder=build_decoder(mapping.value_format, "value", None),
+        key_decoder=build_decoder(mapping.key_format, "key", None),
         max_cell_bytes=settings.hbase_keyvalue_maxsize,
     )
     ledger_sink = LedgerDeadLetterSink(settings.ledger_dsn)

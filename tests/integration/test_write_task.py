@@ -20,6 +20,7 @@ import happybase
 import psycopg2
 import pytest
 
+from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger import Ledger, PartitionRange
 from airflow_provider_eo.spark.dead_letters import BadRecordError
 from airflow_provider_eo.spark.hbase_writer import HBaseWriteError, SegmentWriter
@@ -108,9 +109,7 @@ def _settings(stack: StackInfo, table: str, ledger_dsn: str, **overrides: Any) -
         "epoch_id": 0,
         "hbase_table": table,
         "column_family": "cf",
-        "row_key_template": None,
-        "mapping_function": None,
-        "max_record_bytes": 100,
+        "mapping": MappingSpec(max_record_bytes=100),
         "bad_records": "dead_letter",
         "batch_size": 3,
         "batch_bytes": 4_194_304,

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def test_minimal_pipeline_gets_every_default() -> None:
             hbase_table="orders",
             column_family="d",
             hbase_keyvalue_maxsize=10_485_760,
-            mapping=MappingSpec("kafka_key", "json", None, 1_048_576),
+            mapping=MappingSpec(),
             starting=StartingSpec("earliest", None, "earliest"),
             caps=CapsSpec(None, None),
             bad_records="fail",
@@ -111,7 +112,9 @@ def test_full_example() -> None:
         hbase_table="clicks",
         column_family="c",
         hbase_keyvalue_maxsize=65536,
-        mapping=MappingSpec("{user_id}:{region}", "json", "my_pkg.mappers:to_cells", 65536),
+        mapping=MappingSpec(
+            row_key="{user_id}:{region}", function="my_pkg.mappers:to_cells", max_record_bytes=65536
+        ),
         starting=StartingSpec("timestamp", 1_704_067_200_000, "latest"),
         caps=CapsSpec(1000, 5000),
         bad_records="dead_letter",
@@ -133,6 +136,46 @@ def test_full_example() -> None:
     assert clicks.mapping.template_fields == ("user_id", "region")
     assert specs["orders"].topics == ("orders", "refunds")
     assert specs["orders"].starting.timestamp_ms == 1_700_000_000_000
+
+
+NESTED_MAPPING = """
+pipelines:
+  - name: orders
+    topics: [orders]
+    hbase: {table: orders}
+    mapping:
+      value_format: avro
+      key_format: json
+      row_key: "{key.region}:{customer.id}"
+      row_key_prefix: "salt:16"
+      columns: {cid: customer.id, items: order.items, total: order.total}
+      flatten: [order.items]
+      metadata_columns: {offset: _o, headers: _h}
+      version: "field:order.updated_at"
+"""
+
+
+def test_full_mapping_section_and_its_round_trip_through_to_dict() -> None:
+    spec = parse_pipelines_text(NESTED_MAPPING, "p.yaml")["orders"]
+    assert spec.mapping == MappingSpec(
+        value_format="avro",
+        key_format="json",
+        row_key="{key.region}:{customer.id}",
+        row_key_prefix="salt:16",
+        columns={"cid": "customer.id", "items": "order.items", "total": "order.total"},
+        flatten=("order.items",),
+        metadata_columns={"offset": "_o", "headers": "_h"},
+        version="field:order.updated_at",
+    )
+    assert spec.mapping.template_fields == ("key.region", "customer.id")
+    assert spec.mapping.row_key_includes_kafka_key is True
+    assert spec.mapping.version_field == "order.updated_at"
+    assert spec.mapping.value_paths == ("customer.id", "order.items", "order.total", "order.updated_at")
+    assert spec.mapping.key_paths == ("region",)
+    assert PipelineSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    assert MappingSpec(row_key="{customer.id}").row_key_includes_kafka_key is False
+    assert MappingSpec().row_key_includes_kafka_key is True
+    assert MappingSpec().version_field is None
 
 
 @pytest.mark.parametrize(
@@ -172,13 +215,67 @@ INVALID_PIPELINES = [
         document(mapping__row_key="user"),
         P + "field 'mapping.row_key': must be 'kafka_key' or a template like '{user_id}:{region}', got 'user'",
     ),
-    (document(mapping__row_key="{a.b}"), P + "field 'mapping.row_key': template fields must be plain JSON field names, got {a.b}"),
-    (document(mapping__row_key="{}:x"), P + "field 'mapping.row_key': template fields must be plain JSON field names, got {}"),
+    (document(mapping__row_key="{a[0]}"), P + "field 'mapping.row_key': template fields must be dotted field paths such as {customer.id}, got {a[0]}"),
+    (document(mapping__row_key="{}:x"), P + "field 'mapping.row_key': template fields must be dotted field paths such as {customer.id}, got {}"),
+    (document(mapping__row_key="{a..b}"), P + "field 'mapping.row_key': template fields must be dotted field paths such as {customer.id}, got {a..b}"),
+    (document(mapping__row_key="{a:>5}"), P + "field 'mapping.row_key': template fields must be dotted field paths such as {customer.id}, got {a}"),
     (document(mapping__row_key="{a"), P + "field 'mapping.row_key': is not a valid template: expected '}' before end of string"),
+    (
+        document(mapping__row_key="{key.id}"),
+        P + "field 'mapping.row_key': names a field of the Kafka key ({key.id}) but key_format 'bytes' has no fields (use json, avro, protobuf or json_schema)",
+    ),
+    (document(mapping__row_key_prefix="md5:4"), P + "field 'mapping.row_key_prefix': must be 'hash:N' or 'salt:N', got 'md5:4'"),
+    (document(mapping__row_key_prefix="hash:33"), P + "field 'mapping.row_key_prefix': hash:N takes 1 <= N <= 32 hex characters, got 'hash:33'"),
+    (document(mapping__row_key_prefix="salt:1"), P + "field 'mapping.row_key_prefix': salt:N takes 2 <= N <= 10000 buckets, got 'salt:1'"),
     (document(mapping__function="pkg.mod.func"), P + "field 'mapping.function': must be an importable 'package.module:function' path, got 'pkg.mod.func'"),
-    (document(mapping__value_format="avro"), P + "field 'mapping.value_format': must be one of json, got 'avro'"),
+    (document(mapping__value_format="xml"), P + "field 'mapping.value_format': must be one of json, string, bytes, avro, protobuf, json_schema, got 'xml'"),
+    (document(mapping__key_format="int"), P + "field 'mapping.key_format': must be one of bytes, string, json, avro, protobuf, json_schema, got 'int'"),
     (document(mapping__max_record_bytes=0), P + "field 'mapping.max_record_bytes': must be an integer >= 1, got 0"),
-    (document(mapping__key="x"), P + "field 'mapping.key': unknown key (allowed here: function, max_record_bytes, row_key, value_format)"),
+    (document(mapping__columns=["a"]), P + "field 'mapping.columns': must map qualifiers to dotted field paths, got ['a']"),
+    (document(mapping__columns={}), P + "field 'mapping.columns': must map qualifiers to dotted field paths, got {}"),
+    (document(mapping__columns={"id": 5}), P + "field 'mapping.columns.id': must be a dotted field path, got 5"),
+    (
+        document(mapping__columns={"id": "a..b"}),
+        P + "field 'mapping.columns.id': 'a..b' is not a dotted field path (segments separated by '.', without whitespace or any of . [ ] { } : !)",
+    ),
+    (document(mapping__columns={" ": "a"}), P + "field 'mapping.columns': qualifiers must be non-empty strings without control characters, got ' '"),
+    (document(mapping__flatten="tags"), P + "field 'mapping.flatten': must be a list of dotted field paths, got 'tags'"),
+    (document(mapping__flatten=["a.b"]), P + "field 'mapping.flatten[0]': 'a.b' is nested: without 'columns' only top-level fields are cells"),
+    (
+        document(mapping__columns={"t": "order.tags"}, mapping__flatten=["order.items"]),
+        P + "field 'mapping.flatten[0]': 'order.items' is not a path of 'columns' (flatten names the paths of columns)",
+    ),
+    (document(mapping__flatten=["t", "t"]), P + "field 'mapping.flatten': lists a path more than once"),
+    (document(mapping__metadata_columns=["offset"]), P + "field 'mapping.metadata_columns': must map topic, partition, offset, timestamp, headers to qualifiers, got ['offset']"),
+    (document(mapping__metadata_columns={"key": "k"}), P + "field 'mapping.metadata_columns.key': is not Kafka metadata (allowed: topic, partition, offset, timestamp, headers)"),
+    (document(mapping__metadata_columns={"offset": ""}), P + "field 'mapping.metadata_columns.offset': qualifiers must be non-empty strings without control characters, got ''"),
+    (
+        document(mapping__metadata_columns={"offset": "o", "partition": "o"}),
+        P + "field 'mapping.metadata_columns.partition': qualifier 'o' is already a metadata column",
+    ),
+    (
+        document(mapping__columns={"o": "order"}, mapping__metadata_columns={"offset": "o"}),
+        P + "field 'mapping.metadata_columns.offset': qualifier 'o' is also in 'columns'",
+    ),
+    (document(mapping__version="timestamp"), P + "field 'mapping.version': must be 'offset' or 'field:<dotted.path>', got 'timestamp'"),
+    (document(mapping__version="field:"), P + "field 'mapping.version': must be 'offset' or 'field:<dotted.path>', got 'field:'"),
+    (
+        document(mapping__version="field:a b"),
+        P + "field 'mapping.version': 'a b' is not a dotted field path (segments separated by '.', without whitespace or any of . [ ] { } : !)",
+    ),
+    (
+        document(mapping__function="m:f", mapping__value_format="avro"),
+        P + "field 'mapping.value_format': does not apply with 'function' (the function reads the raw record)",
+    ),
+    (
+        document(mapping__function="m:f", mapping__columns={"a": "a"}),
+        P + "field 'mapping.columns': does not apply with 'function' (the function returns the cells)",
+    ),
+    (document(mapping__function="m:f", mapping__flatten=["a"]), P + "field 'mapping.flatten': does not apply with 'function' (the function returns the cells)"),
+    (
+        document(mapping__key="x"),
+        P + "field 'mapping.key': unknown key (allowed here: columns, flatten, function, key_format, max_record_bytes, metadata_columns, row_key, row_key_prefix, value_format, version)",
+    ),
     (document(starting__policy="now"), P + "field 'starting.policy': must be one of earliest, latest, timestamp, got 'now'"),
     (document(starting__policy="timestamp"), P + "field 'starting.timestamp': is required when policy is 'timestamp'"),
     (document(starting__timestamp=5), P + "field 'starting.timestamp': is only allowed when policy is 'timestamp' (policy is 'earliest')"),

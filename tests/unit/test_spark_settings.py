@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eo.config import PipelineConfigError, PipelineNotDeclared, parse_pipelines_text
+from airflow_provider_eo.config import (
+    MappingSpec,
+    PipelineConfigError,
+    PipelineNotDeclared,
+    parse_pipelines_text,
+)
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.spark.app import parse_args
 from airflow_provider_eo.spark.package_zip import build_zip
@@ -70,7 +75,7 @@ def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch
     assert (settings.pipeline, settings.epoch_id, settings.hbase_table, settings.column_family) == (
         "users", 12, "users_t", "u"
     )  # fmt: skip
-    assert (settings.row_key_template, settings.max_record_bytes) == ("{id}:{region}", 512)
+    assert settings.mapping == MappingSpec(row_key="{id}:{region}", max_record_bytes=512)
     assert (settings.bad_records, settings.batch_size) == ("dead_letter", 7)
     assert (settings.batch_bytes, settings.hbase_keyvalue_maxsize) == (4_194_304, 10_485_760)
     assert settings.kafka_config == {

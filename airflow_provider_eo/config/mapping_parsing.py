@@ -1,0 +1,156 @@
+"""Validation of a pipeline's ``mapping`` section into a :class:`MappingSpec`.
+
+Every problem raises ``PipelineConfigError`` naming the file, the pipeline and the field
+(``mapping.columns.total``, ``mapping.flatten[1]``...). The grammars of paths, templates,
+prefixes and version sources are :mod:`airflow_provider_eo.config.mapping_syntax`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_eo.config.mapping_syntax import parse_path, parse_prefix, parse_template, parse_version
+from airflow_provider_eo.config.section import CONTROL_CHARS, Section
+from airflow_provider_eo.config.specs import METADATA_FIELDS, MappingSpec
+
+VALUE_FORMATS = ("json", "string", "bytes", "avro", "protobuf", "json_schema")
+KEY_FORMATS = ("bytes", "string", "json", "avro", "protobuf", "json_schema")
+#: Key formats that decode to records, so ``{key.<path>}`` can reach a field.
+STRUCTURED_KEY_FORMATS = ("json", "avro", "protobuf", "json_schema")
+FUNCTION_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def parse_mapping(section: Section) -> MappingSpec:
+    """The ``mapping`` section of one pipeline, every field checked (unknown keys rejected)."""
+    key_format = section.choice("key_format", KEY_FORMATS, "bytes")
+    row_key = section.string("row_key", "kafka_key")
+    if row_key != "kafka_key":
+        _check_template(section, row_key, key_format)
+    prefix = section.string("row_key_prefix", None)
+    if prefix is not None:
+        try:
+            parse_prefix(prefix)
+        except ValueError as exc:
+            section.fail("row_key_prefix", str(exc))
+    function = section.string("function", None)
+    if function is not None and not FUNCTION_RE.fullmatch(function):
+        section.fail("function", f"must be an importable 'package.module:function' path, got {function!r}")
+    columns = _columns(section)
+    flatten = _flatten(section, columns)
+    spec = MappingSpec(
+        value_format=section.choice("value_format", VALUE_FORMATS, "json"),
+        key_format=key_format,
+        row_key=row_key,
+        row_key_prefix=prefix,
+        columns=columns,
+        flatten=flatten,
+        metadata_columns=_metadata_columns(section, columns),
+        version=_version(section),
+        function=function,
+        max_record_bytes=section.integer("max_record_bytes", 1_048_576),
+    )
+    if function is not None:
+        _check_function_alone(section, spec)
+    section.finish()
+    return spec
+
+
+def _check_template(section: Section, template: str, key_format: str) -> None:
+    try:
+        parts = parse_template(template)
+    except ValueError as exc:
+        section.fail("row_key", str(exc))
+    for _, field in parts:
+        if field is not None and field[0] == "key" and field[1] and key_format not in STRUCTURED_KEY_FORMATS:
+            section.fail(
+                "row_key",
+                f"names a field of the Kafka key ({{key.{'.'.join(field[1])}}}) but key_format "
+                f"{key_format!r} has no fields (use json, avro, protobuf or json_schema)",
+            )
+
+
+def _qualifier(section: Section, key: str, qualifier: Any) -> str:
+    if not isinstance(qualifier, str) or not qualifier.strip() or CONTROL_CHARS.search(qualifier):
+        section.fail(
+            key, f"qualifiers must be non-empty strings without control characters, got {qualifier!r}"
+        )
+    return qualifier
+
+
+def _columns(section: Section) -> dict[str, str] | None:
+    raw = section.raw("columns", None)
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not raw:
+        section.fail("columns", f"must map qualifiers to dotted field paths, got {raw!r}")
+    columns: dict[str, str] = {}
+    for qualifier, path in raw.items():
+        _qualifier(section, "columns", qualifier)
+        if not isinstance(path, str):
+            section.fail(f"columns.{qualifier}", f"must be a dotted field path, got {path!r}")
+        try:
+            parse_path(path)
+        except ValueError as exc:
+            section.fail(f"columns.{qualifier}", str(exc))
+        columns[qualifier] = path
+    return columns
+
+
+def _flatten(section: Section, columns: dict[str, str] | None) -> tuple[str, ...]:
+    raw = section.raw("flatten", [])
+    if not isinstance(raw, list):
+        section.fail("flatten", f"must be a list of dotted field paths, got {raw!r}")
+    for index, path in enumerate(raw):
+        key = f"flatten[{index}]"
+        if not isinstance(path, str):
+            section.fail(key, f"must be a dotted field path, got {path!r}")
+        try:
+            segments = parse_path(path)
+        except ValueError as exc:
+            section.fail(key, str(exc))
+        if columns is None and len(segments) > 1:
+            section.fail(key, f"{path!r} is nested: without 'columns' only top-level fields are cells")
+        if columns is not None and path not in columns.values():
+            section.fail(key, f"{path!r} is not a path of 'columns' (flatten names the paths of columns)")
+    if len(set(raw)) != len(raw):
+        section.fail("flatten", "lists a path more than once")
+    return tuple(raw)
+
+
+def _metadata_columns(section: Section, columns: dict[str, str] | None) -> dict[str, str]:
+    raw = section.raw("metadata_columns", {})
+    if not isinstance(raw, Mapping):
+        section.fail("metadata_columns", f"must map {', '.join(METADATA_FIELDS)} to qualifiers, got {raw!r}")
+    metadata: dict[str, str] = {}
+    for name, qualifier in raw.items():
+        key = f"metadata_columns.{name}"
+        if name not in METADATA_FIELDS:
+            section.fail(key, f"is not Kafka metadata (allowed: {', '.join(METADATA_FIELDS)})")
+        _qualifier(section, key, qualifier)
+        if qualifier in metadata.values():
+            section.fail(key, f"qualifier {qualifier!r} is already a metadata column")
+        if columns is not None and qualifier in columns:
+            section.fail(key, f"qualifier {qualifier!r} is also in 'columns'")
+        metadata[name] = qualifier
+    return metadata
+
+
+def _version(section: Section) -> str:
+    version = section.string("version", "offset")
+    try:
+        parse_version(version)
+    except ValueError as exc:
+        section.fail("version", str(exc))
+    return version
+
+
+def _check_function_alone(section: Section, spec: MappingSpec) -> None:
+    """A user function maps the raw record itself: value_format, columns and flatten do not apply."""
+    if spec.value_format != "json":
+        section.fail("value_format", "does not apply with 'function' (the function reads the raw record)")
+    if spec.columns is not None:
+        section.fail("columns", "does not apply with 'function' (the function returns the cells)")
+    if spec.flatten:
+        section.fail("flatten", "does not apply with 'function' (the function returns the cells)")

@@ -1,0 +1,28 @@
+"""The decoder of a pipeline's ``value_format`` or ``key_format``.
+
+Plain formats (json, string, bytes) come from :mod:`.plain`; Schema Registry formats
+(avro, protobuf, json_schema) from ``.registry``, imported only for them, so a plain
+pipeline never loads the registry client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_eo.formats.plain import Decoder, plain_decoder
+
+PLAIN_FORMATS = ("json", "string", "bytes")
+
+
+def build_decoder(fmt: str, part: str, schema_cache: Any) -> Decoder:
+    """``decode(data: bytes) -> Any`` for ``fmt`` and ``part`` (``"value"`` or ``"key"``).
+
+    ``schema_cache`` is the task's registry client (``formats.registry.SchemaCache``),
+    used by registry formats only (None is fine for plain ones). Raises ValueError for an
+    unknown format.
+    """
+    if fmt in PLAIN_FORMATS:
+        return plain_decoder(fmt, part)
+    from airflow_provider_eo.formats.registry import registry_decoder
+
+    return registry_decoder(fmt, part, schema_cache)
