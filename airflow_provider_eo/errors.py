@@ -19,10 +19,13 @@ Class                          Module                  Meaning
 ``KafkaAccessError``           ``errors``              a Kafka call or read did not complete
   ``EoKafkaError``             ``hooks.kafka``         metadata, watermark or group-offset call
   ``RangeReadError``           ``spark.range_reader``  a task range could not be read to its end
+``RegistryAccessError``        ``errors``              a Schema Registry call did not complete
+  ``RegistryUnavailable``      ``formats.registry``    unreachable, or an answer 5xx/408/429 (retry)
+  ``RegistryRefused``          ``formats.registry``    any other refusal (401, 403, ...)
 ``HBaseWriteError``            ``spark.hbase_writer``  a segment could not be written to HBase
   ``UnsafeColumnFamilyError``  ``spark.hbase_writer``  the family is missing or would lose cells
 ``RecordError``                ``errors``              a record cannot be written as declared
-  ``BadRecord``                ``spark.mapping``       unmappable record (the bad-record policy decides)
+  ``BadRecord``                ``errors``              undecodable or unmappable record (the policy decides)
   ``BadRecordError``           ``spark.dead_letters``  a bad record under ``bad_records: fail``
 ``TaskError``                  ``errors``              the write step's Spark tasks did not complete
   ``ExecutorTaskError``        ``spark.task_errors``   raised on an executor: its cause as data
@@ -52,9 +55,27 @@ class KafkaAccessError(EoError):
     """A Kafka call or read did not complete; the message names topic/partition or group."""
 
 
+class RegistryAccessError(EoError):
+    """A Schema Registry call did not complete; the message names the registry call.
+
+    Never a bad record: the task fails (nothing is dead-lettered, nothing skipped) and
+    Airflow retries it, like a Kafka or HBase outage.
+    """
+
+
 class RecordError(EoError):
     """A Kafka record cannot be written as the pipeline declares; the message says why."""
 
 
 class TaskError(EoError):
     """The write step's Spark tasks did not complete (the epoch is not voted)."""
+
+
+class BadRecord(RecordError):
+    """One record that cannot be decoded or mapped; ``reason`` says why (the bad-record
+    policy decides: a dead letter, or the task fails). Also importable from
+    ``airflow_provider_eo.spark.mapping``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -3,7 +3,8 @@
 A thin subclass of the Spark provider's ``SparkSubmitOperator``. What it adds is
 how settings reach the Spark application without ever appearing on a command line:
 
-* the ledger, Kafka and HBase connections are resolved inside ``execute`` and
+* the ledger, Kafka and HBase connections (and the Schema Registry's, for a pipeline whose
+  key or value format needs it) are resolved inside ``execute`` and
   handed over as ``AIRFLOW_CONN_*`` environment variables (JSON form), and the
   pipeline's parsed spec, the one this task run built its Spark options from, as
   ``EO_PIPELINE_SPEC`` (JSON): the driver never reads the YAML again, so a pipelines file
@@ -54,10 +55,12 @@ from airflow.sdk import BaseHook
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.formats.registry.settings import registry_formats
 from airflow_provider_eo.hooks.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
     DEFAULT_LEDGER_CONN_ID,
+    DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
 from airflow_provider_eo.operators.spark_submission import (
@@ -125,6 +128,8 @@ class WriteEpochOperator(SparkSubmitOperator):
     :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``), named in
         the log; the application gets ``spec`` itself and never reads the file.
     :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
+    :param schema_registry_conn_id: the Schema Registry connection, handed to the application
+        only when the pipeline's key or value format is avro, protobuf or json_schema.
     :param spark_conn_id: the Spark connection (master), default ``spark_default``. With
         ``spark.master`` set, the provider is given ``submit_conn_id`` instead: this
         connection with the override as its master, resolvable only while ``execute`` runs
@@ -148,6 +153,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         ledger_conn_id: str = DEFAULT_LEDGER_CONN_ID,
         kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
         hbase_conn_id: str = DEFAULT_HBASE_CONN_ID,
+        schema_registry_conn_id: str = DEFAULT_SCHEMA_REGISTRY_CONN_ID,
         spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -174,6 +180,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.ledger_conn_id = ledger_conn_id
         self.kafka_conn_id = kafka_conn_id
         self.hbase_conn_id = hbase_conn_id
+        self.schema_registry_conn_id = schema_registry_conn_id
         self._properties_path: str | None = None
         self._zip_dir: str | None = None
         self._submitted = False
@@ -198,8 +205,24 @@ class WriteEpochOperator(SparkSubmitOperator):
     def application_env(self) -> dict[str, str]:
         """What the application's driver gets in its environment: the connections
         (``AIRFLOW_CONN_*``, secrets) and this run's spec (``EO_PIPELINE_SPEC``)."""
-        conn_ids = (self.ledger_conn_id, self.kafka_conn_id, self.hbase_conn_id)
+        conn_ids = [self.ledger_conn_id, self.kafka_conn_id, self.hbase_conn_id]
+        if registry_formats(self.spec.mapping):
+            conn_ids.append(self.schema_registry_conn_id)
         return {**connection_env(conn_ids), PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict())}
+
+    def conn_id_args(self) -> list[str]:
+        """``--<name>-conn-id ID`` for every connection id that is not the application's default
+        (ids only: the definitions travel in the environment)."""
+        ids = [
+            ("--ledger-conn-id", self.ledger_conn_id, DEFAULT_LEDGER_CONN_ID),
+            ("--kafka-conn-id", self.kafka_conn_id, DEFAULT_KAFKA_CONN_ID),
+            ("--hbase-conn-id", self.hbase_conn_id, DEFAULT_HBASE_CONN_ID),
+        ]
+        if registry_formats(self.spec.mapping):
+            ids.append(
+                ("--schema-registry-conn-id", self.schema_registry_conn_id, DEFAULT_SCHEMA_REGISTRY_CONN_ID)
+            )
+        return [arg for flag, conn_id, default in ids if conn_id != default for arg in (flag, conn_id)]
 
     def execute(self, context: Any) -> None:
         """Run spark-submit; raises if the application fails or its vote is fenced out,
@@ -216,6 +239,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
         if self.fencing_token:
             self.application_args += ["--fencing-token", str(self.fencing_token)]
+        self.application_args += self.conn_id_args()
         env = self.application_env()
         connection = spark_connection(self.spark_conn_id)
         master = self.spark_master or connection_master(connection)
