@@ -101,10 +101,9 @@ def _schema_ids(metrics: dict[str, Any] | None) -> str:
     ids = (metrics or {}).get("schema_ids") or []
     if not ids:
         return ""
-    text = ", ".join(_e(i) for i in ids)
-    return (
-        f'<div class="schema-ids nw" data-schema-ids="{_e(",".join(map(str, ids)))}">schema ids {text}</div>'
-    )
+    listed = ",".join(map(str, ids))
+    text = ", ".join(map(str, ids))
+    return f'<div class="schema-ids nw" data-schema-ids="{_e(listed)}">schema ids {_e(text)}</div>'
 
 
 def _epoch_row(e: dict[str, Any]) -> str:

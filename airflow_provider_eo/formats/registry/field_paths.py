@@ -50,42 +50,56 @@ class SchemaFields:
 
 
 def avro_field_paths(schema: Any, named: Mapping[str, Any] | None = None) -> SchemaFields:
-    """Paths of an Avro schema given as parsed JSON; ``named``: referenced named types by name."""
+    """Paths of an Avro schema given as parsed JSON; ``named``: referenced named types by name.
+
+    A type that refers to a record enclosing it (a recursive type) is an open prefix.
+    """
     fields = SchemaFields()
-    _avro(schema, "", fields, dict(named or {}), ())
+    _Avro(fields, dict(named or {})).walk(schema, "", "", ())
     return fields
 
 
-def _avro(
-    schema: Any, prefix: str, fields: SchemaFields, named: dict[str, Any], seen: tuple[str, ...]
-) -> None:
-    if isinstance(schema, list):
-        for branch in schema:
-            _avro(branch, prefix, fields, named, seen)
-        return
-    if isinstance(schema, str):
-        if schema in named and schema not in seen:
-            _avro(named[schema], prefix, fields, named, (*seen, schema))
-        return
-    if not isinstance(schema, dict):
-        return
-    kind = schema.get("type")
-    if isinstance(kind, (dict, list)):
-        _avro(kind, prefix, fields, named, seen)
-        return
-    if kind in AVRO_CONTAINERS:
-        fields.open_prefixes.add(prefix)
-        return
-    if "name" in schema:
+class _Avro:
+    def __init__(self, fields: SchemaFields, named: dict[str, Any]) -> None:
+        self.fields = fields
+        self.named = named
+
+    def walk(self, schema: Any, prefix: str, namespace: str, seen: tuple[str, ...]) -> None:
+        if isinstance(schema, list):
+            for branch in schema:
+                self.walk(branch, prefix, namespace, seen)
+        elif isinstance(schema, str):
+            self.reference(schema, prefix, namespace, seen)
+        elif isinstance(schema, dict):
+            kind = schema.get("type")
+            if isinstance(kind, (dict, list)):
+                self.walk(kind, prefix, namespace, seen)
+            elif kind in AVRO_CONTAINERS:
+                self.fields.open_prefixes.add(prefix)
+            elif "name" in schema:
+                self.named_type(schema, prefix, namespace, seen)
+
+    def reference(self, name: str, prefix: str, namespace: str, seen: tuple[str, ...]) -> None:
+        full = name if "." in name or not namespace else f"{namespace}.{name}"
+        for candidate in (full, name):
+            if candidate in seen:
+                self.fields.open_prefixes.add(prefix)
+                return
+            if candidate in self.named:
+                self.walk(self.named[candidate], prefix, namespace, seen)
+                return
+
+    def named_type(self, schema: dict[str, Any], prefix: str, namespace: str, seen: tuple[str, ...]) -> None:
         name = str(schema["name"])
-        namespace = schema.get("namespace")
-        named.setdefault(name, schema)
-        if namespace and "." not in name:
-            named.setdefault(f"{namespace}.{name}", schema)
-    if kind in ("record", "error"):
+        namespace = str(schema.get("namespace") or (name.rpartition(".")[0] if "." in name else namespace))
+        full = name if "." in name or not namespace else f"{namespace}.{name}"
+        self.named.setdefault(full, schema)
+        self.named.setdefault(name.rpartition(".")[2], schema)
+        if schema.get("type") not in ("record", "error"):
+            return
         for entry in schema.get("fields", []):
-            path = fields.add(prefix, str(entry["name"]))
-            _avro(entry.get("type"), path, fields, named, (*seen, str(schema.get("name"))))
+            path = self.fields.add(prefix, str(entry["name"]))
+            self.walk(entry.get("type"), path, namespace, (*seen, full))
 
 
 def protobuf_field_paths(file: FileDescriptor) -> SchemaFields:

@@ -3,9 +3,9 @@
 Connection (Airflow, any conn type; ``http``/``https`` style):
 
 * URL: ``extra["url"]`` when set (comma-separated URLs allowed), else
-  ``<scheme>://<host>[:<port>]/<path>`` where the scheme is the conn type when it is
-  ``http``/``https`` (the URI form ``http://host:8081/apis/ccompat/v7``), else the
-  ``schema`` field when that is ``http``/``https`` (the HTTP connection form), else ``http``;
+  ``<scheme>://<host>[:<port>]/<path>`` where the scheme is the ``schema`` field when that is
+  ``http``/``https`` (the HTTP connection form), else the conn type when it is ``http``/``https``
+  (the URI form ``http://host:8081/apis/ccompat/v7``), else ``http``;
   the path is ``extra["path"]``, else the ``schema`` field when it is not a scheme
   (the URI form's path). A host that already is a URL (``https://reg``) keeps its scheme.
 * basic auth: ``login`` / ``password`` (confluent ``basic.auth.user.info``).
@@ -132,7 +132,7 @@ def _url_from_fields(conn: EoConnection, extra: dict[str, Any]) -> str:
     if "://" in conn.host:
         base = conn.host
     else:
-        scheme = conn.conn_type if conn.conn_type in SCHEMES else schema if schema in SCHEMES else "http"
+        scheme = schema if schema in SCHEMES else conn.conn_type if conn.conn_type in SCHEMES else "http"
         base = f"{scheme}://{conn.host}"
     if conn.port:
         base = f"{base}:{conn.port}"
