@@ -336,7 +336,8 @@ def test_mapping_fields_are_checked_against_every_registered_version(
     missing = "is in no registered schema of subject"
     assert str(info.value) == (
         f"p.yaml: pipeline 'orders': field 'mapping': field 'customer.email' {missing} "
-        f"'{name}-value' (versions checked: 1, 2); field 'nope' {missing} '{name}-value' (versions checked: 1, 2)"
+        f"'{name}-value' (versions checked: 1, 2); "
+        f"field 'nope' {missing} '{name}-value' (versions checked: 1, 2)"
     )
     monkeypatch.setenv("AIRFLOW_CONN_SCHEMA_REGISTRY", json.dumps({"conn_type": "http", "extra": {
         "url": schema_registry_url}}))  # fmt: skip
