@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
@@ -347,3 +347,18 @@ def test_mapping_fields_are_checked_against_every_registered_version(
     found = (sorted(versions), "note" in versions[1].paths, latest is not None and "channel" in latest.paths)
     assert found == ([1, 2], True, True)
     assert hook.latest_field_paths(f"{name}-key") is None
+
+
+def test_a_protobuf_schema_the_registry_keeps_as_proto_text_is_a_bad_record_saying_so(
+    client: SchemaRegistryClient, cache: SchemaCache
+) -> None:
+    """Apicurio returns a schema as registered (a Java producer registers .proto text), even for
+    format=serialized; decoding needs a descriptor and no protoc runs on the executors."""
+    text = 'syntax = "proto3";\npackage eo.text;\nmessage M { int64 id = 1; }\n'
+    sid = client.register_schema(f"{topic()}-value", Schema(text, "PROTOBUF"))
+    data = b"\x00" + sid.to_bytes(4, "big") + b"\x00\x08\x07"
+    assert reason(registry_decoder("protobuf", "value", cache), data) == (
+        f"value: schema id {sid}: the registry returned .proto source text; decoding needs the schema as a "
+        "base64 FileDescriptorProto (what Confluent's registry returns for format=serialized and what "
+        "confluent-kafka's serializer registers)"
+    )
