@@ -6,11 +6,17 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_eo.errors import BadRecord
-from airflow_provider_eo.formats.registry.wire_format import WireRecord, parse_header, read_message_indexes
+from airflow_provider_eo.formats.registry.wire_format import (
+    WireRecord,
+    parse_header,
+    read_message_indexes,
+    schema_id_of,
+)
 
 
 def test_header_gives_the_big_endian_schema_id_and_the_payload_start() -> None:
-    assert parse_header(b"\x00\x00\x01\x02\x03payload", "value") == WireRecord(0x010203, 5)
+    data = b"\x00\x00\x01\x02\x03payload"
+    assert (parse_header(data, "value"), schema_id_of(data, "value")) == (WireRecord(0x010203, 5), 0x010203)
 
 
 @pytest.mark.parametrize(
@@ -27,9 +33,12 @@ def test_header_gives_the_big_endian_schema_id_and_the_payload_start() -> None:
     ],
 )
 def test_a_malformed_header_is_a_bad_record_naming_the_part(data: bytes, part: str, reason: str) -> None:
-    with pytest.raises(BadRecord) as info:
-        parse_header(data, part)
-    assert info.value.reason == reason
+    reasons = []
+    for parse in (parse_header, schema_id_of):  # the per-record fast path gives the same reasons
+        with pytest.raises(BadRecord) as info:
+            parse(data, part)
+        reasons.append(info.value.reason)
+    assert reasons == [reason, reason]
 
 
 @pytest.mark.parametrize(

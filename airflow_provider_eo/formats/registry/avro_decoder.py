@@ -31,7 +31,7 @@ from fastavro import schemaless_reader
 
 from airflow_provider_eo.errors import BadRecord, RegistryAccessError
 from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
-from airflow_provider_eo.formats.registry.wire_format import parse_header
+from airflow_provider_eo.formats.registry.wire_format import HEADER_BYTES, schema_id_of
 
 AVRO_TYPES = (None, "", "AVRO")
 
@@ -42,15 +42,18 @@ class AvroDecoder:
     def __init__(self, part: str, cache: SchemaCache) -> None:
         self.part = part
         self.cache = cache
+        self._schemas: dict[int, tuple[Any, bool]] = {}  # schema id -> (parsed, top-level bytes)
 
     def __call__(self, data: bytes) -> Any:
-        header = parse_header(data, self.part)
-        schema_id = header.schema_id
-        parsed = self.cache.parsed(schema_id, "avro", lambda: self._parse(schema_id))
-        if parsed == "bytes" or (isinstance(parsed, dict) and parsed.get("type") == "bytes"):
-            return data[header.payload_start :]  # as confluent-kafka writes a top-level bytes schema: raw
+        schema_id = schema_id_of(data, self.part)
+        known = self._schemas.get(schema_id)
+        if known is None:
+            known = self._schemas[schema_id] = self._reader(schema_id)
+        parsed, raw = known
+        if raw:
+            return data[HEADER_BYTES:]  # as confluent-kafka writes a top-level bytes schema: raw
         buffer = io.BytesIO(data)
-        buffer.seek(header.payload_start)
+        buffer.seek(HEADER_BYTES)
         try:
             value = schemaless_reader(buffer, parsed, None, False)
         except Exception as exc:  # fastavro raises EOFError, ValueError, IndexError, ... on bad bytes
@@ -64,6 +67,11 @@ class AvroDecoder:
                 f"{self.part}: avro payload of schema id {schema_id} has {left} bytes left after the record"
             )
         return value
+
+    def _reader(self, schema_id: int) -> tuple[Any, bool]:
+        parsed = self.cache.parsed(schema_id, "avro", lambda: self._parse(schema_id))
+        raw = parsed == "bytes" or (isinstance(parsed, dict) and parsed.get("type") == "bytes")
+        return parsed, raw
 
     def _parse(self, schema_id: int) -> Any:
         schema = self.cache.schema(schema_id, self.part)

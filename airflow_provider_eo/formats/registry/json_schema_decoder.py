@@ -29,7 +29,7 @@ from referencing import Registry
 
 from airflow_provider_eo.errors import BadRecord, RegistryAccessError
 from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
-from airflow_provider_eo.formats.registry.wire_format import parse_header
+from airflow_provider_eo.formats.registry.wire_format import HEADER_BYTES, schema_id_of
 
 _decode_json = msgspec.json.Decoder().decode
 
@@ -40,12 +40,16 @@ class JsonSchemaDecoder:
     def __init__(self, part: str, cache: SchemaCache) -> None:
         self.part = part
         self.cache = cache
+        self._validators: dict[int, Validator] = {}
 
     def __call__(self, data: bytes) -> Any:
-        header = parse_header(data, self.part)
-        schema_id = header.schema_id
-        validator = self.cache.parsed(schema_id, "json_schema", lambda: self._validator(schema_id))
-        payload = data[header.payload_start :]
+        schema_id = schema_id_of(data, self.part)
+        validator = self._validators.get(schema_id)
+        if validator is None:
+            validator = self._validators[schema_id] = self.cache.parsed(
+                schema_id, "json_schema", lambda: self._validator(schema_id)
+            )
+        payload = data[HEADER_BYTES:]
         try:
             value = _decode_json(payload)
         except (msgspec.MsgspecError, ValueError):

@@ -48,16 +48,16 @@ class ProtobufDecoder:
     def __init__(self, part: str, cache: SchemaCache) -> None:
         self.part = part
         self.cache = cache
+        self._classes: dict[tuple[int, tuple[int, ...]], MessageClass] = {}
 
     def __call__(self, data: bytes) -> Any:
         header = parse_header(data, self.part)
         schema_id = header.schema_id
         indexes, start = read_message_indexes(data, header.payload_start, self.part, schema_id)
-        pool, file_proto = self.cache.parsed(schema_id, "protobuf", lambda: self._parse(schema_id))
-        key = ".".join(map(str, indexes))
-        message_class = self.cache.parsed(
-            schema_id, f"protobuf:{key}", lambda: self._message_class(schema_id, pool, file_proto, indexes)
-        )
+        key = (schema_id, tuple(indexes))
+        message_class = self._classes.get(key)
+        if message_class is None:
+            message_class = self._classes[key] = self._class_of(schema_id, indexes)
         try:
             message = message_class.FromString(data[start:])
             return message_to_python(message)
@@ -66,6 +66,13 @@ class ProtobufDecoder:
                 f"{self.part}: protobuf payload of schema id {schema_id} (message "
                 f"{message_class.DESCRIPTOR.full_name}) does not decode: {type(exc).__name__}: {exc}"
             ) from None
+
+    def _class_of(self, schema_id: int, indexes: list[int]) -> MessageClass:
+        pool, file_proto = self.cache.parsed(schema_id, "protobuf", lambda: self._parse(schema_id))
+        path = ".".join(map(str, indexes))
+        return self.cache.parsed(
+            schema_id, f"protobuf:{path}", lambda: self._message_class(schema_id, pool, file_proto, indexes)
+        )
 
     def _parse(self, schema_id: int) -> tuple[DescriptorPool, descriptor_pb2.FileDescriptorProto]:
         where = f"{self.part}: schema id {schema_id}"
