@@ -245,7 +245,8 @@ def test_payloads_that_do_not_decode_are_bad_records_naming_the_schema_id(
         reason(decode_proto, avro),
         reason(decode_avro, proto),
     ] == [
-        f"value: avro payload of schema id {avro_id} does not decode: IndexError: string index out of range",
+        f"value: avro payload of schema id {avro_id} does not decode (it ends before the record does): "
+        "IndexError: string index out of range",
         f"value: avro payload of schema id {avro_id} has 1 bytes left after the record",
         f"value: protobuf payload of schema id {proto_id} (message eo.test.Refund) does not decode: "
         "DecodeError: Error parsing message with type 'eo.test.Refund': Wire format was corrupt",

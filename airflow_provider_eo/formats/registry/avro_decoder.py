@@ -57,8 +57,9 @@ class AvroDecoder:
         try:
             value = schemaless_reader(buffer, parsed, None, False)
         except Exception as exc:  # fastavro raises EOFError, ValueError, IndexError, ... on bad bytes
+            early = " (it ends before the record does)" if buffer.tell() >= len(data) else ""
             raise BadRecord(
-                f"{self.part}: avro payload of schema id {schema_id} does not decode: "
+                f"{self.part}: avro payload of schema id {schema_id} does not decode{early}: "
                 f"{type(exc).__name__}: {exc}"
             ) from None
         left = len(data) - buffer.tell()

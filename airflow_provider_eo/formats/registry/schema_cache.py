@@ -47,7 +47,7 @@ class SchemaCache:
         self.client = client
         self.where = where
         self.fetches = 0
-        self._schemas: dict[int, Schema | _Unknown] = {}
+        self._schemas: dict[tuple[int, str | None], Schema | _Unknown] = {}
         self._versions: dict[tuple[str, int | str, str | None], RegisteredSchema] = {}
         self._parsed: dict[tuple[int, str], Any] = {}
 
@@ -59,18 +59,18 @@ class SchemaCache:
     @property
     def schema_ids(self) -> list[int]:
         """The schema ids the registry resolved for this task, ascending."""
-        return sorted(sid for sid, schema in self._schemas.items() if isinstance(schema, Schema))
+        return sorted({sid for (sid, _), schema in self._schemas.items() if isinstance(schema, Schema)})
 
     def schema(self, schema_id: int, part: str, fmt: str | None = None) -> Schema:
-        """The writer schema of ``schema_id`` (``fmt="serialized"`` for Protobuf descriptors).
+        """The writer schema of ``schema_id`` (``fmt="serialized"`` for Protobuf descriptors; one
+        schema id is asked in one format by the decoders of one format).
 
         Raises BadRecord for an id the registry does not know, RegistryUnavailable or
         RegistryRefused when the registry does not answer with the schema.
         """
-        known = self._schemas.get(schema_id)
+        known = self._schemas.get((schema_id, fmt))
         if known is None:
-            known = self._fetch_schema(schema_id, fmt)
-            self._schemas[schema_id] = known
+            known = self._schemas[(schema_id, fmt)] = self._fetch_schema(schema_id, fmt)
         if isinstance(known, _Unknown):
             raise BadRecord(f"{part}: schema id {schema_id} is unknown to the registry ({known.detail})")
         return known
