@@ -55,7 +55,6 @@ from airflow.sdk import BaseHook
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import ConfigError
-from airflow_provider_eo.formats.registry.settings import registry_formats
 from airflow_provider_eo.hooks.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
@@ -63,6 +62,7 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
+from airflow_provider_eo.operators.application_connections import conn_id_args, registry_connection_env
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     connection_master,
@@ -205,24 +205,22 @@ class WriteEpochOperator(SparkSubmitOperator):
     def application_env(self) -> dict[str, str]:
         """What the application's driver gets in its environment: the connections
         (``AIRFLOW_CONN_*``, secrets) and this run's spec (``EO_PIPELINE_SPEC``)."""
-        conn_ids = [self.ledger_conn_id, self.kafka_conn_id, self.hbase_conn_id]
-        if registry_formats(self.spec.mapping):
-            conn_ids.append(self.schema_registry_conn_id)
-        return {**connection_env(conn_ids), PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict())}
+        conn_ids = (self.ledger_conn_id, self.kafka_conn_id, self.hbase_conn_id)
+        return {
+            **connection_env(conn_ids),
+            **registry_connection_env(self.pipeline, self.spec, self.schema_registry_conn_id),
+            PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict()),
+        }
 
     def conn_id_args(self) -> list[str]:
-        """``--<name>-conn-id ID`` for every connection id that is not the application's default
-        (ids only: the definitions travel in the environment)."""
-        ids = [
-            ("--ledger-conn-id", self.ledger_conn_id, DEFAULT_LEDGER_CONN_ID),
-            ("--kafka-conn-id", self.kafka_conn_id, DEFAULT_KAFKA_CONN_ID),
-            ("--hbase-conn-id", self.hbase_conn_id, DEFAULT_HBASE_CONN_ID),
-        ]
-        if registry_formats(self.spec.mapping):
-            ids.append(
-                ("--schema-registry-conn-id", self.schema_registry_conn_id, DEFAULT_SCHEMA_REGISTRY_CONN_ID)
-            )
-        return [arg for flag, conn_id, default in ids if conn_id != default for arg in (flag, conn_id)]
+        """The application's ``--<name>-conn-id`` arguments (ids that are not its defaults)."""
+        return conn_id_args(
+            self.ledger_conn_id,
+            self.kafka_conn_id,
+            self.hbase_conn_id,
+            self.schema_registry_conn_id,
+            self.spec,
+        )
 
     def execute(self, context: Any) -> None:
         """Run spark-submit; raises if the application fails or its vote is fenced out,
