@@ -9,12 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.formats.registry.settings import (
     RegistrySettings,
     registry_formats,
     registry_settings,
 )
 from airflow_provider_eo.hooks.connections import ConnectionNotFound, EoConnection, parse_connection
+from airflow_provider_eo.operators.application_connections import registry_connection_env
 from airflow_provider_eo.plugins.page import _schema_ids
 from airflow_provider_eo.spark.settings import schema_registry_from_env
 
@@ -126,3 +128,24 @@ def test_the_epochs_page_shows_the_schema_ids_of_an_epoch() -> None:
         '<div class="schema-ids nw" data-schema-ids="3,12">schema ids 3, 12</div>'
     )
     assert (_schema_ids({"records": 3, "schema_ids": []}), _schema_ids(None)) == ("", "")
+
+
+def test_the_write_operator_hands_over_the_registry_only_for_registry_formats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    avro = SimpleNamespace(mapping=SimpleNamespace(value_format="avro", key_format="bytes"))
+    plain = SimpleNamespace(mapping=SimpleNamespace(value_format="json", key_format="bytes"))
+    with pytest.raises(ConfigError) as info:
+        registry_connection_env("orders", avro, "sr_nowhere")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "pipeline orders: value_format avro needs the Schema Registry connection 'sr_nowhere': "
+        "The conn_id `sr_nowhere` isn't defined"
+    )
+    definition = json.dumps({"conn_type": "http", "host": "reg", "port": 8081, "password": SECRET})
+    monkeypatch.setenv("AIRFLOW_CONN_SR_THERE", definition)
+    env = registry_connection_env("orders", avro, "sr_there")  # type: ignore[arg-type]
+    assert (list(env), json.loads(env["AIRFLOW_CONN_SR_THERE"])["password"]) == (
+        ["AIRFLOW_CONN_SR_THERE"],
+        SECRET,
+    )
+    assert registry_connection_env("orders", plain, "sr_there") == {}  # type: ignore[arg-type]
