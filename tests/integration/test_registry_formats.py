@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
@@ -363,3 +363,21 @@ def test_a_protobuf_schema_the_registry_keeps_as_proto_text_is_a_bad_record_sayi
         "base64 FileDescriptorProto (what Confluent's registry returns for format=serialized and what "
         "confluent-kafka's serializer registers)"
     )
+
+
+def test_schema_references_resolve_through_the_task_cache_and_count_as_fetches(
+    client: SchemaRegistryClient, cache: SchemaCache
+) -> None:
+    name = topic()
+    customer = {"type": "record", "name": "Customer", "namespace": "eo.ref",
+                "fields": [{"name": "name", "type": "string"}]}  # fmt: skip
+    client.register_schema(f"{name}-customer", Schema(json.dumps(customer), "AVRO"))
+    reference = SchemaReference("eo.ref.Customer", f"{name}-customer", 1)
+    fields = [{"name": "id", "type": "long"}, {"name": "customer", "type": "eo.ref.Customer"}]
+    order_schema = {"type": "record", "name": "Order", "namespace": "eo.ref", "fields": fields}
+    serializer = AvroSerializer(client, Schema(json.dumps(order_schema), "AVRO", [reference]))
+    records = [serializer({"id": i, "customer": {"name": f"c{i}"}}, value_ctx(name)) for i in range(3)]
+    decode = registry_decoder("avro", "value", cache)
+    assert [decode(data) for data in records] == [{"id": i, "customer": {"name": f"c{i}"}} for i in range(3)]
+    assert (cache.fetches, cache.schema_ids) == (2, [schema_id(records[0])])  # the schema and its reference
+    assert check_fields_registered("orders", ["customer.name"], [name], client) == []
