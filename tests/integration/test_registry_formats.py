@@ -180,6 +180,9 @@ def test_protobuf_records_decode_by_their_message_indexes_without_generated_clas
         {"name": "bo", "tier": 2},
     ]  # fmt: skip
     assert (order_data[5:6], refund_data[5:7], customer_data[5:8]) == (b"\x00", b"\x02\x02", b"\x04\x00\x00")
+    assert [decode(order_data)["id"] for _ in range(50)] == [2**40] * 50
+    ids = sorted({schema_id(data) for data in (order_data, refund_data, customer_data)})
+    assert (cache.fetches, cache.schema_ids) == (len(ids), ids)  # one fetch per schema id
 
 
 JSON_ORDER = {
