@@ -19,6 +19,9 @@ Class                          Module                  Meaning
 ``KafkaAccessError``           ``errors``              a Kafka call or read did not complete
   ``EoKafkaError``             ``hooks.kafka``         metadata, watermark or group-offset call
   ``RangeReadError``           ``spark.range_reader``  a task range could not be read to its end
+``RegistryAccessError``        ``errors``              a Schema Registry call did not complete
+  ``RegistryUnavailable``      ``formats.registry``    unreachable, or an answer 5xx/408/429 (retry)
+  ``RegistryRefused``          ``formats.registry``    any other refusal (401, 403, ...)
 ``HBaseWriteError``            ``spark.hbase_writer``  a segment could not be written to HBase
   ``UnsafeColumnFamilyError``  ``spark.hbase_writer``  the family is missing or would lose cells
 ``RecordError``                ``errors``              a record cannot be written as declared
@@ -50,6 +53,14 @@ class ConfigError(EoError):
 
 class KafkaAccessError(EoError):
     """A Kafka call or read did not complete; the message names topic/partition or group."""
+
+
+class RegistryAccessError(EoError):
+    """A Schema Registry call did not complete; the message names the registry call.
+
+    Never a bad record: the task fails (nothing is dead-lettered, nothing skipped) and
+    Airflow retries it, like a Kafka or HBase outage.
+    """
 
 
 class RecordError(EoError):

@@ -73,6 +73,24 @@ def get_provider_info() -> dict[str, Any]:
                 },
             },
             {
+                "connection-type": "eo_schema_registry",
+                "hook-class-name": "airflow_provider_eo.hooks.schema_registry.EoSchemaRegistryHook",
+                "hook-name": "EO Schema Registry (Confluent-compatible API)",
+                "ui-field-behaviour": {
+                    "hidden-fields": [],
+                    "relabeling": {"schema": "Path (or http/https)", "login": "Basic auth user"},
+                    "placeholders": {
+                        "host": "registry.example.com",
+                        "port": "8081",
+                        "schema": "apis/ccompat/v7",
+                        "login": "registry-user",
+                        "extra": '{"ssl.ca.location": "/etc/ssl/registry-ca.pem", '
+                        '"ssl.certificate.location": "/etc/ssl/client.pem", '
+                        '"ssl.key.location": "/etc/ssl/client.key", "timeout": 10}',
+                    },
+                },
+            },
+            {
                 "connection-type": "eo_ledger",
                 "hook-class-name": "airflow_provider_eo.hooks.ledger.EoLedgerHook",
                 "hook-name": "EO Epoch Ledger (PostgreSQL)",
@@ -96,6 +114,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_eo.hooks.kafka",
                     "airflow_provider_eo.hooks.hbase",
                     "airflow_provider_eo.hooks.ledger",
+                    "airflow_provider_eo.hooks.schema_registry",
                 ],
             }
         ],

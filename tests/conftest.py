@@ -77,6 +77,15 @@ def stack() -> Iterator[StackInfo]:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def schema_registry_url(stack: StackInfo) -> str:
+    """Base URL of the stack's Schema Registry (Confluent-compatible API)."""
+    url = getattr(stack, "schema_registry_url", None) or os.environ.get("EO_TEST_SCHEMA_REGISTRY_URL")
+    if not url:
+        raise RuntimeError("no Schema Registry: the stack has none and EO_TEST_SCHEMA_REGISTRY_URL is unset")
+    return url
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use the session's real Airflow run last, one after the other: its
     scheduler, dag-processor and triggerer then never share the 2 cores with the rest."""

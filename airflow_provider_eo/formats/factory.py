@@ -7,22 +7,29 @@ pipeline never loads the registry client.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_eo.formats.plain import Decoder, plain_decoder
+
+if TYPE_CHECKING:
+    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 
 PLAIN_FORMATS = ("json", "string", "bytes")
 
 
-def build_decoder(fmt: str, part: str, schema_cache: Any) -> Decoder:
+def build_decoder(fmt: str, part: str, schema_cache: SchemaCache | None) -> Decoder:
     """``decode(data: bytes) -> Any`` for ``fmt`` and ``part`` (``"value"`` or ``"key"``).
 
     ``schema_cache`` is the task's registry client (``formats.registry.SchemaCache``),
     used by registry formats only (None is fine for plain ones). Raises ValueError for an
-    unknown format.
+    unknown format, or for a registry format without a schema cache.
     """
     if fmt in PLAIN_FORMATS:
         return plain_decoder(fmt, part)
+    if schema_cache is None:
+        raise ValueError(
+            f"{part}_format {fmt!r} needs the Schema Registry, and the task has no registry client"
+        )
     from airflow_provider_eo.formats.registry import registry_decoder
 
     return registry_decoder(fmt, part, schema_cache)

@@ -30,6 +30,8 @@ DEFAULT_LEDGER_CONN_ID = "eo_ledger"
 DEFAULT_KAFKA_CONN_ID = "eo_kafka"
 DEFAULT_HBASE_CONN_ID = "eo_hbase"
 DEFAULT_SPARK_CONN_ID = "spark_default"
+#: Needed only by pipelines whose key or value format is avro, protobuf or json_schema.
+DEFAULT_SCHEMA_REGISTRY_CONN_ID = "schema_registry"
 
 
 class ConnectionNotFound(ConfigError, LookupError):

@@ -3,7 +3,8 @@
 A thin subclass of the Spark provider's ``SparkSubmitOperator``. What it adds is
 how settings reach the Spark application without ever appearing on a command line:
 
-* the ledger, Kafka and HBase connections are resolved inside ``execute`` and
+* the ledger, Kafka and HBase connections (and the Schema Registry's, for a pipeline whose
+  key or value format needs it) are resolved inside ``execute`` and
   handed over as ``AIRFLOW_CONN_*`` environment variables (JSON form), and the
   pipeline's parsed spec, the one this task run built its Spark options from, as
   ``EO_PIPELINE_SPEC`` (JSON): the driver never reads the YAML again, so a pipelines file
@@ -58,8 +59,10 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
     DEFAULT_LEDGER_CONN_ID,
+    DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
+from airflow_provider_eo.operators.application_connections import conn_id_args, registry_connection_env
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     connection_master,
@@ -125,6 +128,8 @@ class WriteEpochOperator(SparkSubmitOperator):
     :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``), named in
         the log; the application gets ``spec`` itself and never reads the file.
     :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
+    :param schema_registry_conn_id: the Schema Registry connection, handed to the application
+        only when the pipeline's key or value format is avro, protobuf or json_schema.
     :param spark_conn_id: the Spark connection (master), default ``spark_default``. With
         ``spark.master`` set, the provider is given ``submit_conn_id`` instead: this
         connection with the override as its master, resolvable only while ``execute`` runs
@@ -148,6 +153,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         ledger_conn_id: str = DEFAULT_LEDGER_CONN_ID,
         kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
         hbase_conn_id: str = DEFAULT_HBASE_CONN_ID,
+        schema_registry_conn_id: str = DEFAULT_SCHEMA_REGISTRY_CONN_ID,
         spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -174,6 +180,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.ledger_conn_id = ledger_conn_id
         self.kafka_conn_id = kafka_conn_id
         self.hbase_conn_id = hbase_conn_id
+        self.schema_registry_conn_id = schema_registry_conn_id
         self._properties_path: str | None = None
         self._zip_dir: str | None = None
         self._submitted = False
@@ -199,7 +206,21 @@ class WriteEpochOperator(SparkSubmitOperator):
         """What the application's driver gets in its environment: the connections
         (``AIRFLOW_CONN_*``, secrets) and this run's spec (``EO_PIPELINE_SPEC``)."""
         conn_ids = (self.ledger_conn_id, self.kafka_conn_id, self.hbase_conn_id)
-        return {**connection_env(conn_ids), PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict())}
+        return {
+            **connection_env(conn_ids),
+            **registry_connection_env(self.pipeline, self.spec, self.schema_registry_conn_id),
+            PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict()),
+        }
+
+    def conn_id_args(self) -> list[str]:
+        """The application's ``--<name>-conn-id`` arguments (ids that are not its defaults)."""
+        return conn_id_args(
+            self.ledger_conn_id,
+            self.kafka_conn_id,
+            self.hbase_conn_id,
+            self.schema_registry_conn_id,
+            self.spec,
+        )
 
     def execute(self, context: Any) -> None:
         """Run spark-submit; raises if the application fails or its vote is fenced out,
@@ -216,6 +237,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
         if self.fencing_token:
             self.application_args += ["--fencing-token", str(self.fencing_token)]
+        self.application_args += self.conn_id_args()
         env = self.application_env()
         connection = spark_connection(self.spark_conn_id)
         master = self.spark_master or connection_master(connection)

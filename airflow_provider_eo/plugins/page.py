@@ -4,6 +4,7 @@
 Every value taken from the ledger (pipeline and topic names, run ids, errors, metrics)
 goes through :func:`html.escape`; links carry URL-encoded query strings. Filtering is
 a plain GET form, so the page works inside the Airflow UI's sandboxed iframe.
+An epoch of a registry format shows the schema ids its records carried above its metrics.
 Each pipeline lists its partitions with cursor, high watermark and lag (``unknown``
 when Kafka could not be read, with the reason in a banner; a partition whose topic is
 gone is ``unknown`` with the reason under the pipeline's partitions).
@@ -95,6 +96,16 @@ def _pipeline_row(p: dict[str, Any], banner_error: str | None) -> str:
     )
 
 
+def _schema_ids(metrics: dict[str, Any] | None) -> str:
+    """The schema ids the epoch's records carried (registry formats), above its metrics."""
+    ids = (metrics or {}).get("schema_ids") or []
+    if not ids:
+        return ""
+    listed = ",".join(map(str, ids))
+    text = ", ".join(map(str, ids))
+    return f'<div class="schema-ids nw" data-schema-ids="{_e(listed)}">schema ids {_e(text)}</div>'
+
+
 def _epoch_row(e: dict[str, Any]) -> str:
     metrics = "" if e["metrics"] is None else json.dumps(e["metrics"], sort_keys=True)
     when = e["committed_at"] or e["aborted_at"] or e["written_at"] or e["created_at"]
@@ -102,7 +113,8 @@ def _epoch_row(e: dict[str, Any]) -> str:
         f'<tr class="epoch" id="epoch-{_e(e["epoch_id"])}"><td>{_e(e["epoch_id"])}</td>'
         f"<td>{_e(e['pipeline'])}</td><td>{_e(e['kind'])}</td><td>{_state(e['state'])}</td>"
         f"<td><code>{_e(e['dag_id'])}</code><br><code>{_e(e['run_id'])}</code></td>"
-        f"<td>{_ranges(e['ranges'])}</td><td>{_e(e['records_total'])}</td><td><code>{_e(metrics)}</code></td>"
+        f"<td>{_ranges(e['ranges'])}</td><td>{_e(e['records_total'])}</td>"
+        f"<td>{_schema_ids(e['metrics'])}<code>{_e(metrics)}</code></td>"
         f'<td class="muted nw" title="{_e(when)}">{_e(when[:19].replace("T", " "))}</td>'
         f'<td class="err">{_e(e["error"])}</td></tr>'
     )

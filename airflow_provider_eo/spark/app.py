@@ -4,11 +4,13 @@ Usage (arguments are names and ids only; secrets come from the environment)::
 
     spark-submit [spark options] airflow_provider_eo/spark/app.py \
         --pipeline NAME --epoch-id N [--pipelines-file PATH] [--fencing-token UUID] \
-        [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase]
+        [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase] \
+        [--schema-registry-conn-id schema_registry]
     python -m airflow_provider_eo.spark.app --pipeline NAME --epoch-id N   # same, Spark from pyspark
 
 Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
-``AIRFLOW_CONN_EO_HBASE`` (or the ids given), and ``EO_PIPELINE_SPEC`` (the parsed spec,
+``AIRFLOW_CONN_EO_HBASE``, ``AIRFLOW_CONN_SCHEMA_REGISTRY`` for registry formats (or the ids
+given), and ``EO_PIPELINE_SPEC`` (the parsed spec,
 as JSON) or ``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given.
 Exit codes: see :class:`~airflow_provider_eo.spark.driver.ExitCode`.
 """
@@ -25,6 +27,7 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
     DEFAULT_LEDGER_CONN_ID,
+    DEFAULT_SCHEMA_REGISTRY_CONN_ID,
 )
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
@@ -51,6 +54,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ledger-conn-id", default=DEFAULT_LEDGER_CONN_ID)
     parser.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
     parser.add_argument("--hbase-conn-id", default=DEFAULT_HBASE_CONN_ID)
+    parser.add_argument(
+        "--schema-registry-conn-id",
+        default=DEFAULT_SCHEMA_REGISTRY_CONN_ID,
+        help="used only when the key or value format is avro, protobuf or json_schema",
+    )
     return parser.parse_args(argv)
 
 
@@ -76,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         ledger_conn_id=args.ledger_conn_id,
                         kafka_conn_id=args.kafka_conn_id,
                         hbase_conn_id=args.hbase_conn_id,
+                        schema_registry_conn_id=args.schema_registry_conn_id,
                     ),
                     spec.spark.split_size,
                     fencing_token=args.fencing_token,

@@ -10,7 +10,10 @@ from typing import Any, Protocol
 from airflow_provider_eo.errors import TaskError
 from airflow_provider_eo.spark.records import TaskRange
 
-SUMMED = ("records", "skipped_offsets", "cells_written", "tombstones", "bad_records", "bytes", "segments")
+SUMMED = (
+    "records", "skipped_offsets", "cells_written", "tombstones", "bad_records", "bytes", "segments",
+    "schema_fetches",
+)  # fmt: skip
 
 
 class RangeLike(Protocol):
@@ -56,6 +59,10 @@ def aggregate_metrics(
 ) -> dict[str, Any]:
     """The vote's metrics: epoch totals, per-partition records, task count and duration.
 
+    ``schema_fetches`` is the sum of the tasks' registry requests and ``schema_ids`` the
+    sorted union of the schema ids they resolved (both 0 / [] for plain formats; a task
+    metric without them counts as none).
+
     Per partition and in total, ``records + skipped_offsets`` is the size of the ranges
     (every offset is either a record read or an offset without a readable record).
 
@@ -75,7 +82,8 @@ def aggregate_metrics(
             )
     if covered:
         raise CoverageError(f"tasks reported partitions outside the epoch: {sorted(covered)}")
-    totals = {name: sum(int(m[name]) for m in task_metrics) for name in SUMMED}
+    totals = {name: sum(int(m.get(name, 0)) for m in task_metrics) for name in SUMMED}
+    schema_ids = sorted({int(sid) for m in task_metrics for sid in m.get("schema_ids", ())})
     partitions = []
     for rng in ranges:
         mine = [m for m in task_metrics if (m["topic"], m["partition"]) == (rng.topic, rng.partition)]
@@ -92,6 +100,7 @@ def aggregate_metrics(
         )
     return {
         **totals,
+        "schema_ids": schema_ids,
         "tasks": len(task_metrics),
         "duration_s": round(duration_s, 3),
         "partitions": partitions,

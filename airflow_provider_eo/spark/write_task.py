@@ -20,12 +20,13 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.errors import BadRecord, EoError
 from airflow_provider_eo.formats.factory import build_decoder
+from airflow_provider_eo.formats.registry.settings import RegistrySettings
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
@@ -40,6 +41,9 @@ from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.worker_gc import task_gc
+
+if TYPE_CHECKING:
+    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +68,7 @@ class TaskSettings:
     kafka_config: dict[str, str] = field(repr=False)
     hbase_kwargs: dict[str, Any] = field(repr=False)
     ledger_dsn: str = field(repr=False)
+    schema_registry: RegistrySettings | None = field(repr=False, default=None)
 
 
 @dataclass
@@ -74,6 +79,8 @@ class TaskMetrics:
     ``skipped_offsets`` the offsets of ``[start, end)`` that hold no readable record
     (transaction control markers, records of aborted transactions, offsets removed by
     compaction), so ``records + skipped_offsets == end - start``.
+    ``schema_fetches`` counts the Schema Registry requests of the task (one per schema id
+    and per schema reference at most), ``schema_ids`` the schema ids it resolved (ascending).
     """
 
     topic: str
@@ -88,6 +95,8 @@ class TaskMetrics:
     bytes: int = 0
     segments: int = 0
     duration_s: float = 0.0
+    schema_fetches: int = 0
+    schema_ids: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (what travels back to the driver)."""
@@ -103,11 +112,12 @@ def run_task(
     fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
     log.info("task start %s", fields)
     mapping = settings.mapping
+    schema_cache = open_schema_cache(settings)
     mapper = build_mapper(
         mapping,
         settings.column_family,
-        value_decoder=build_decoder(mapping.value_format, "value", None),
-        key_decoder=build_decoder(mapping.key_format, "key", None),
+        value_decoder=build_decoder(mapping.value_format, "value", schema_cache),
+        key_decoder=build_decoder(mapping.key_format, "key", schema_cache),
         max_cell_bytes=settings.hbase_keyvalue_maxsize,
     )
     ledger_sink = LedgerDeadLetterSink(settings.ledger_dsn)
@@ -155,6 +165,10 @@ def run_task(
         writes.close()
         writer.close()
         ledger_sink.close()
+        if schema_cache is not None:
+            schema_cache.close()
+            metrics.schema_fetches = schema_cache.fetches
+            metrics.schema_ids = schema_cache.schema_ids
     metrics.bad_records = handler.count
     metrics.skipped_offsets = rng.end - rng.start - metrics.records
     metrics.duration_s = round(time.monotonic() - started, 3)
@@ -169,6 +183,17 @@ def run_task(
         metrics.segments,
     )
     return metrics
+
+
+def open_schema_cache(settings: TaskSettings) -> SchemaCache | None:
+    """The task's :class:`~airflow_provider_eo.formats.registry.schema_cache.SchemaCache`
+    (None when the pipeline needs no registry); imported only then, so a JSON pipeline's
+    executors never import the registry client."""
+    if settings.schema_registry is None:
+        return None
+    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
+
+    return SchemaCache.from_settings(settings.schema_registry)
 
 
 def task_partition_function(settings: TaskSettings) -> Any:

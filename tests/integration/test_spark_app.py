@@ -157,6 +157,8 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
         "bad_records": 6,
         "bytes": 3 * value_bytes,
         "segments": 3 * 4,
+        "schema_fetches": 0,
+        "schema_ids": [],
         "tasks": 9,
         "partitions": [
             {

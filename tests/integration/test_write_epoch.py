@@ -81,7 +81,7 @@ def test_success_votes_written_with_aggregated_metrics(
         EpochState.WRITTEN,
         {
             "records": 5, "skipped_offsets": 0, "cells_written": 0, "tombstones": 0, "bad_records": 0,
-            "bytes": 0, "segments": 0, "tasks": 3,
+            "bytes": 0, "segments": 0, "schema_fetches": 0, "schema_ids": [], "tasks": 3,
             "partitions": [
                 {"topic": topic, "partition": 0, "start": 0, "end": 5, "records": 5, "skipped_offsets": 0,
                  "bad_records": 0},

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_eo"
-CONNECTION_IDS = ('"eo_ledger"', '"eo_kafka"', '"eo_hbase"', '"spark_default"')
+CONNECTION_IDS = ('"eo_ledger"', '"eo_kafka"', '"eo_hbase"', '"spark_default"', '"schema_registry"')
 
 
 def lines_with(literals: tuple[str, ...]) -> list[str]:
@@ -26,7 +26,7 @@ def lines_with(literals: tuple[str, ...]) -> list[str]:
 
 def test_default_connection_ids_are_defined_once() -> None:
     found = lines_with(CONNECTION_IDS)
-    assert ({line.split(":")[0] for line in found}, len(found)) == ({"hooks/connections.py"}, 4), found
+    assert ({line.split(":")[0] for line in found}, len(found)) == ({"hooks/connections.py"}, 5), found
 
 
 def test_the_pipeline_spec_variable_is_defined_once() -> None:

@@ -65,6 +65,9 @@ EXTERNAL_NAMES = frozenset(
         "AirflowSkipException", "AlterConsumerGroupOffsets", "Asset", "BaseHook", "ColumnDescriptor",
         "Dockerfile", "NaN", "OutOfMemoryError", "SimpleAuthManager", "SparkSubmitHook",
         "SparkSubmitOperator", "Table", "ceil",
+        # confluent-kafka's and protobuf's (docs/formats.md)
+        "AvroDeserializer", "ProtobufDeserializer", "SchemaRegistryClient", "MessageToDict",
+        "GetMessageClass", "FileDescriptorProto", "Int64Value", "StringValue", "ListValue",
     }
 )  # fmt: skip
 CODE_ROOTS = ("airflow_provider_eo", "devtools", "tests", "benchmarks")

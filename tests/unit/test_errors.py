@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_eo.config import PipelineConfigError, PipelineNotDeclared
-from airflow_provider_eo.errors import ConfigError, EoError, KafkaAccessError, RecordError, TaskError
+from airflow_provider_eo.errors import (
+    ConfigError,
+    EoError,
+    KafkaAccessError,
+    RecordError,
+    RegistryAccessError,
+    TaskError,
+)
+from airflow_provider_eo.formats.registry.errors import RegistryRefused, RegistryUnavailable
 from airflow_provider_eo.hooks.connections import ConnectionNotFound
 from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.ledger import errors as ledger_errors
@@ -37,6 +45,8 @@ LEDGER_ERRORS = [
         (HBaseWriteError, EoError, RuntimeError),
         (UnsafeColumnFamilyError, HBaseWriteError, RuntimeError),
         (BadRecord, RecordError, Exception),
+        (RegistryUnavailable, RegistryAccessError, ConnectionError),
+        (RegistryRefused, RegistryAccessError, Exception),
         (BadRecordError, RecordError, RuntimeError),
         (ExecutorTaskError, TaskError, Exception),
         (TaskFailed, TaskError, RuntimeError),
@@ -59,6 +69,7 @@ def test_categories_are_disjoint() -> None:
         ledger_errors.LedgerError,
         KafkaAccessError,
         HBaseWriteError,
+        RegistryAccessError,
         RecordError,
         TaskError,
     ]
@@ -68,6 +79,7 @@ def test_categories_are_disjoint() -> None:
         (EoError,),
         (EoError,),
         (EoError, RuntimeError),
+        (EoError,),
         (EoError,),
         (EoError,),
     ]

@@ -133,6 +133,7 @@ def test_arguments_are_names_and_ids_only() -> None:
         "ledger_conn_id": "eo_ledger",
         "kafka_conn_id": "eo_kafka",
         "hbase_conn_id": "eo_hbase",
+        "schema_registry_conn_id": "schema_registry",
     }
 
 

@@ -60,6 +60,8 @@ def test_aggregate_sums_and_lists_partitions() -> None:
         "bad_records": 1,
         "bytes": 13,
         "segments": 3,
+        "schema_fetches": 0,
+        "schema_ids": [],
         "tasks": 2,
         "duration_s": 1.235,
         "partitions": [
@@ -83,6 +85,17 @@ def test_aggregate_sums_and_lists_partitions() -> None:
             },
         ],
     }
+
+
+def test_aggregate_sums_schema_fetches_and_unions_schema_ids_sorted() -> None:
+    tasks = [
+        {**_m("a", 0, 0, 2, records=2, schema_fetches=2), "schema_ids": [9, 3]},
+        {**_m("a", 0, 2, 4, records=2, schema_fetches=1), "schema_ids": [3]},
+        {**_m("a", 1, 0, 1, records=1, schema_fetches=3), "schema_ids": [12, 1, 9]},
+    ]
+    ranges = [TaskRange("a", 0, 0, 4), TaskRange("a", 1, 0, 1)]
+    metrics = aggregate_metrics(ranges, tasks, 0.5)
+    assert (metrics["schema_fetches"], metrics["schema_ids"]) == (6, [1, 3, 9, 12])
 
 
 @pytest.mark.parametrize(

@@ -42,3 +42,17 @@ def test_application_arguments_are_names_and_ids_only() -> None:
     assert op.application_args == ["--pipeline", "p", "--epoch-id", "{{ x }}"]
     assert (op.conf, op.env_vars) == ({"spark.executor.instances": "3"}, None)
     assert {"epoch_id", "fencing_token"} <= set(op.template_fields)
+
+
+def test_only_connection_ids_that_are_not_the_defaults_go_on_the_command_line() -> None:
+    default = WriteEpochOperator(task_id="w1", pipeline="p", epoch_id=1, spec=SPEC)
+    custom = WriteEpochOperator(
+        task_id="w2",
+        pipeline="p",
+        epoch_id=1,
+        spec=SPEC,
+        kafka_conn_id="kafka_b",
+        schema_registry_conn_id="sr_b",
+    )
+    # a JSON pipeline never needs the registry: neither its id nor its definition is handed over
+    assert (default.conn_id_args(), custom.conn_id_args()) == ([], ["--kafka-conn-id", "kafka_b"])

@@ -1,0 +1,44 @@
+"""``registry_decoder``: the decoder of a registry format for one part of a record.
+
+A decoder is ``decode(data: bytes) -> Any``: it parses the Confluent wire format, gets
+the writer schema through the task's :class:`SchemaCache` (one fetch per schema id) and
+returns plain Python values. It raises:
+
+* :class:`BadRecord` (reason names the part, the format and the schema id when known):
+  no magic byte, a truncated header, an id unknown to the registry, a schema of another
+  format, a payload that does not decode;
+* :class:`RegistryUnavailable` / :class:`RegistryRefused`: the registry did not answer
+  with the schema (never a bad record: the task fails, Airflow retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from airflow_provider_eo.formats.registry.avro_decoder import AvroDecoder
+from airflow_provider_eo.formats.registry.json_schema_decoder import JsonSchemaDecoder
+from airflow_provider_eo.formats.registry.protobuf_decoder import ProtobufDecoder
+from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
+from airflow_provider_eo.formats.registry.settings import REGISTRY_FORMATS
+
+PARTS = ("value", "key")
+
+_DECODERS: dict[str, Callable[[str, SchemaCache], Callable[[bytes], Any]]] = {
+    "avro": AvroDecoder,
+    "protobuf": ProtobufDecoder,
+    "json_schema": JsonSchemaDecoder,
+}
+
+
+def registry_decoder(fmt: str, part: str, cache: SchemaCache) -> Callable[[bytes], Any]:
+    """The decoder of ``fmt`` (avro | protobuf | json_schema) for ``part`` (value | key).
+
+    Raises ``ValueError`` for another format or part.
+    """
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    factory = _DECODERS.get(fmt)
+    if factory is None:
+        raise ValueError(f"{part} format {fmt!r} is not a registry format ({', '.join(REGISTRY_FORMATS)})")
+    return factory(part, cache)

@@ -1,0 +1,81 @@
+"""Schema Registry hook: the registry connection inside Airflow, for checks before Spark runs.
+
+The connection (rules in :mod:`airflow_provider_eo.formats.registry.settings`): an
+``http``/``https`` style connection, host/port and the path of the Confluent-compatible
+API (``/apis/ccompat/v7`` on Apicurio), login/password for basic auth, TLS files in
+``extra``. The Spark tasks resolve the same connection from their driver's environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import BaseHook
+from confluent_kafka.schema_registry import SchemaRegistryClient
+
+from airflow_provider_eo.formats.registry.field_check import subject_fields
+from airflow_provider_eo.formats.registry.field_paths import SchemaFields
+from airflow_provider_eo.formats.registry.settings import RegistrySettings, registry_settings
+from airflow_provider_eo.hooks.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID, connection_from_airflow
+from airflow_provider_eo.hooks.ui import field_behaviour
+
+
+class EoSchemaRegistryHook(BaseHook):
+    """confluent-kafka ``SchemaRegistryClient`` from a ``schema_registry`` connection.
+
+    :param schema_registry_conn_id: connection id (default ``schema_registry``); any
+        conn_type is accepted.
+    """
+
+    conn_name_attr = "schema_registry_conn_id"
+    default_conn_name = DEFAULT_SCHEMA_REGISTRY_CONN_ID
+    conn_type = "eo_schema_registry"
+    hook_name = "EO Schema Registry (Confluent-compatible API)"
+
+    def __init__(self, schema_registry_conn_id: str = default_conn_name) -> None:
+        super().__init__()
+        self.schema_registry_conn_id = schema_registry_conn_id
+        self._settings: RegistrySettings | None = None
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Connection form: host/port/path, login/password for basic auth, TLS files in extra."""
+        return field_behaviour(cls.conn_type)
+
+    @property
+    def settings(self) -> RegistrySettings:
+        """The registry's settings, resolved once (``repr`` hides the secrets)."""
+        if self._settings is None:
+            self._settings = registry_settings(connection_from_airflow(self.schema_registry_conn_id))
+        return self._settings
+
+    def get_conn(self) -> SchemaRegistryClient:
+        """A new client; the caller closes it (``client.close()``)."""
+        return SchemaRegistryClient(self.settings.client_conf())
+
+    def registered_field_paths(self, subject: str) -> dict[int, SchemaFields]:
+        """``version -> fields`` of every registered version of ``subject`` ({} when none).
+
+        Raises RegistryUnavailable / RegistryRefused when the registry does not answer.
+        """
+        client = self.get_conn()
+        try:
+            return subject_fields(client, subject, self.settings.display_url)
+        finally:
+            client.close()
+
+    def latest_field_paths(self, subject: str) -> SchemaFields | None:
+        """The fields of the latest registered version of ``subject`` (None when none)."""
+        versions = self.registered_field_paths(subject)
+        return versions[max(versions)] if versions else None
+
+    def test_connection(self) -> tuple[bool, str]:
+        """(True, summary) when the registry lists its subjects, else (False, error)."""
+        client = self.get_conn()
+        try:
+            subjects = client.get_subjects()
+        except Exception as exc:
+            return False, f"Schema Registry {self.settings.display_url} failed: {type(exc).__name__}: {exc}"
+        finally:
+            client.close()
+        return True, f"Connected: {len(subjects)} subject(s) registered"

@@ -1,0 +1,62 @@
+"""Which connections the write application gets besides the ledger, Kafka and HBase ones.
+
+The Schema Registry connection travels exactly as they do (``AIRFLOW_CONN_<ID>`` in the
+driver's environment, never on a command line), and only for a pipeline whose key or
+value format is avro, protobuf or json_schema. The application's arguments carry a
+connection id only when it is not the application's default.
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
+
+from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.formats.registry.settings import registry_formats
+from airflow_provider_eo.hooks.connections import (
+    DEFAULT_HBASE_CONN_ID,
+    DEFAULT_KAFKA_CONN_ID,
+    DEFAULT_LEDGER_CONN_ID,
+    DEFAULT_SCHEMA_REGISTRY_CONN_ID,
+    env_var_name,
+)
+
+
+def registry_connection_env(pipeline: str, spec: PipelineSpec, conn_id: str) -> dict[str, str]:
+    """``{AIRFLOW_CONN_<ID>: connection JSON}`` of the registry when ``spec`` needs it, else {}.
+
+    Raises :class:`ConfigError` naming the pipeline, the format and the connection id when
+    Airflow does not know the connection.
+    """
+    formats = registry_formats(spec.mapping)
+    if not formats:
+        return {}
+    try:
+        connection = BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException as exc:
+        needs = ", ".join(f"{part}_format {fmt}" for part, fmt in formats.items())
+        raise ConfigError(
+            f"pipeline {pipeline}: {needs} needs the Schema Registry connection {conn_id!r}: {exc}"
+        ) from None
+    return {env_var_name(conn_id): connection.as_json()}
+
+
+def conn_id_args(
+    ledger_conn_id: str,
+    kafka_conn_id: str,
+    hbase_conn_id: str,
+    schema_registry_conn_id: str,
+    spec: PipelineSpec,
+) -> list[str]:
+    """``--<name>-conn-id ID`` for every connection id that is not the application's default
+    (the registry's only when ``spec`` needs it; ids only, the definitions travel in the
+    environment)."""
+    ids = [
+        ("--ledger-conn-id", ledger_conn_id, DEFAULT_LEDGER_CONN_ID),
+        ("--kafka-conn-id", kafka_conn_id, DEFAULT_KAFKA_CONN_ID),
+        ("--hbase-conn-id", hbase_conn_id, DEFAULT_HBASE_CONN_ID),
+    ]
+    if registry_formats(spec.mapping):
+        ids.append(("--schema-registry-conn-id", schema_registry_conn_id, DEFAULT_SCHEMA_REGISTRY_CONN_ID))
+    return [arg for flag, conn_id, default in ids if conn_id != default for arg in (flag, conn_id)]
