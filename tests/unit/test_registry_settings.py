@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.formats.registry.settings import (
     RegistrySettings,
@@ -95,17 +96,18 @@ def test_a_connection_without_host_or_url_names_the_id_only() -> None:
 
 
 def test_only_registry_formats_need_the_registry() -> None:
-    plain = SimpleNamespace(value_format="json", key_format="bytes")
-    mixed = SimpleNamespace(value_format="avro", key_format="protobuf")
-    assert (registry_formats(plain), registry_formats(mixed), registry_formats(object())) == (
+    plain = MappingSpec()
+    mixed = MappingSpec(value_format="avro", key_format="protobuf")
+    key_only = MappingSpec(key_format="json_schema")
+    assert (registry_formats(plain), registry_formats(mixed), registry_formats(key_only)) == (
         {},
         {"value": "avro", "key": "protobuf"},
-        {},
+        {"key": "json_schema"},
     )
 
 
 def test_the_driver_names_the_pipeline_and_the_connection_when_the_registry_is_missing() -> None:
-    spec = SimpleNamespace(name="orders", mapping=SimpleNamespace(value_format="avro", key_format="bytes"))
+    spec = SimpleNamespace(name="orders", mapping=MappingSpec(value_format="avro"))
     with pytest.raises(ConnectionNotFound) as info:
         schema_registry_from_env(spec, "sr_missing")  # type: ignore[arg-type]
     assert str(info.value) == (
