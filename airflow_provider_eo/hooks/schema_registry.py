@@ -13,7 +13,12 @@ from typing import Any
 from airflow.sdk import BaseHook
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from airflow_provider_eo.formats.registry.field_check import subject_fields
+from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.formats.registry.field_check import (
+    KEY_PREFIX,
+    check_fields_registered,
+    subject_fields,
+)
 from airflow_provider_eo.formats.registry.field_paths import SchemaFields
 from airflow_provider_eo.formats.registry.settings import RegistrySettings, registry_settings
 from airflow_provider_eo.hooks.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID, connection_from_airflow
@@ -68,6 +73,32 @@ class EoSchemaRegistryHook(BaseHook):
         """The fields of the latest registered version of ``subject`` (None when none)."""
         versions = self.registered_field_paths(subject)
         return versions[max(versions)] if versions else None
+
+    def check_mapping(self, spec: PipelineSpec) -> list[str]:
+        """Check that every field ``spec``'s mapping names is in a registered schema of its
+        topics' subjects (``formats.registry.field_check``), before any Spark job starts.
+
+        Returns the subjects not checked because nothing is registered under them yet (a
+        ``topic_pattern`` pipeline's topics are not known here: nothing is checked). Raises
+        ``PipelineConfigError`` naming the pipeline, the field, the subject and the versions
+        checked; RegistryUnavailable / RegistryRefused when the registry does not answer.
+        """
+        mapping = spec.mapping
+        paths = [*mapping.value_paths, *(KEY_PREFIX + path for path in mapping.key_paths)]
+        if not paths or not spec.topics:
+            return []
+        client = self.get_conn()
+        try:
+            return check_fields_registered(
+                spec.name,
+                paths,
+                spec.topics,
+                client,
+                file=spec.source_file or "pipeline spec",
+                registry=self.settings.display_url,
+            )
+        finally:
+            client.close()
 
     def test_connection(self) -> tuple[bool, str]:
         """(True, summary) when the registry lists its subjects, else (False, error)."""

@@ -42,6 +42,21 @@ def registry_connection_env(pipeline: str, spec: PipelineSpec, conn_id: str) -> 
     return {env_var_name(conn_id): connection.as_json()}
 
 
+def check_registered_fields(spec: PipelineSpec, conn_id: str) -> list[str]:
+    """Before spark-submit: every field ``spec``'s mapping names is in a registered schema
+    (``EoSchemaRegistryHook.check_mapping``); nothing to check for plain formats.
+
+    Returns the subjects not checked (nothing registered yet). Raises
+    ``PipelineConfigError`` for a field no registered schema has, RegistryUnavailable /
+    RegistryRefused when the registry does not answer (a retryable task failure).
+    """
+    if not registry_formats(spec.mapping):
+        return []
+    from airflow_provider_eo.hooks.schema_registry import EoSchemaRegistryHook
+
+    return EoSchemaRegistryHook(conn_id).check_mapping(spec)
+
+
 def conn_id_args(
     ledger_conn_id: str,
     kafka_conn_id: str,

@@ -62,7 +62,11 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
-from airflow_provider_eo.operators.application_connections import conn_id_args, registry_connection_env
+from airflow_provider_eo.operators.application_connections import (
+    check_registered_fields,
+    conn_id_args,
+    registry_connection_env,
+)
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     connection_master,
@@ -239,6 +243,9 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.application_args += ["--fencing-token", str(self.fencing_token)]
         self.application_args += self.conn_id_args()
         env = self.application_env()
+        unchecked = check_registered_fields(self.spec, self.schema_registry_conn_id)
+        if unchecked:
+            self.log.info("pipeline=%s: no schema registered yet under %s", self.pipeline, unchecked)
         connection = spark_connection(self.spark_conn_id)
         master = self.spark_master or connection_master(connection)
         self.log.info(
