@@ -79,3 +79,14 @@ class BadRecord(RecordError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def error_text(exc: BaseException) -> str:
+    """``Type: message`` of an error (``Type`` alone when it has no message); Thrift errors
+    whose message is bytes (their ``str()`` fails) are decoded."""
+    try:
+        message = str(exc)
+    except Exception:
+        raw = getattr(exc, "message", b"")
+        message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else repr(raw)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -30,7 +30,7 @@ from Hbase_thrift import IOError as HBaseIOError
 from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TTransportException
 
-from airflow_provider_eo.errors import EoError
+from airflow_provider_eo.errors import EoError, error_text
 from airflow_provider_eo.spark.segments import Segment
 
 log = logging.getLogger(__name__)
@@ -55,17 +55,6 @@ class HBaseWriteError(EoError, RuntimeError):
 
 class UnsafeColumnFamilyError(HBaseWriteError):
     """The table has no such family, or the family's settings would lose the written cells."""
-
-
-def error_text(exc: BaseException) -> str:
-    """``Type: message`` of an error; Thrift errors whose message is bytes (their ``str()``
-    fails) are decoded."""
-    try:
-        message = str(exc)
-    except Exception:
-        raw = getattr(exc, "message", b"")
-        message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else repr(raw)
-    return f"{type(exc).__name__}: {message}"
 
 
 def segment_families(segment: Segment) -> set[bytes]:

@@ -29,7 +29,7 @@ from confluent_kafka.schema_registry._sync.avro import _resolve_named_schema
 from confluent_kafka.schema_registry.common.avro import _schema_loads, parse_schema_with_repo
 from fastavro import schemaless_reader
 
-from airflow_provider_eo.errors import BadRecord, RegistryAccessError
+from airflow_provider_eo.errors import BadRecord, RegistryAccessError, error_text
 from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 from airflow_provider_eo.formats.registry.wire_format import HEADER_BYTES, schema_id_of
 
@@ -60,7 +60,7 @@ class AvroDecoder:
             early = " (it ends before the record does)" if buffer.tell() >= len(data) else ""
             raise BadRecord(
                 f"{self.part}: avro payload of schema id {schema_id} does not decode{early}: "
-                f"{type(exc).__name__}: {exc}"
+                f"{error_text(exc)}"
             ) from None
         left = len(data) - buffer.tell()
         if left:

@@ -14,7 +14,7 @@ from typing import TypeVar
 from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from airflow_provider_eo.errors import RegistryAccessError
+from airflow_provider_eo.errors import RegistryAccessError, error_text
 
 T = TypeVar("T")
 #: Answers that mean "not now" (the client retries them too before giving up).
@@ -58,5 +58,5 @@ def registry_call(registry: str, what: str, request: Callable[[], T]) -> T:
         ) from None
     except httpx.TransportError as exc:
         raise RegistryUnavailable(
-            f"Schema Registry {registry} unreachable for {what}: {type(exc).__name__}: {exc}"
+            f"Schema Registry {registry} unreachable for {what}: {error_text(exc)}"
         ) from None

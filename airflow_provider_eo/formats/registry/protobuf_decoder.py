@@ -34,7 +34,7 @@ from google.protobuf.descriptor_pool import DescriptorPool
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
-from airflow_provider_eo.errors import BadRecord, RegistryAccessError
+from airflow_provider_eo.errors import BadRecord, RegistryAccessError, error_text
 from airflow_provider_eo.formats.registry.protobuf_values import message_to_python
 from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 from airflow_provider_eo.formats.registry.wire_format import parse_header, read_message_indexes
@@ -64,7 +64,7 @@ class ProtobufDecoder:
         except Exception as exc:  # DecodeError, an out-of-range Timestamp, ...
             raise BadRecord(
                 f"{self.part}: protobuf payload of schema id {schema_id} (message "
-                f"{message_class.DESCRIPTOR.full_name}) does not decode: {type(exc).__name__}: {exc}"
+                f"{message_class.DESCRIPTOR.full_name}) does not decode: {error_text(exc)}"
             ) from None
 
     def _class_of(self, schema_id: int, indexes: list[int]) -> MessageClass:
