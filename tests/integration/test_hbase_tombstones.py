@@ -27,6 +27,7 @@ import happybase
 import pytest
 
 from airflow_provider_eo.ledger import PartitionRange
+from eo_devtools.stack.hbase_admin import HBaseTableTool, RawCell
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
     EpochRoundTrip,
@@ -36,7 +37,6 @@ from tests.integration.epoch_round_trip import (
     pipeline_spec,
     scan,
 )
-from tests.integration.hbase_admin import HBaseTableTool, RawCell
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import created_topic, produce
 

@@ -28,10 +28,12 @@ from airflow_provider_eo.ledger import Ledger
 from eo_devtools.demo.guide import closing_guide
 from eo_devtools.demo.sample_events import produce_records, sample_events
 from eo_devtools.demo.scheduled_runs import ScheduledRuns
+from eo_devtools.demo.tables import ensure_table
 from eo_devtools.demo.topic_records import ensure_topic, read_topic
 from eo_devtools.demo.verification import verify_pipeline
 from eo_devtools.stack.airflow_api import AirflowClient
 from eo_devtools.stack.cli import default_state_dir
+from eo_devtools.stack.hbase_admin import HBaseTableTool
 from eo_devtools.stack.stack import LocalStack
 
 DEFAULT_PIPELINE = "demo_events"
@@ -40,15 +42,6 @@ REPLAY_OFFSETS = 300
 
 def _say(message: str) -> None:
     print(f"demo: {message}", flush=True)
-
-
-def _ensure_table(stack: LocalStack, table: str, family: str) -> None:
-    connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
-    try:
-        if table.encode() not in connection.tables():
-            connection.create_table(table, {family: {}})
-    finally:
-        connection.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,7 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = load_pipelines(airflow.dags_folder / "pipelines.yaml")[args.pipeline]
     topic = spec.topics[0]
     partitions = ensure_topic(stack.kafka_bootstrap, topic, args.partitions)
-    _ensure_table(stack, spec.hbase_table, spec.column_family)
+    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    table = ensure_table(
+        HBaseTableTool(stack.state_dir), hbase, spec.hbase_table, spec.column_family, takes_tombstones=True
+    )
+    _say(table.describe())
     produced = produce_records(stack.kafka_bootstrap, topic, partitions, sample_events(args.events))
     _say(f"produced {len(produced)} records to {topic} ({partitions} partitions)")
 
@@ -100,7 +97,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
     everything = read_topic(stack.kafka_bootstrap, topic, partitions)
-    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     report = verify_pipeline(spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase)
     print(json.dumps({"pipeline": spec.name, **report.to_dict()}, indent=2))
     if not report.ok:
