@@ -95,7 +95,6 @@ def pipelines(stack: StackInfo, tool: HBaseTableTool) -> Iterator[dict[bool, Pip
     tables = {keep: f"tomb_{'kdc' if keep else 'default'}_{suffix}" for keep in (True, False)}
     for keep, table in tables.items():
         tool.create(table, "d", keep_deleted_cells=keep)
-    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     with (
         created_topic(stack.kafka_bootstrap, prefix="tomb") as topic,
         fresh_database(stack.ledger_dsn) as dsn,
@@ -113,6 +112,8 @@ def pipelines(stack: StackInfo, tool: HBaseTableTool) -> Iterator[dict[bool, Pip
             )
             for keep, table in tables.items()
         }
+    # a connection of its own: the Thrift server closes one left idle through the test
+    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     for table in tables.values():
         hbase.delete_table(table, disable=True)
     hbase.close()
