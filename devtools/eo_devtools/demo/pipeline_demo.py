@@ -9,7 +9,8 @@ every record the topic holds with the feed's oracle (:mod:`eo_devtools.demo.veri
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,8 +75,7 @@ def run_pipeline_demo(
     topic = spec.topics[0]
     outcome = PipelineDemo(spec.name, topic)
     partitions = ensure_topic(stack.kafka_bootstrap, topic, partitions)
-    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
-    try:
+    with _thrift(stack) as hbase:
         table = ensure_table(
             HBaseTableTool(stack.state_dir),
             hbase,
@@ -83,44 +83,49 @@ def run_pipeline_demo(
             spec.column_family,
             takes_tombstones=True,
         )
-        say(table.describe())
-        produced = produce_records(stack.kafka_bootstrap, topic, partitions, feed.events(topic))
-        outcome.produced = len(produced)
-        say(f"{spec.name}: produced {len(produced)} records to {topic} ({partitions} partitions)")
+    say(table.describe())
+    produced = produce_records(stack.kafka_bootstrap, topic, partitions, feed.events(topic))
+    outcome.produced = len(produced)
+    say(f"{spec.name}: produced {len(produced)} records to {topic} ({partitions} partitions)")
 
-        stream, backfill = stream_dag_id(spec.name), backfill_dag_id(spec.name)
-        runs.prepare(stream)
-        runs.prepare(backfill)
-        ledger = Ledger(stack.ledger_dsn)
-        ends = {(r.topic, r.partition): r.offset + 1 for r in sorted(produced, key=lambda r: r.offset)}
-        for run in range(1, max_runs + 1):
-            result = runs.run(stream)
-            outcome.stream_runs += 1
-            cursors = ledger.cursors(spec.name)
-            lag = sum(end - cursors.get(tp, 0) for tp, end in ends.items())
-            say(f"{spec.name}: stream run {run} ({result.run_id}): {result.state}; lag now {lag}")
-            if result.state != "success":
-                outcome.failure = result.describe()
-                return outcome
-            if lag == 0:
-                break
-
-        end = min(REPLAY_OFFSETS, ends.get((topic, 0), 0))
-        result = runs.run(backfill, conf={"partitions": [0], "start_offset": 0, "end_offset": end})
-        say(f"{spec.name}: backfill replay of {topic}[0] offsets [0, {end}): {result.state}")
+    stream, backfill = stream_dag_id(spec.name), backfill_dag_id(spec.name)
+    runs.prepare(stream)
+    runs.prepare(backfill)
+    ledger = Ledger(stack.ledger_dsn)
+    ends = {(r.topic, r.partition): r.offset + 1 for r in sorted(produced, key=lambda r: r.offset)}
+    for run in range(1, max_runs + 1):
+        result = runs.run(stream)
+        outcome.stream_runs += 1
+        cursors = ledger.cursors(spec.name)
+        lag = sum(end - cursors.get(tp, 0) for tp, end in ends.items())
+        say(f"{spec.name}: stream run {run} ({result.run_id}): {result.state}; lag now {lag}")
         if result.state != "success":
             outcome.failure = result.describe()
             return outcome
+        if lag == 0:
+            break
 
-        everything = read_topic(stack.kafka_bootstrap, topic, partitions)
-        outcome.report = verify_pipeline(
-            spec,
-            everything,
-            ledger=ledger,
-            offsets=EoKafkaHook(),
-            hbase=hbase,
-            oracle=feed.oracle(everything),
-        )
+    end = min(REPLAY_OFFSETS, ends.get((topic, 0), 0))
+    result = runs.run(backfill, conf={"partitions": [0], "start_offset": 0, "end_offset": end})
+    say(f"{spec.name}: backfill replay of {topic}[0] offsets [0, {end}): {result.state}")
+    if result.state != "success":
+        outcome.failure = result.describe()
         return outcome
+
+    everything = read_topic(stack.kafka_bootstrap, topic, partitions)
+    oracle = feed.oracle(everything)
+    with _thrift(stack) as hbase:
+        outcome.report = verify_pipeline(
+            spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase, oracle=oracle
+        )
+    return outcome
+
+
+@contextmanager
+def _thrift(stack: LocalStack) -> Iterator[happybase.Connection]:
+    """A Thrift connection for one step: the Thrift server closes one left idle across DAG runs."""
+    connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    try:
+        yield connection
     finally:
-        hbase.close()
+        connection.close()
