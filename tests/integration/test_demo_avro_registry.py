@@ -10,6 +10,8 @@ from collections import Counter
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from eo_devtools.demo.avro_events import (
     BAD_KINDS,
@@ -18,7 +20,7 @@ from eo_devtools.demo.avro_events import (
     serialized_events,
     value_subject,
 )
-from eo_devtools.demo.avro_expected_state import AvroOracle, schema_id_of
+from eo_devtools.demo.avro_expected_state import AvroOracle, decode_wire, schema_id_of
 from eo_devtools.demo.expected_state import ProducedRecord
 from eo_devtools.demo.registry_schemas import registered_serializers, writer_schemas
 
@@ -52,3 +54,12 @@ def test_registered_serializers_and_writer_schemas(schema_registry_url: str) -> 
 
     oracle = AvroOracle("d", None, schemas)
     assert [oracle.is_bad(r) for r in records] == [e.kind in BAD_KINDS for e in events]
+
+    # the oracle reads each good value as confluent-kafka's own deserializer does (writer schema)
+    deserialize = AvroDeserializer(fresh)
+    context = SerializationContext(topic, MessageField.VALUE)
+    good = [(e.kind, r.value) for r, e in zip(records, events, strict=True) if e.kind in ("v1", "v2")]
+    decoded = [decode_wire(v or b"", schemas) for _, v in good]
+    assert decoded == [deserialize(v, context) for _, v in good]
+    own_field = {"v1": "coupon", "v2": "channel"}
+    assert [sorted(set(d) & {"coupon", "channel"}) for d in decoded] == [[own_field[k]] for k, _ in good]
