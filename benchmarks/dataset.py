@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -42,10 +43,10 @@ class Dataset:
         return self.value_bytes / 1e6
 
 
-def event(i: int) -> tuple[bytes, bytes]:
-    """Key and JSON value of the ``i``-th record (deterministic)."""
+def event_fields(i: int) -> tuple[bytes, dict[str, Any]]:
+    """Key and fields of the ``i``-th record (deterministic): what every format of it carries."""
     user = i % 250_000
-    value = {
+    fields = {
         "event_id": f"{uuid.UUID(int=i * 2654435761 % (1 << 128))}",
         "user_id": user,
         "type": EVENT_TYPES[i % len(EVENT_TYPES)],
@@ -60,7 +61,13 @@ def event(i: int) -> tuple[bytes, bytes]:
             "country": COUNTRIES[i % 8],
         },
     }
-    return f"user-{user:07d}".encode(), json.dumps(value, separators=(",", ":")).encode()
+    return f"user-{user:07d}".encode(), fields
+
+
+def event(i: int) -> tuple[bytes, bytes]:
+    """Key and JSON value of the ``i``-th record (deterministic)."""
+    key, fields = event_fields(i)
+    return key, json.dumps(fields, separators=(",", ":")).encode()
 
 
 def sized_event(record_bytes: int) -> Callable[[int], tuple[bytes, bytes]]:

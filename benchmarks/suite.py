@@ -17,7 +17,7 @@ from benchmarks.report import machine, merge_reports, table, write_report
 from benchmarks.targets import check_targets
 from eo_devtools.stack.stack import LocalStack
 
-SECTIONS = ("write", "memory", "big_records", "reserve_commit", "standalone", "epoch_overhead")
+SECTIONS = ("write", "memory", "avro", "big_records", "reserve_commit", "standalone", "epoch_overhead")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
 
@@ -61,6 +61,8 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
                 report["memory_ratio_10m_1m"] = report["memory"]["ratio"]
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "avro" in args.sections:
+        report["avro"] = _avro_section(stack, records, args.partitions)
     if "big_records" in args.sections:
         from benchmarks import big_records
 
@@ -82,6 +84,26 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
 
         report.update(epoch_overhead.run(stack, quick=args.quick))
     return report
+
+
+def _avro_section(stack: LocalStack, records: int, partitions: int) -> dict[str, Any]:
+    """The write dataset in JSON and in Avro (two fresh topics), written alternately."""
+    from benchmarks import avro_throughput
+    from benchmarks.avro_dataset import delete_subject, produce_avro_dataset
+
+    registry_url = getattr(stack, "schema_registry_url", None)
+    if not registry_url:
+        raise RuntimeError("the avro section needs the stack's Schema Registry, and the stack has none")
+    json_data = produce_dataset(stack.kafka_bootstrap, records, partitions)
+    try:
+        avro_data = produce_avro_dataset(stack.kafka_bootstrap, registry_url, records, partitions)
+        try:
+            return avro_throughput.run(stack, json_data, avro_data)
+        finally:
+            delete_topic(stack.kafka_bootstrap, avro_data.topic)
+            delete_subject(registry_url, avro_data.topic)
+    finally:
+        delete_topic(stack.kafka_bootstrap, json_data.topic)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -66,6 +66,9 @@ _WRITE, _RESERVE = "write.cpu", "reserve_commit_detail"
 TARGETS = (
     Target("write.ratio_vs_loop", ">=", 1.0, "write step >= 1.0x the hand-written loop", _WRITE),
     Target("write.ratio_vs_bound", ">=", 0.7, "write step >= 0.7x min(read-only, write-only bound)", _WRITE),
+    Target(
+        "avro.ratio_vs_json", ">=", 0.9, "write step on Avro >= 0.9x on the same records in JSON", "avro.cpu"
+    ),
     Target("reserve_commit_ms.100", "<", 100, "reserve + commit < 100 ms at 100 partitions", _RESERVE),
     Target("reserve_commit_ms.10000", "<", 3000, "reserve + commit < 3 s at 10,000 partitions", _RESERVE),
     Target(

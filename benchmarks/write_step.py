@@ -13,10 +13,12 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import happybase
+import yaml
 
 from airflow_provider_eo.ledger import Ledger, PartitionRange
 from airflow_provider_eo.spark import app as app_module
@@ -73,6 +75,31 @@ def figures(
     }
 
 
+def pipelines_yaml(
+    pipeline: str,
+    topic: str,
+    table: str,
+    *,
+    batch_size: int,
+    batch_bytes: int | None,
+    split_size: int,
+    mapping: Mapping[str, str] | None,
+) -> str:
+    """The pipelines file of one benchmark pipeline (every other setting the default)."""
+    entry: dict[str, Any] = {
+        "name": pipeline,
+        "topics": [topic],
+        "hbase": {"table": table},
+        "batch_size": batch_size,
+    }
+    if batch_bytes is not None:
+        entry["batch_bytes"] = batch_bytes
+    if mapping:
+        entry["mapping"] = dict(mapping)
+    entry["spark"] = {"split_size": split_size}
+    return yaml.safe_dump({"pipelines": [entry]}, sort_keys=False)
+
+
 def run_write_step(
     stack: LocalStack,
     dataset: Dataset,
@@ -84,21 +111,30 @@ def run_write_step(
     batch_bytes: int | None = None,
     split_size: int = 125_000,
     keep_table: bool = False,
+    mapping: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write the dataset once with spark-submit; raises RuntimeError when the application fails.
 
-    Returns :func:`figures` (wall time from spark-submit's start to its exit) plus
-    ``tasks_records_per_s`` (the vote's ``duration_s``: Spark tasks only),
-    ``peak_rss_mb`` (driver JVM + Python workers) and ``table``.
+    ``mapping``: the pipeline's ``mapping:`` settings (e.g. ``{"value_format": "avro"}``;
+    default: the default JSON mapping). Returns :func:`figures` (wall time from
+    spark-submit's start to its exit) plus ``tasks_records_per_s`` (the vote's ``duration_s``:
+    Spark tasks only), ``peak_rss_mb`` (driver JVM + Python workers), ``table``, and the epoch's
+    ``cells_written`` and ``bad_records`` (and ``schema_fetches`` when the epoch reports it).
     """
     table = fresh_table(stack, f"bench_{label}")
     pipeline = f"bench_{label}_{uuid.uuid4().hex[:6]}"
     workdir = tempfile.TemporaryDirectory(prefix="eo-bench-")  # the pipelines file, removed at the end
     pipelines = Path(workdir.name) / "pipelines.yaml"
-    byte_bound = "" if batch_bytes is None else f"batch_bytes: {batch_bytes}, "
     pipelines.write_text(
-        f"pipelines:\n  - {{name: {pipeline}, topics: [{dataset.topic}], hbase: {{table: {table}}}, "
-        f"batch_size: {batch_size}, {byte_bound}spark: {{split_size: {split_size}}}}}\n"
+        pipelines_yaml(
+            pipeline,
+            dataset.topic,
+            table,
+            batch_size=batch_size,
+            batch_bytes=batch_bytes,
+            split_size=split_size,
+            mapping=mapping,
+        )
     )
     with Ledger(stack.ledger_dsn) as ledger:
         ranges = [PartitionRange(dataset.topic, p, 0, end) for p, end in enumerate(dataset.ends)]
@@ -149,6 +185,10 @@ def run_write_step(
     result["tasks_records_per_s"] = round(dataset.records / float(metrics["duration_s"]))
     result["peak_rss_mb"] = round(meter.peak_rss_bytes / 2**20, 1)
     result["table"] = table
+    result["cells_written"] = metrics.get("cells_written")
+    result["bad_records"] = metrics.get("bad_records")
+    if "schema_fetches" in metrics:
+        result["schema_fetches"] = metrics["schema_fetches"]
     if not keep_table:
         drop_table(stack, table)
     workdir.cleanup()

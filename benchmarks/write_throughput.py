@@ -68,7 +68,7 @@ def cpu_profiles(runs: dict[str, dict[str, Any]], cores: int) -> dict[str, Any]:
     """Each run's CPU profile, and what it means for ``ratio_vs_bound``: the write step's
     CPU ceiling over the bound (``ceiling_ratio_vs_bound``, the most its CPU per record
     allows on this machine) and the share of that ceiling it reached (``share_of_ceiling``)."""
-    profiles = {name: _cpu_profile(r, cores) for name, r in runs.items()}
+    profiles = {name: cpu_profile(r, cores) for name, r in runs.items()}
     bound = _bound(runs)
     ceiling = profiles["write_step"]["ceiling_records_per_s"]
     step = runs["write_step"]
@@ -100,7 +100,7 @@ def median_run(candidates: list[dict[str, Any]]) -> dict[str, Any]:
     return sorted(candidates, key=lambda r: r["records_per_s"])[len(candidates) // 2]
 
 
-def _cpu_profile(run: dict[str, Any], cores: int) -> dict[str, float]:
+def cpu_profile(run: dict[str, Any], cores: int) -> dict[str, float]:
     """CPU microseconds per record (client, servers, both), cores busy, and the rate at
     which that CPU per record would keep all ``cores`` busy."""
     per_record_us = run["client_cpu_s_per_million"] + run["server_cpu_s_per_million"]

@@ -27,6 +27,7 @@ import happybase
 import pytest
 
 from airflow_provider_eo.ledger import PartitionRange
+from eo_devtools.stack.hbase_admin import HBaseTableTool, RawCell
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
     EpochRoundTrip,
@@ -36,7 +37,6 @@ from tests.integration.epoch_round_trip import (
     pipeline_spec,
     scan,
 )
-from tests.integration.hbase_admin import HBaseTableTool, RawCell
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import created_topic, produce
 
@@ -95,7 +95,6 @@ def pipelines(stack: StackInfo, tool: HBaseTableTool) -> Iterator[dict[bool, Pip
     tables = {keep: f"tomb_{'kdc' if keep else 'default'}_{suffix}" for keep in (True, False)}
     for keep, table in tables.items():
         tool.create(table, "d", keep_deleted_cells=keep)
-    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     with (
         created_topic(stack.kafka_bootstrap, prefix="tomb") as topic,
         fresh_database(stack.ledger_dsn) as dsn,
@@ -113,6 +112,8 @@ def pipelines(stack: StackInfo, tool: HBaseTableTool) -> Iterator[dict[bool, Pip
             )
             for keep, table in tables.items()
         }
+    # a connection of its own: the Thrift server closes one left idle through the test
+    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     for table in tables.values():
         hbase.delete_table(table, disable=True)
     hbase.close()

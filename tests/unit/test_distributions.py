@@ -56,9 +56,21 @@ def test_devtools_distribution_holds_the_stack_and_the_demo() -> None:
     assert project["project"]["dependencies"] == ["airflow-provider-eo", "asyncpg>=0.30,<1"]
     assert project["project"]["scripts"] == {"eo-stack": "eo_devtools.stack.cli:main"}
     packages = _packages(root)
-    assert packages == ["eo_devtools", "eo_devtools.demo", "eo_devtools.stack"]
-    (data_globs,) = project["tool"]["setuptools"]["package-data"].values()
-    poms = sorted(
-        p.relative_to(root).as_posix() for g in data_globs for p in (root / "eo_devtools/stack").glob(g)
+    assert packages == [
+        "eo_devtools",
+        "eo_devtools.demo",
+        "eo_devtools.stack",
+        "eo_devtools.stack.hbase_admin",
+    ]
+    data = sorted(
+        p.relative_to(root).as_posix()
+        for package, globs in project["tool"]["setuptools"]["package-data"].items()
+        for g in globs
+        for p in (root / package.replace(".", "/")).glob(g)
     )
-    assert poms == ["eo_devtools/stack/jvm/hbase/pom.xml", "eo_devtools/stack/jvm/kafka/pom.xml"]
+    assert data == [
+        "eo_devtools/stack/hbase_admin/HBaseTableTool.java",  # the demo's and the tests' Admin tool
+        "eo_devtools/stack/hbase_admin/log4j.properties",
+        "eo_devtools/stack/jvm/hbase/pom.xml",
+        "eo_devtools/stack/jvm/kafka/pom.xml",
+    ]

@@ -1,13 +1,17 @@
 """The demo: ``python -m eo_devtools.demo`` (what ``scripts/demo.sh`` runs).
 
-Starts the local stack with Airflow (api-server, scheduler, dag-processor, triggerer),
-produces sample events (several partitions, updates to the same keys, tombstones, bad
-records) to the topic of the repository's ``demo_events`` pipeline (``dags/pipelines.yaml``),
-triggers its stream DAG through Airflow's REST API until the topic is drained (each run
-one epoch, capped by the pipeline), replays an old range through its backfill DAG, then
-verifies every invariant against every record the topic holds (so reruns are checked
-as exactly as the first run) and prints a JSON report, then where the Airflow UI is,
-how to log in and what to look at. Exits 1 on any mismatch or failed run.
+Starts the local stack with Airflow (api-server, scheduler, dag-processor, triggerer), then
+runs the repository's demo pipelines (``dags/pipelines.yaml``) one after the other
+(:mod:`eo_devtools.demo.pipeline_demo`): ``demo_events`` (JSON: several partitions, updates
+to the same keys, tombstones, bad records), then ``demo_orders_avro`` (Avro from the stack's
+Schema Registry: schema v1 and v2 interleaved in the same partitions, tombstones, bad
+records) when the served pipelines file has it. For each: create its topic and its table
+(KEEP_DELETED_CELLS TRUE: its topic carries tombstones), produce, trigger its stream DAG
+through Airflow's REST API until the topic is drained, replay an old range through its
+backfill DAG, and verify every invariant against every record the topic holds (so reruns
+are checked as exactly as the first run). Prints one JSON report with every pipeline, then
+where the Airflow UI is, how to log in and what to look at. Exits 1 on any mismatch or
+failed run.
 """
 
 from __future__ import annotations
@@ -19,46 +23,52 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import happybase
-
-from airflow_provider_eo.config import load_pipelines
-from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
-from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.config import PipelineSpec, load_pipelines
+from eo_devtools.demo.feeds import DemoFeed, avro_feed, json_feed, mapping_columns
 from eo_devtools.demo.guide import closing_guide
-from eo_devtools.demo.sample_events import produce_records, sample_events
+from eo_devtools.demo.pipeline_demo import PipelineDemo, run_pipeline_demo
 from eo_devtools.demo.scheduled_runs import ScheduledRuns
-from eo_devtools.demo.topic_records import ensure_topic, read_topic
-from eo_devtools.demo.verification import verify_pipeline
 from eo_devtools.stack.airflow_api import AirflowClient
 from eo_devtools.stack.cli import default_state_dir
 from eo_devtools.stack.stack import LocalStack
 
 DEFAULT_PIPELINE = "demo_events"
-REPLAY_OFFSETS = 300
+AVRO_PIPELINE = "demo_orders_avro"
 
 
 def _say(message: str) -> None:
     print(f"demo: {message}", flush=True)
 
 
-def _ensure_table(stack: LocalStack, table: str, family: str) -> None:
-    connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
-    try:
-        if table.encode() not in connection.tables():
-            connection.create_table(table, {family: {}})
-    finally:
-        connection.close()
+def _feeds(
+    stack: LocalStack, specs: dict[str, PipelineSpec], pipelines_file: Path, args: argparse.Namespace
+) -> dict[str, DemoFeed]:
+    """The JSON pipeline's feed, then the Avro one when the served file has that pipeline."""
+    feeds = {args.pipeline: json_feed(specs[args.pipeline].column_family, args.events)}
+    if AVRO_PIPELINE not in specs:
+        _say(f"{pipelines_file} has no {AVRO_PIPELINE} pipeline: the Avro part is off")
+        return feeds
+    registry_url = getattr(stack, "schema_registry_url", None)
+    if not registry_url:
+        raise RuntimeError(f"{AVRO_PIPELINE} needs the stack's Schema Registry, and the stack has none")
+    columns = mapping_columns(pipelines_file, AVRO_PIPELINE)
+    feeds[AVRO_PIPELINE] = avro_feed(
+        specs[AVRO_PIPELINE].column_family, columns, registry_url, args.avro_events
+    )
+    return feeds
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; 0 when every run succeeded and every check passes."""
     parser = argparse.ArgumentParser(prog="python -m eo_devtools.demo")
     parser.add_argument("--state-dir", type=Path, default=default_state_dir())
-    parser.add_argument("--pipeline", default=DEFAULT_PIPELINE, help="a pipeline of the served DAG folder")
+    parser.add_argument(
+        "--pipeline", default=DEFAULT_PIPELINE, help="a JSON pipeline of the served DAG folder"
+    )
     parser.add_argument("--events", type=int, default=6000)
-    parser.add_argument("--partitions", type=int, default=4, help="when the demo creates the topic")
-    parser.add_argument("--max-runs", type=int, default=12)
+    parser.add_argument("--avro-events", type=int, default=3000, help=f"records for {AVRO_PIPELINE}")
+    parser.add_argument("--partitions", type=int, default=4, help="when the demo creates a topic")
+    parser.add_argument("--max-runs", type=int, default=12, help="stream runs per pipeline at most")
     args = parser.parse_args(argv)
 
     stack = LocalStack(args.state_dir)
@@ -66,56 +76,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     airflow = stack.airflow().config
     os.environ.update(stack.conn_env())  # EoKafkaHook reads AIRFLOW_CONN_EO_KAFKA
     _say(f"local stack and Airflow up in {stack.state_dir}; Airflow UI at {airflow.url}")
-    spec = load_pipelines(airflow.dags_folder / "pipelines.yaml")[args.pipeline]
-    topic = spec.topics[0]
-    partitions = ensure_topic(stack.kafka_bootstrap, topic, args.partitions)
-    _ensure_table(stack, spec.hbase_table, spec.column_family)
-    produced = produce_records(stack.kafka_bootstrap, topic, partitions, sample_events(args.events))
-    _say(f"produced {len(produced)} records to {topic} ({partitions} partitions)")
-
+    pipelines_file = airflow.dags_folder / "pipelines.yaml"
+    specs = load_pipelines(pipelines_file)
     runs = ScheduledRuns(AirflowClient.from_login_file(airflow.login_path), airflow.home / "logs")
-    stream, backfill = stream_dag_id(spec.name), backfill_dag_id(spec.name)
-    runs.prepare(stream)
-    runs.prepare(backfill)
-    ledger = Ledger(stack.ledger_dsn)
-    ends = {(r.topic, r.partition): r.offset + 1 for r in sorted(produced, key=lambda r: r.offset)}
-    stream_runs = 0
-    for run in range(1, args.max_runs + 1):
-        outcome = runs.run(stream)
-        stream_runs += 1
-        cursors = ledger.cursors(spec.name)
-        lag = sum(end - cursors.get(tp, 0) for tp, end in ends.items())
-        _say(f"stream run {run} ({outcome.run_id}): {outcome.state}; lag now {lag}")
-        if outcome.state != "success":
-            print(outcome.describe(), file=sys.stderr)
-            return 1
-        if lag == 0:
+
+    demos: list[PipelineDemo] = []
+    for name, feed in _feeds(stack, specs, pipelines_file, args).items():
+        demo = run_pipeline_demo(
+            stack, runs, specs[name], feed, partitions=args.partitions, max_runs=args.max_runs, say=_say
+        )
+        demos.append(demo)
+        if demo.failure:
+            print(demo.failure, file=sys.stderr)
             break
 
-    replay = {"partitions": [0], "start_offset": 0, "end_offset": min(REPLAY_OFFSETS, ends[(topic, 0)])}
-    outcome = runs.run(backfill, conf=replay)
-    _say(f"backfill replay of {topic}[0] offsets [0, {replay['end_offset']}): {outcome.state}")
-    if outcome.state != "success":
-        print(outcome.describe(), file=sys.stderr)
-        return 1
-
-    everything = read_topic(stack.kafka_bootstrap, topic, partitions)
-    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
-    report = verify_pipeline(spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase)
-    print(json.dumps({"pipeline": spec.name, **report.to_dict()}, indent=2))
-    if not report.ok:
+    print(json.dumps({"ok": all(d.ok for d in demos), "pipelines": [d.to_dict() for d in demos]}, indent=2))
+    if not all(d.ok for d in demos):
         _say("CHECKS FAILED")
         return 1
-    _say(f"all checks passed ({len(everything)} records in {topic}, this run produced {len(produced)})")
+    for demo in demos:
+        records = demo.report.records_produced if demo.report else 0
+        _say(f"{demo.pipeline}: all checks passed ({records} records in {demo.topic}, {demo.produced} new)")
     login = json.loads(airflow.login_path.read_text())
+    first = demos[0]
     guide = closing_guide(
         url=airflow.url,
         username=login["username"],
         login_file=airflow.login_path,
-        pipeline=spec.name,
-        topic=topic,
-        stream_runs=stream_runs,
+        pipeline=first.pipeline,
+        topic=first.topic,
+        stream_runs=first.stream_runs,
         state_dir=stack.state_dir,
+        other_pipelines=[d.pipeline for d in demos[1:]],
     )
     print(guide, flush=True)
     return 0

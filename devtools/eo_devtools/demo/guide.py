@@ -6,6 +6,7 @@ whose path is printed with the command that shows it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -13,10 +14,23 @@ from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 
 
 def closing_guide(
-    *, url: str, username: str, login_file: Path, pipeline: str, topic: str, stream_runs: int, state_dir: Path
+    *,
+    url: str,
+    username: str,
+    login_file: Path,
+    pipeline: str,
+    topic: str,
+    stream_runs: int,
+    state_dir: Path,
+    other_pipelines: Sequence[str] = (),
 ) -> str:
-    """The closing text of a successful demo (multi-line)."""
+    """The closing text of a successful demo (multi-line); ``other_pipelines``: the demo's
+    further pipelines (one line each: their stream DAG)."""
     stream, backfill = stream_dag_id(pipeline), backfill_dag_id(pipeline)
+    others = [
+        f"  - {url}/dags/{stream_dag_id(other)}  the stream DAG of {other}, the same way"
+        for other in other_pipelines
+    ]
     return "\n".join(
         [
             "",
@@ -30,6 +44,7 @@ def closing_guide(
             " Trigger form takes topics, partitions and offsets or times",
             f"  - {url}/plugin/eo-epochs  the Epochs page ('Epochs' in the navigation, a tab on each"
             f" DAG; alone at {url}/eo/?dag_id={quote(stream)}): every epoch, its ranges, cursors, lag",
+            *others,
             f"Stop everything: eo-stack down --state-dir {state_dir}",
         ]
     )

@@ -19,7 +19,7 @@ from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.offsets import OffsetSource
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
-from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, is_bad_record
+from eo_devtools.demo.expected_state import JsonOracle, ProducedRecord, RecordOracle, fold_rows
 
 TP = tuple[str, int]
 
@@ -61,20 +61,27 @@ def verify_pipeline(
     ledger: Ledger,
     offsets: OffsetSource,
     hbase: happybase.Connection,
+    oracle: RecordOracle | None = None,
 ) -> Verification:
-    """Compare HBase, the ledger and the consumer group with the produced records."""
+    """Compare HBase, the ledger and the consumer group with the produced records.
+
+    ``oracle`` says what the pipeline's mapping makes of each record (default: the JSON
+    mapping into the pipeline's family, :class:`JsonOracle`).
+    """
     records = list(produced)
+    oracle = oracle or JsonOracle(spec.column_family)
     result = Verification(records_produced=len(records))
-    result.bad_records_produced = sum(1 for r in records if is_bad_record(r))
-    _check_hbase(result, spec, records, hbase)
+    result.bad_records_produced = sum(1 for r in records if oracle.is_bad(r))
+    _check_hbase(result, spec, fold_rows(records, oracle), hbase)
     _check_ledger(result, spec, ledger)
     _check_progress(result, spec, records, ledger, offsets)
     return result
 
 
-def _check_hbase(result: Verification, spec: PipelineSpec, records: list[ProducedRecord], hbase: Any) -> None:
+def _check_hbase(
+    result: Verification, spec: PipelineSpec, expected: dict[bytes, dict[bytes, bytes]], hbase: Any
+) -> None:
     actual = scan_table(hbase, spec.hbase_table)
-    expected = expected_rows(records, spec.column_family)
     result.hbase_rows = len(actual)
     result.hbase_cells = sum(len(cells) for cells in actual.values())
     missing = sorted(set(expected) - set(actual))

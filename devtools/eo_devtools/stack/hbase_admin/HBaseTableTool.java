@@ -1,4 +1,4 @@
-// Test tooling: what HBase's Thrift1 API cannot do, through HBase's own Java Admin API.
+// Demo and test tooling: what HBase's Thrift1 API cannot do, through HBase's own Java Admin API.
 //
 // Run with the JDK's single-file launcher (JDK 11+), the HBase client classpath and the
 // stack's conf dir (hbase-site.xml: where ZooKeeper is):

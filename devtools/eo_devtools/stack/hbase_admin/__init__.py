@@ -1,11 +1,14 @@
-"""What HBase's Thrift1 API cannot do, for tests: families with ``KEEP_DELETED_CELLS``,
-flush + major compaction with a bounded wait, and raw scans (delete markers included).
+"""What HBase's Thrift1 API cannot do, for the demo and the tests: families with
+``KEEP_DELETED_CELLS``, flush + major compaction with a bounded wait, and raw scans (delete
+markers included). One copy: the demo creates its tables through it, the tests assert with it.
 
 :class:`HBaseTableTool` runs ``HBaseTableTool.java`` (HBase's own Java ``Admin`` API) with
 the HBase client jars the local stack already resolved and the stack's ``hbase/conf`` dir
 (``hbase-site.xml`` says where ZooKeeper is). The Java source is compiled once per version
 of the source with the JDK's ``javac`` (the single-file source launcher is used when there
-is no ``javac`` next to ``java``). Each call is one short JVM (about 2-4 s).
+is no ``javac`` next to ``java``). Each call is one short JVM (about 2-4 s). The ``.java``
+source and ``log4j.properties`` are package data of ``eo_devtools.stack.hbase_admin``
+(``devtools/pyproject.toml``), found next to this module at run time.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def _compiled_classes() -> Path | None:
     """A directory holding the compiled tool, or None to run the source file directly.
 
     Compiled once per source version into ``<tmp>/eo-hbase-tool-<digest>`` (reused by later
-    test runs; a staging directory renamed into place, so concurrent runs never see half).
+    runs; a staging directory renamed into place, so concurrent runs never see half).
     """
     javac = Path(os.path.realpath(java_binary())).parent / "javac"
     if not javac.is_file():
