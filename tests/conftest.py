@@ -93,15 +93,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def schema_registry_url(stack: StackInfo) -> str:
-    """Base URL of the stack's Schema Registry (Confluent-compatible API)."""
-    url = getattr(stack, "schema_registry_url", None) or os.environ.get("EO_TEST_SCHEMA_REGISTRY_URL")
-    if not url:
-        raise RuntimeError("no Schema Registry: the stack has none and EO_TEST_SCHEMA_REGISTRY_URL is unset")
-    return url
-
-
-@pytest.fixture(scope="session")
 def airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
     """The session's real Airflow on ``stack`` (tests/airflow_server.py), started on first use."""
     from tests.airflow_server import running_airflow_server

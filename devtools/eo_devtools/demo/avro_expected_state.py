@@ -10,8 +10,8 @@ byte, a schema id the registry does not know, or a payload that does not decode.
 
 Mapping (``columns: {qualifier: dotted.path}``; ``None``: every top-level field under its
 own name): one cell ``family:qualifier`` per column whose path the record has. A path the
-record lacks (a field of the other schema version) or a null writes no cell. Cell bytes:
-strings as UTF-8, ints in decimal, decimals as plain text keeping their scale (``12.50``),
+record lacks (a field of the other schema version) writes no cell; a null writes ``null``.
+Cell bytes: strings as UTF-8, ints in decimal, decimals as plain text keeping their scale (``12.50``),
 timestamps as ISO-8601 UTC with ``Z`` and 6 fractional digits
 (``2026-01-01T00:00:00.123000Z``). Row key: the Kafka key (``row_key: kafka_key``).
 """
@@ -59,6 +59,8 @@ def encode_cell(value: object) -> bytes:
     """Cell bytes of one mapped value (the documented encodings the demo uses).
 
     Raises ValueError for a type the demo's schemas never produce (no documented guess)."""
+    if value is None:
+        return b"null"
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, int) and not isinstance(value, bool):
@@ -110,13 +112,13 @@ class AvroOracle:
         return False
 
     def cells(self, record: ProducedRecord) -> dict[bytes, bytes]:
-        """One cell per column the record has a non-null value for."""
+        """One cell per column whose path the record has."""
         assert record.value is not None
         decoded = decode_wire(record.value, self.schemas)
         columns = self.columns if self.columns is not None else {field: field for field in decoded}
         cells = {}
         for qualifier, path in columns.items():
             value = _at(decoded, path)
-            if value is not _MISSING and value is not None:
+            if value is not _MISSING:
                 cells[f"{self.family}:{qualifier}".encode()] = encode_cell(value)
         return cells
