@@ -1,0 +1,121 @@
+"""Apicurio Registry for the local stack: the Schema Registry of Avro/Protobuf/JSON Schema topics.
+
+Apicurio Registry 2.4.2.Final (built by :mod:`.jvm_build` from ``jvm/schema-registry/``)
+serves the Confluent-compatible API at ``/apis/ccompat/v7``, which confluent-kafka's
+``SchemaRegistryClient`` speaks. Storage is in memory (H2): schemas live as long as the
+process, and a restart starts empty. One JVM on 127.0.0.1, lean: a 256 MB heap, the serial
+collector and the C1 compiler only (it starts in seconds and serves a handful of schemas).
+
+The global compatibility level is set explicitly (:data:`COMPATIBILITY`) on every ``up``,
+because the defaults differ: Apicurio's is NONE, Confluent's BACKWARD.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from eo_devtools.stack.java_service import JavaService
+from eo_devtools.stack.jvm_artifacts import java_binary, runner_jar
+from eo_devtools.stack.ports import LOOPBACK
+from eo_devtools.stack.process import ServiceStartError
+
+CCOMPAT_PATH = "/apis/ccompat/v7"
+"""The Confluent-compatible API's base path on Apicurio Registry 2.x."""
+COMPATIBILITY = "BACKWARD"
+"""The global compatibility level the stack sets (Confluent's default)."""
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+def registry_url(port: int) -> str:
+    """The base URL Confluent clients take: ``http://127.0.0.1:<port>/apis/ccompat/v7``."""
+    return f"http://{LOOPBACK}:{port}{CCOMPAT_PATH}"
+
+
+def call(url: str, method: str = "GET", body: Any = None, timeout_s: float = 3.0) -> Any:
+    """One REST call to the registry; returns the decoded JSON answer.
+
+    Raises ``urllib.error.URLError`` (``HTTPError`` for a non-2xx answer) or ``OSError``
+    when the registry does not answer, ValueError when the answer is not JSON.
+    """
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": CONTENT_TYPE})
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        return json.loads(response.read())
+
+
+class SchemaRegistryService(JavaService):
+    """Apicurio Registry on 127.0.0.1:``port``, in-memory storage, compatibility :data:`COMPATIBILITY`."""
+
+    name = "schema-registry"
+    port_keys = ("schema-registry",)
+    component = "schema-registry"
+    heap = "256m"
+    stop_grace_s = 15.0
+    startup_timeout_s = 90.0
+
+    @property
+    def home(self) -> Path:
+        """``<state>/schema-registry``: the process's working directory (nothing is stored)."""
+        return self.state_dir / "schema-registry"
+
+    @property
+    def url(self) -> str:
+        return registry_url(self.port)
+
+    def cwd(self) -> Path:
+        return self.home
+
+    def prepare(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+
+    def program_args(self) -> list[str]:
+        return []
+
+    def argv(self) -> list[str]:
+        """``java -jar`` the Quarkus runner; every setting a system property (no secrets)."""
+        return [
+            java_binary(),
+            f"-Xmx{self.heap}",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:MaxMetaspaceSize=192m",
+            "-Xss512k",
+            "-Djava.awt.headless=true",
+            f"-Dquarkus.http.host={LOOPBACK}",
+            f"-Dquarkus.http.port={self.port}",
+            # Apicurio's prod profile keeps 20 idle H2 connections; a few serve the stack.
+            "-Dquarkus.datasource.jdbc.initial-size=2",
+            "-Dquarkus.datasource.jdbc.min-size=2",
+            "-Dquarkus.datasource.jdbc.max-size=20",
+            "-jar",
+            str(runner_jar(self.component)),
+        ]
+
+    def healthy(self) -> bool:
+        """True when ``GET /subjects`` answers with a JSON list (the REST API serves)."""
+        try:
+            return isinstance(call(f"{self.url}/subjects"), list)
+        except (OSError, ValueError):
+            return False
+
+    def after_start(self) -> None:
+        """Set the global compatibility to :data:`COMPATIBILITY` and read it back.
+
+        Raises :class:`ServiceStartError` when the registry refuses or answers another level.
+        """
+        try:
+            call(f"{self.url}/config", "PUT", {"compatibility": COMPATIBILITY})
+            level = call(f"{self.url}/config").get("compatibilityLevel")
+        except (OSError, ValueError) as exc:
+            raise ServiceStartError(
+                f"schema-registry: setting compatibility {COMPATIBILITY} on {self.url}/config failed: {exc}"
+            ) from exc
+        if level != COMPATIBILITY:
+            raise ServiceStartError(
+                f"schema-registry: compatibility is {level!r} after setting {COMPATIBILITY!r} "
+                f"on {self.url}/config"
+            )
