@@ -63,8 +63,8 @@ _CODE_NAME = re.compile(
 EXTERNAL_NAMES = frozenset(
     {
         "AirflowSkipException", "AlterConsumerGroupOffsets", "Asset", "BaseHook", "ColumnDescriptor",
-        "Dockerfile", "NaN", "OutOfMemoryError", "SimpleAuthManager", "SparkSubmitHook",
-        "SparkSubmitOperator", "Table", "ceil",
+        "Dockerfile", "NaN", "OutOfMemoryError", "SchemaRegistryClient", "SimpleAuthManager",
+        "SparkSubmitHook", "SparkSubmitOperator", "Table", "ceil",
     }
 )  # fmt: skip
 CODE_ROOTS = ("airflow_provider_eo", "devtools", "tests", "benchmarks")

@@ -6,8 +6,10 @@ serves the Confluent-compatible API at ``/apis/ccompat/v7``, which confluent-kaf
 process, and a restart starts empty. One JVM on 127.0.0.1, lean: a 256 MB heap, the serial
 collector and the C1 compiler only (it starts in seconds and serves a handful of schemas).
 
-The global compatibility level is set explicitly (:data:`COMPATIBILITY`) on every ``up``,
-because the defaults differ: Apicurio's is NONE, Confluent's BACKWARD.
+The global compatibility level is set explicitly (:data:`COMPATIBILITY`), because the
+defaults differ: Apicurio's is NONE, Confluent's BACKWARD. It is Apicurio's default global
+rule from the first request (``registry.rules.global.compatibility``) and is set again
+through ``PUT /config`` on every ``up`` (``GET /config`` reports only that one).
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ class SchemaRegistryService(JavaService):
             "-Dquarkus.datasource.jdbc.initial-size=2",
             "-Dquarkus.datasource.jdbc.min-size=2",
             "-Dquarkus.datasource.jdbc.max-size=20",
+            # Enforced from the first request; after_start also sets it through the API, which
+            # is what GET /config reports (a default global rule reads as NONE there).
+            f"-Dregistry.rules.global.compatibility={COMPATIBILITY}",
             "-jar",
             str(runner_jar(self.component)),
         ]
