@@ -59,6 +59,19 @@ def test_devtools_distribution_holds_the_stack_and_the_demo() -> None:
     assert packages == ["eo_devtools", "eo_devtools.demo", "eo_devtools.stack"]
     (data_globs,) = project["tool"]["setuptools"]["package-data"].values()
     poms = sorted(
-        p.relative_to(root).as_posix() for g in data_globs for p in (root / "eo_devtools/stack").glob(g)
+        p.relative_to(root).as_posix()
+        for g in data_globs
+        for p in (root / "eo_devtools/stack").glob(g)
+        if p.is_file()
     )
-    assert poms == ["eo_devtools/stack/jvm/hbase/pom.xml", "eo_devtools/stack/jvm/kafka/pom.xml"]
+    steps = "eo_devtools/stack/jvm/schema-registry/config-index-steps"
+    java = f"{steps}/src/main/java/io/github/airflowprovidereo/devstack/registry"
+    assert poms == [
+        "eo_devtools/stack/jvm/hbase/pom.xml",
+        "eo_devtools/stack/jvm/kafka/pom.xml",
+        f"{steps}/pom.xml",
+        f"{java}/DynamicConfigIndexSteps.java",
+        f"{java}/DynamicConfigListRecorder.java",
+        f"{steps}/src/main/resources/META-INF/quarkus-build-steps.list",
+        "eo_devtools/stack/jvm/schema-registry/pom.xml",
+    ]
