@@ -62,6 +62,8 @@ rm -rf airflow_provider_eo.egg-info devtools/airflow_provider_eo_devtools.egg-in
 # Apache Kafka and Apache HBase from Maven Central, and the Schema Registry built from it
 # (a no-op once cached; Maven runs offline first).
 .venv/bin/python -m eo_devtools.stack.jvm_artifacts
+# The Schema Registry runner's class-data archive (made once per build and JDK: starts in seconds).
+.venv/bin/python -m eo_devtools.stack.schema_registry
 
 expected="${pyspark_pin:-$(grep -E '^pyspark==' constraints.txt)}"
 actual="pyspark==$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')"

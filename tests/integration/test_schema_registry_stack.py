@@ -8,18 +8,22 @@ Through ``eo-stack env``'s ``schema_registry`` connection, read by Airflow's own
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from airflow.models.connection import Connection
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from eo_devtools.stack.class_archive import archive_path
+from eo_devtools.stack.jvm_artifacts import java_binary, lib_dir, runner_jar
 from tests.conftest import StackInfo
 
 pytestmark = pytest.mark.integration
@@ -66,6 +70,19 @@ def test_env_schema_registry_connection_resolves_to_the_stack_registry(stack: St
     resolved = f"{conn.schema}://{conn.host}:{conn.port}{conn.extra_dejson['path']}"
     assert resolved == stack.schema_registry_url == f"http://127.0.0.1:{port}/apis/ccompat/v7"
     assert (conn.login, conn.password) == (None, None)
+
+
+def test_the_registry_is_the_cached_runner_mapping_its_class_archive(stack: StackInfo) -> None:
+    pid = int((stack.state_dir / "pids" / "schema-registry.pid").read_text())
+    argv = (Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0"))[:-1]
+    archive = archive_path(lib_dir("schema-registry"), java_binary())
+    assert archive.is_file()
+    assert argv[:2] == [java_binary(), f"-XX:SharedArchiveFile={archive}"]
+    assert argv[-2:] == ["-jar", str(runner_jar("schema-registry"))]
+    assert "-Xmx256m" in argv and "-Dquarkus.http.host=127.0.0.1" in argv
+    assert os.readlink(f"/proc/{pid}/cwd") == str(stack.state_dir / "schema-registry")
+    # Java 17 drops an archive it cannot use silently; one it uses is mapped into the process.
+    assert str(archive) in Path(f"/proc/{pid}/maps").read_text()
 
 
 def test_global_compatibility_is_the_backward_level_the_stack_set(schema_registry_url: str) -> None:
