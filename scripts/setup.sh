@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One-command, idempotent setup of a development machine (Debian, Python 3.11):
-#   - OS packages when missing: a JDK 17 (Kafka, HBase, Spark), Maven (resolves Kafka and
-#     HBase from Maven Central), PostgreSQL server (ledger), python3-venv
+#   - OS packages when missing: a JDK 17 (Kafka, HBase, Schema Registry, Spark), Maven
+#     (resolves Kafka and HBase and builds the Schema Registry from Maven Central),
+#     PostgreSQL server (ledger), python3-venv
 #   - .venv in the repository root, the provider editable with dev extras and the dev-only
 #     devtools/ (local stack, demo) editable, both pinned by constraints.txt
-#   - Apache Kafka and Apache HBase jars, pinned by the poms under
-#     devtools/eo_devtools/stack/jvm/, copied into ~/.cache/airflow-provider-eo/jvm
+#   - Apache Kafka and Apache HBase jars and the Schema Registry's runner (Apicurio Registry
+#     2.4.2.Final packaged as a Quarkus application), pinned by the poms under
+#     devtools/eo_devtools/stack/jvm/, copied or built into ~/.cache/airflow-provider-eo/jvm
 # Re-installs Python packages only when a pyproject.toml or constraints.txt changed since the
 # last install (hash stamp in .venv), and runs Maven only when a pom changed, so a second
 # run takes seconds, changes nothing and needs no network.
@@ -57,8 +59,11 @@ fi
 # build would make Python (run from the repo root) see the package twice.
 rm -rf airflow_provider_eo.egg-info devtools/airflow_provider_eo_devtools.egg-info
 
-# Apache Kafka and Apache HBase from Maven Central (a no-op once cached).
+# Apache Kafka and Apache HBase from Maven Central, and the Schema Registry built from it
+# (a no-op once cached; Maven runs offline first).
 .venv/bin/python -m eo_devtools.stack.jvm_artifacts
+# The Schema Registry runner's class-data archive (made once per build and JDK: starts in seconds).
+.venv/bin/python -m eo_devtools.stack.schema_registry
 
 expected="${pyspark_pin:-$(grep -E '^pyspark==' constraints.txt)}"
 actual="pyspark==$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')"

@@ -1,6 +1,7 @@
 """Shared fixtures: the local stack (session-wide) and Kafka topics.
 
 ``stack``: a running LocalStack in a fresh temp state dir, stopped at session end.
+``schema_registry_url``: the stack's Schema Registry (Apicurio, Confluent-compatible API).
 ``airflow_server``: the session's real Airflow on that stack (tests/airflow_server.py),
 started only when a test uses it.
 Set ``EO_TEST_REUSE_STACK_DIR`` to the state dir of a stack started with
@@ -37,6 +38,7 @@ class StackInfo:
     kafka_bootstrap: str
     hbase_host: str
     hbase_port: int
+    schema_registry_url: str
     conn_env: dict[str, str]
 
 
@@ -47,6 +49,7 @@ def _info(stack: LocalStack) -> StackInfo:
         kafka_bootstrap=stack.kafka_bootstrap,
         hbase_host=stack.hbase_host,
         hbase_port=stack.hbase_port,
+        schema_registry_url=stack.schema_registry_url,
         conn_env=stack.conn_env(),
     )
 

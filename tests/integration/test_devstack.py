@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +37,7 @@ from tests.kafka_helpers import consume_range, produce
 pytestmark = pytest.mark.integration
 
 EO_STACK = str(Path(sys.executable).parent / "eo-stack")
-CORE_SERVICES = ["postgres", "kafka", "hbase", "hbase-thrift"]
+CORE_SERVICES = ["postgres", "kafka", "hbase", "hbase-thrift", "schema-registry"]
 AIRFLOW_SERVICES = ["airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"]
 
 
@@ -128,7 +129,9 @@ def test_status_lists_every_service_running_and_healthy(state_dir: Path) -> None
     assert set(services["kafka"]["ports"]) == {"kafka", "kafka-controller"}  # type: ignore[arg-type]
     assert set(services["hbase"]["ports"]) == {"hbase-master", "hbase-regionserver", "hbase-zookeeper"}  # type: ignore[arg-type]
     all_ports = [p for s in services.values() for p in s["ports"].values()]  # type: ignore[attr-defined]
-    assert len(all_ports) == len(set(all_ports)) == 8
+    assert len(all_ports) == len(set(all_ports)) == 9
+    registry = services["schema-registry"]
+    assert registry["url"] == f"http://127.0.0.1:{registry['port']}/apis/ccompat/v7"
     api = services["airflow-api-server"]
     assert api["url"] == f"http://127.0.0.1:{api['port']}"
     assert api["login_file"] == str(state_dir / "airflow" / "login.json")
@@ -166,8 +169,9 @@ def test_airflow_listens_only_on_its_api_port_on_loopback(state_dir: Path) -> No
     assert listening_ports(pids) == {("127.0.0.1", services["airflow-api-server"]["port"])}
 
 
-def test_the_servers_are_apache_kafka_and_apache_hbase(state_dir: Path) -> None:
+def test_the_servers_are_apache_kafka_apache_hbase_and_apicurio_registry(state_dir: Path) -> None:
     cmdlines = processes_referencing(state_dir).values()
+    assert any(c.rstrip().endswith("/schema-registry-1-runner.jar") and " -Xmx256m " in c for c in cmdlines)
     assert any(" kafka.Kafka " in c and "kafka_2.13" not in c for c in cmdlines)
     assert any(" org.apache.hadoop.hbase.master.HMaster start" in c for c in cmdlines)
     assert any(" org.apache.hadoop.hbase.thrift.ThriftServer " in c for c in cmdlines)
@@ -190,13 +194,14 @@ def test_second_up_keeps_the_same_processes_and_ports(state_dir: Path) -> None:
     assert without_rss(json.loads(result.stdout)) == without_rss(before)
 
 
-def test_env_prints_the_four_connections_in_shell_syntax(state_dir: Path) -> None:
+def test_env_prints_the_five_connections_in_shell_syntax(state_dir: Path) -> None:
     env = exported_env(state_dir)
     ports = {name: s["port"] for name, s in status(state_dir).items()}
     assert set(env) == {
         "AIRFLOW_CONN_EO_LEDGER",
         "AIRFLOW_CONN_EO_KAFKA",
         "AIRFLOW_CONN_EO_HBASE",
+        "AIRFLOW_CONN_SCHEMA_REGISTRY",
         "AIRFLOW_CONN_SPARK_DEFAULT",
     }
     assert env["AIRFLOW_CONN_EO_LEDGER"].startswith("postgresql://eo:")
@@ -210,6 +215,13 @@ def test_env_prints_the_four_connections_in_shell_syntax(state_dir: Path) -> Non
         "host": "127.0.0.1",
         "port": ports["hbase-thrift"],
         "extra": {"transport": "buffered", "protocol": "binary", "table_prefix": None, "timeout_ms": 30000},
+    }
+    assert json.loads(env["AIRFLOW_CONN_SCHEMA_REGISTRY"]) == {
+        "conn_type": "http",
+        "host": "127.0.0.1",
+        "port": ports["schema-registry"],
+        "schema": "http",
+        "extra": {"path": "/apis/ccompat/v7"},
     }
     assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"]) == {"conn_type": "spark", "host": "local[*]"}
 
@@ -393,7 +405,11 @@ def test_topics_records_and_tables_survive_down_then_up(state_dir: Path) -> None
 
     assert exported_env(state_dir) == env  # same ports, same password
     assert (state_dir / "airflow" / "login.json").read_text() == login  # same Airflow URL and login
-    assert [s["healthy"] for s in status(state_dir).values()] == [True] * 8
+    assert [s["healthy"] for s in status(state_dir).values()] == [True] * 9
+    # The registry stores in memory: it comes back empty, with the compatibility set again.
+    registry_url = status(state_dir)["schema-registry"]["url"]
+    with urllib.request.urlopen(f"{registry_url}/config", timeout=10) as response:
+        assert json.loads(response.read()) == {"compatibilityLevel": "BACKWARD"}
     assert consume_range(bootstrap, topic, 1, 0, 50) == [(i, k, v) for i, (k, v) in enumerate(records)]
     connection = happybase.Connection(hbase["host"], hbase["port"])
     try:
@@ -405,7 +421,7 @@ def test_topics_records_and_tables_survive_down_then_up(state_dir: Path) -> None
 def test_down_leaves_no_process_and_no_listening_port_behind(state_dir: Path) -> None:
     services = status(state_dir)
     pids = [int(s["pid"]) for s in services.values() if s["pid"] is not None]  # type: ignore[call-overload]
-    assert len(pids) == 8
+    assert len(pids) == 9
     ports = [p for s in services.values() for p in s["ports"].values()]  # type: ignore[attr-defined]
     assert processes_referencing(state_dir) != {}
     assert len(processes_with_airflow_home(state_dir / "airflow")) >= 3  # renamed ones hide it

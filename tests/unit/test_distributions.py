@@ -67,10 +67,18 @@ def test_devtools_distribution_holds_the_stack_and_the_demo() -> None:
         for package, globs in project["tool"]["setuptools"]["package-data"].items()
         for g in globs
         for p in (root / package.replace(".", "/")).glob(g)
+        if p.is_file()
     )
+    steps = "eo_devtools/stack/jvm/schema-registry/config-index-steps"
+    java = f"{steps}/src/main/java/io/github/airflowprovidereo/devstack/registry"
     assert data == [
         "eo_devtools/stack/hbase_admin/HBaseTableTool.java",  # the demo's and the tests' Admin tool
         "eo_devtools/stack/hbase_admin/log4j.properties",
         "eo_devtools/stack/jvm/hbase/pom.xml",
         "eo_devtools/stack/jvm/kafka/pom.xml",
+        f"{steps}/pom.xml",
+        f"{java}/DynamicConfigIndexSteps.java",
+        f"{java}/DynamicConfigListRecorder.java",
+        f"{steps}/src/main/resources/META-INF/quarkus-build-steps.list",
+        "eo_devtools/stack/jvm/schema-registry/pom.xml",
     ]

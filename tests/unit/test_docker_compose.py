@@ -4,7 +4,8 @@ docker/docker-compose.yml is parsed with PyYAML (anchors and ``<<`` merges resol
 compose resolves them) and checked against what its services need: pinned images, named
 volumes where each service writes, secrets only from docker/.env (listed, empty, in
 .env.example), a real healthcheck and a restart policy for every long-running service,
-``depends_on`` conditions, Kafka's host listener, the HBase table init, no
+``depends_on`` conditions, Kafka's host listener, the HBase table init, the Schema
+Registry's release, storage, compatibility and connection, no
 architecture-specific paths, and passwords URL-encoded (airflow/eo_env.py, run for real).
 """
 
@@ -150,6 +151,10 @@ def test_images_and_base_images_are_pinned_to_versions() -> None:
     assert images["hbase"] == f"eo-hbase:{hbase_release}"
     assert f"ARG HBASE_VERSION={hbase_release}\n" in (DOCKER_DIR / "Dockerfile.hbase").read_text()
     assert images["airflow-scheduler"] == "eo-airflow:0.1.0"
+    # The same Apicurio Registry release as the local stack's, with persistent (KafkaSQL) storage.
+    apicurio = pom_property("schema-registry", "apicurio.version")
+    assert images["schema-registry"] == images["schema-registry-init"]
+    assert images["schema-registry"] == f"apicurio/apicurio-registry-kafkasql:{apicurio}"
 
 
 def test_every_service_writes_to_a_named_volume() -> None:
@@ -200,7 +205,7 @@ def test_secrets_come_only_from_the_env_file() -> None:
 def test_long_running_services_have_real_healthchecks_and_restart() -> None:
     svc = services()
     inits = one_shots()
-    assert inits == {"airflow-init", "hbase-init"}
+    assert inits == {"airflow-init", "hbase-init", "schema-registry-init"}
     expected_check = {
         "postgres": "pg_isready",
         "redis": "redis-cli ping",
@@ -214,6 +219,7 @@ def test_long_running_services_have_real_healthchecks_and_restart() -> None:
         "airflow-worker": "inspect ping",
         "spark-master": "ALIVE",
         "spark-worker": ":8081",
+        "schema-registry": "/health/ready",
     }
     for name, s in svc.items():
         if name in inits:
@@ -236,7 +242,11 @@ def test_depends_on_waits_for_healthy_or_completed_dependencies() -> None:
             assert dep in svc and spec.get("condition") == want, f"{name} -> {dep}: {spec}"
     for name in set(airflow_components()) - {"airflow-init"}:
         assert {"postgres", "redis", "airflow-init"} <= set(svc[name]["depends_on"]), name
-    assert {"kafka", "hbase-thrift", "hbase-init", "spark-master"} <= set(svc["airflow-worker"]["depends_on"])
+    assert {"kafka", "hbase-thrift", "hbase-init", "spark-master", "schema-registry-init"} <= set(
+        svc["airflow-worker"]["depends_on"]
+    )
+    assert set(svc["schema-registry"]["depends_on"]) == {"kafka"}
+    assert set(svc["schema-registry-init"]["depends_on"]) == {"schema-registry"}
     assert set(svc["hbase-init"]["depends_on"]) == {"hbase"}
 
 
@@ -259,6 +269,25 @@ def test_kafka_has_an_internal_and_a_host_reachable_listener() -> None:
     assert internal == [env["KAFKA_INTER_BROKER_LISTENER_NAME"]], (bootstrap, advertised)
     assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
     assert env["KAFKA_CONTROLLER_LISTENER_NAMES"] in listeners
+
+
+def test_schema_registry_sets_backward_and_airflow_reaches_its_ccompat_api() -> None:
+    svc = services()
+    registry = environment(svc["schema-registry"])
+    assert registry["KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"  # KafkaSQL storage on the stack's Kafka
+    assert registry["REGISTRY_RULES_GLOBAL_COMPATIBILITY"] == "BACKWARD"
+    init = svc["schema-registry-init"]["entrypoint"]
+    assert init[-1] == "http://schema-registry:8080/apis/ccompat/v7/config"
+    assert json.loads(init[init.index("-d") + 1]) == {"compatibility": "BACKWARD"}
+    assert init[init.index("-X") + 1] == "PUT"
+    for name in set(airflow_components()) - {"airflow-init"}:
+        assert json.loads(environment(svc[name])["AIRFLOW_CONN_SCHEMA_REGISTRY"]) == {
+            "conn_type": "http",
+            "host": "schema-registry",
+            "port": 8080,
+            "schema": "http",
+            "extra": {"path": "/apis/ccompat/v7"},
+        }, name
 
 
 def test_hbase_init_creates_the_pipelines_tables_with_keep_deleted_cells() -> None:

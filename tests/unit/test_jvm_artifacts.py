@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -9,15 +10,21 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from eo_devtools.stack.jvm_artifacts import COMPONENTS, lib_dir, pom_path
+from eo_devtools.stack.jvm_artifacts import COMPONENTS, lib_dir, pom_path, runner_jar, source_digest
 
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def _properties(component: str) -> dict[str, str]:
+    """The pom's ``<properties>``: name -> value."""
+    root = ET.parse(pom_path(component)).getroot()
+    return {el.tag.split("}")[1]: el.text or "" for el in root.find("m:properties", POM_NS) or []}
 
 
 def _versions(component: str) -> dict[str, str]:
     """artifactId -> version (properties substituted) of the pom's direct dependencies."""
     root = ET.parse(pom_path(component)).getroot()
-    properties = {el.tag.split("}")[1]: el.text or "" for el in root.find("m:properties", POM_NS) or []}
+    properties = _properties(component)
 
     def substitute(text: str) -> str:
         for _ in range(3):
@@ -39,6 +46,29 @@ def test_every_dependency_is_pinned_to_an_exact_release() -> None:
         "hbase-zookeeper": "2.6.1-hadoop3",
         "hbase-thrift": "2.6.1",
     }
+
+
+def test_schema_registry_pins_apicurio_its_quarkus_and_the_everit_replacement() -> None:
+    assert {
+        key: value
+        for key, value in _properties("schema-registry").items()
+        if key.endswith("version") and not key.startswith("maven")
+    } == {
+        "apicurio.version": "2.4.2.Final",
+        "apicurio-common-app-components.version": "0.1.18.Final",
+        "quarkus.version": "2.16.4.Final",
+        "everit-json-schema.version": "1.14.4",
+    }
+    assert _versions("schema-registry")["everit-json-schema"] == "1.14.4"
+    assert _versions("schema-registry")["registry-config-index-steps"] == "1"
+
+
+def test_schema_registry_cache_key_covers_its_build_step_module() -> None:
+    pom = pom_path("schema-registry")
+    only_pom = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+    assert (pom.parent / "config-index-steps" / "pom.xml").is_file()
+    assert source_digest("schema-registry") != only_pom
+    assert source_digest("kafka") == hashlib.sha256(pom_path("kafka").read_bytes()).hexdigest()[:16]
 
 
 def test_cached_jars_need_neither_maven_nor_the_network() -> None:
@@ -64,6 +94,16 @@ def test_cached_jars_need_neither_maven_nor_the_network() -> None:
         "hbase-zookeeper-2.6.1-hadoop3.jar",
         "hbase-thrift-2.6.1.jar",
     } <= (hbase_jars)
+    registry_jars = {p.name for p in (lib_dir("schema-registry") / "lib").glob("*.jar")}
+    assert runner_jar("schema-registry") == lib_dir("schema-registry") / "schema-registry-1-runner.jar"
+    assert runner_jar("schema-registry").is_file()
+    assert {
+        "io.apicurio.apicurio-registry-common-2.4.2.Final.jar",
+        "io.quarkus.quarkus-core-2.16.4.Final.jar",
+        "com.github.erosb.everit-json-schema-1.14.4.jar",
+        "io.github.airflow-provider-eo.devstack.registry-config-index-steps-1.jar",
+    } <= registry_jars
+    assert not [j for j in registry_jars if "everit-org" in j or "config-index-deployment" in j]
     # Only hbase-thrift is the Hadoop 2 build (no -hadoop3 one on Maven Central); the rest are -hadoop3.
     assert sorted(j for j in hbase_jars if re.fullmatch(r"hbase-[a-z0-9-]+-2\.6\.1\.jar", j)) == [
         "hbase-thrift-2.6.1.jar"

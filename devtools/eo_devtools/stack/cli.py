@@ -1,6 +1,7 @@
 """``eo-stack up|down|status|env [--state-dir DIR]``: the local stack from the shell.
 
-``up`` starts PostgreSQL, Kafka, HBase + Thrift and Airflow (api-server, scheduler,
+``up`` starts PostgreSQL, Kafka, HBase + Thrift, the Schema Registry (Apicurio, in memory,
+compatibility BACKWARD set explicitly) and Airflow (api-server, scheduler,
 dag-processor, triggerer serving the repository's ``dags/``; ``--no-airflow`` skips it)
 and prints the status JSON, then on stderr where the Airflow UI is and which file holds
 its login. ``down`` stops everything. ``--airflow-port`` (or ``EO_STACK_AIRFLOW_PORT``)
@@ -8,8 +9,9 @@ fixes the Airflow UI's port, ``--dags-folder`` (or ``EO_STACK_DAGS_FOLDER``) its
 
 State dir: ``--state-dir``, else ``$EO_STACK_STATE_DIR``, else ``.eo-state`` in the
 current directory. Client ports: ``--postgres-port/--kafka-port/--hbase-port`` (the
-HBase Thrift server) or ``EO_STACK_POSTGRES_PORT/EO_STACK_KAFKA_PORT/EO_STACK_HBASE_PORT``,
-free ones otherwise; internal ports (Kafka's controller, HBase's master, region server and
+HBase Thrift server)/``--schema-registry-port`` or ``EO_STACK_POSTGRES_PORT``,
+``EO_STACK_KAFKA_PORT``, ``EO_STACK_HBASE_PORT``, ``EO_STACK_SCHEMA_REGISTRY_PORT``, free
+ones otherwise; internal ports (Kafka's controller, HBase's master, region server and
 ZooKeeper) are always chosen freely. ``--spark-workers N`` also runs a Spark standalone
 cluster (a master and N one-core workers from the installed pyspark; ``status`` shows its
 ``spark://`` URL and the workers alive, ``env`` adds the ``spark_standalone`` connection),
@@ -43,7 +45,8 @@ def default_state_dir() -> Path:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="eo-stack", description="Local PostgreSQL, Apache Kafka, Apache HBase + Thrift server"
+        prog="eo-stack",
+        description="Local PostgreSQL, Apache Kafka, Apache HBase + Thrift server, Schema Registry, Airflow",
     )
     parser.add_argument("command", choices=["up", "down", "status", "env"])
     parser.add_argument(
@@ -52,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--postgres-port", type=int, default=None)
     parser.add_argument("--kafka-port", type=int, default=None)
     parser.add_argument("--hbase-port", type=int, default=None, help="the HBase Thrift server's port")
+    parser.add_argument("--schema-registry-port", type=int, default=None, help="the Schema Registry's port")
     parser.add_argument("--airflow-port", type=int, default=None, help="the Airflow UI/API server's port")
     parser.add_argument("--no-airflow", action="store_true", help="up: do not start Airflow")
     parser.add_argument(
@@ -93,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("postgres", args.postgres_port),
             ("kafka", args.kafka_port),
             ("hbase-thrift", args.hbase_port),
+            ("schema-registry", args.schema_registry_port),
             ("airflow-api", args.airflow_port),
         )
         if port is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from eo_devtools.stack.ports import LOOPBACK
+from eo_devtools.stack.schema_registry import CCOMPAT_PATH
 
 HBASE_CONNECT_TIMEOUT_MS = 30000
 
@@ -18,6 +19,18 @@ def hbase_connection(host: str, port: int) -> str:
     """Airflow JSON connection for the HBase Thrift1 server (happybase settings in ``extra``)."""
     extra = {"transport": "buffered", "protocol": "binary", "table_prefix": None, "timeout_ms": 30000}
     return json.dumps({"conn_type": "hbase", "host": host, "port": port, "extra": extra})
+
+
+def schema_registry_connection(host: str, port: int) -> str:
+    """Airflow JSON connection for the Schema Registry, HTTP-connection style.
+
+    ``schema`` is the URL scheme (as Airflow's HTTP connections use it) and ``extra.path`` the
+    Confluent-compatible API's base path: ``http://<host>:<port>/apis/ccompat/v7``. No auth
+    on the local stack (login/password would be basic auth).
+    """
+    return json.dumps(
+        {"conn_type": "http", "host": host, "port": port, "schema": "http", "extra": {"path": CCOMPAT_PATH}}
+    )
 
 
 def spark_connection() -> str:
@@ -39,11 +52,17 @@ def spark_standalone_connection(master_url: str) -> str:
 
 
 def stack_conn_env(
-    ledger_dsn: str, kafka_port: int, hbase_port: int, spark_master_url: str | None = None
+    ledger_dsn: str,
+    kafka_port: int,
+    hbase_port: int,
+    spark_master_url: str | None = None,
+    *,
+    schema_registry_port: int | None = None,
 ) -> dict[str, str]:
     """``AIRFLOW_CONN_*`` variables for the stack; the ledger value contains the password.
 
     ``spark_master_url``: the running standalone cluster's, adding ``spark_standalone``.
+    ``schema_registry_port``: the stack's Schema Registry's, adding ``schema_registry``.
     """
     env = {
         "AIRFLOW_CONN_EO_LEDGER": ledger_dsn,
@@ -51,6 +70,8 @@ def stack_conn_env(
         "AIRFLOW_CONN_EO_HBASE": hbase_connection(LOOPBACK, hbase_port),
         "AIRFLOW_CONN_SPARK_DEFAULT": spark_connection(),
     }
+    if schema_registry_port is not None:
+        env["AIRFLOW_CONN_SCHEMA_REGISTRY"] = schema_registry_connection(LOOPBACK, schema_registry_port)
     if spark_master_url:
         env["AIRFLOW_CONN_SPARK_STANDALONE"] = spark_standalone_connection(spark_master_url)
     return env

@@ -1,10 +1,15 @@
 """The local stack's JVM servers: pinned poms resolved by Maven into a cache, and a JDK.
 
-Each component (``kafka``, ``hbase``) has a pom under ``eo_devtools/stack/jvm/<component>/`` that
-pins exact versions. :func:`resolve` copies its runtime classpath into
-``<cache>/<component>-<digest of the pom>/lib`` once; later calls find the ``.complete``
-marker and return at once, without Maven and without the network. The cache root is
-``$EO_JVM_CACHE`` or ``~/.cache/airflow-provider-eo/jvm``.
+Each component (``kafka``, ``hbase``, ``schema-registry``) has a pom under
+``eo_devtools/stack/jvm/<component>/`` that pins exact versions. :func:`resolve` fills
+``<cache>/<component>-<digest>/lib`` once; later calls find the ``.complete`` marker and
+return at once, without Maven and without the network. The digest covers the pom and, for a
+built component, every other file of its directory. The cache root is ``$EO_JVM_CACHE`` or
+``~/.cache/airflow-provider-eo/jvm``.
+
+Kafka and HBase are resolved: ``lib`` holds their runtime classpath. The Schema Registry is
+built (:mod:`.jvm_build`): ``lib`` holds its Quarkus runner jar (:func:`runner_jar`) beside
+the runner's own ``lib/``.
 
 ``python -m eo_devtools.stack.jvm_artifacts`` resolves every component (setup
 runs it).
@@ -21,9 +26,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from eo_devtools.stack.jvm_build import build_runner, run_maven
 from eo_devtools.stack.service import MissingBinaryError
 
-COMPONENTS: tuple[str, ...] = ("kafka", "hbase")
+COMPONENTS: tuple[str, ...] = ("kafka", "hbase", "schema-registry")
+BUILT: dict[str, str] = {"schema-registry": "schema-registry-1-runner.jar"}
+"""Components Maven builds into a runner jar (the jar's name), not just resolves."""
 POM_DIR = Path(__file__).resolve().parent / "jvm"
 MIN_JAVA = 17
 
@@ -41,10 +49,27 @@ def pom_path(component: str) -> Path:
     return POM_DIR / component / "pom.xml"
 
 
+def source_digest(component: str) -> str:
+    """16 hex digits of SHA-256 over the pom, then (built components) every other file of the
+    component's directory, sorted, each as its relative path and its bytes (``target/`` aside)."""
+    pom = pom_path(component)
+    digest = hashlib.sha256(pom.read_bytes())
+    if component in BUILT:
+        for path in sorted(p for p in pom.parent.rglob("*") if p.is_file() and p != pom):
+            relative = path.relative_to(pom.parent)
+            if "target" not in relative.parts:
+                digest.update(str(relative).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def lib_dir(component: str) -> Path:
-    """Where ``component``'s jars live once resolved (the path changes with the pom)."""
-    digest = hashlib.sha256(pom_path(component).read_bytes()).hexdigest()[:16]
-    return cache_root() / f"{component}-{digest}" / "lib"
+    """Where ``component``'s jars live once resolved (the path changes with its sources)."""
+    return cache_root() / f"{component}-{source_digest(component)}" / "lib"
+
+
+def runner_jar(component: str) -> Path:
+    """The runner jar of a built component (``java -jar`` it); raises KeyError for others."""
+    return lib_dir(component) / BUILT[component]
 
 
 def is_resolved(component: str) -> bool:
@@ -55,8 +80,9 @@ def is_resolved(component: str) -> bool:
 def resolve(component: str) -> Path:
     """Return ``component``'s lib dir, running Maven only when it is not cached yet.
 
-    Raises :class:`MissingBinaryError` when Maven is needed but missing, and RuntimeError
-    with Maven's last output lines when resolution fails.
+    Maven runs offline first (everything may be in its local repository already), then
+    online. Raises :class:`MissingBinaryError` when Maven is needed but missing, and
+    RuntimeError with Maven's last output lines when resolution or the build fails.
     """
     target = lib_dir(component)
     if is_resolved(component):
@@ -70,24 +96,14 @@ def resolve(component: str) -> Path:
     staging = target.parent / "lib.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    result = subprocess.run(
-        [
+    if component in BUILT:
+        build_runner(mvn, pom_path(component).parent, target.parent / "build", staging, BUILT[component])
+    else:
+        run_maven(
             mvn,
-            "--batch-mode",
-            "--quiet",
-            "--file",
-            str(pom_path(component)),
-            "dependency:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={staging}",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
-        raise RuntimeError(f"{component}: Maven could not resolve {pom_path(component)}:\n{tail}")
+            pom_path(component),
+            ["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging}"],
+        )
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     (target / ".complete").write_text("resolved\n")
@@ -136,7 +152,7 @@ def main() -> int:
     for component in COMPONENTS:
         cached = is_resolved(component)
         path = resolve(component)
-        jars = len(list(path.glob("*.jar")))
+        jars = len(list(path.rglob("*.jar")))
         print(f"{component}: {'cached' if cached else 'resolved'} {jars} jars in {path}")
     return 0
 

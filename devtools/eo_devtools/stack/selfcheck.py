@@ -2,9 +2,10 @@
 
 ``python -m eo_devtools.stack.selfcheck [--state-dir DIR] [--keep]``
 starts the stack when needed, runs one real request per service (SQL ``select 1``,
-a Kafka produce/consume round trip, an HBase ``tables()`` call, a trivial
-spark-submit), prints one line per check and exits 1 when any fails. A stack it
-started is stopped afterwards unless ``--keep``; a stack already running is left as is.
+a Kafka produce/consume round trip, an HBase ``tables()`` call, an Avro schema registered
+and fetched by id through the Schema Registry, a trivial spark-submit), prints one line
+per check and exits 1 when any fails. A stack it started is stopped afterwards unless
+``--keep``; a stack already running is left as is.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import happybase
 import psycopg2
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from eo_devtools.stack.cli import default_state_dir
 from eo_devtools.stack.connections import spark_connection
@@ -78,6 +80,22 @@ def check_hbase(stack: LocalStack) -> str:
     return f"tables() answered ({len(tables)} tables)"
 
 
+def check_schema_registry(stack: LocalStack) -> str:
+    subject = f"eo-selfcheck-{uuid.uuid4().hex[:8]}-value"
+    text = '{"type":"record","name":"SelfCheck","fields":[{"name":"n","type":"long"}]}'
+    client = SchemaRegistryClient({"url": stack.schema_registry_url})
+    schema_id = client.register_schema(subject, Schema(text, "AVRO"))
+    try:
+        fetched = SchemaRegistryClient({"url": stack.schema_registry_url}).get_schema(schema_id)
+        if fetched.schema_str != text:
+            raise RuntimeError(f"schema id {schema_id} came back as {fetched.schema_str!r}")
+        level = client.get_compatibility()
+    finally:
+        client.delete_subject(subject)
+        client.delete_subject(subject, permanent=True)
+    return f"Avro schema id {schema_id} registered and fetched via {stack.schema_registry_url} ({level})"
+
+
 def check_spark(_stack: LocalStack) -> str:
     master = json.loads(spark_connection())["host"]
     spark_submit = Path(sys.executable).parent / "spark-submit"
@@ -95,6 +113,7 @@ CHECKS: Sequence[tuple[str, Callable[[LocalStack], str]]] = (
     ("postgres", check_postgres),
     ("kafka", check_kafka),
     ("hbase", check_hbase),
+    ("registry", check_schema_registry),
     ("spark", check_spark),
 )
 

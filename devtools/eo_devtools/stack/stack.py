@@ -1,8 +1,10 @@
-"""LocalStack: PostgreSQL, Apache Kafka, Apache HBase and its Thrift server under one state dir,
-and optionally Airflow itself (:mod:`.airflow`) on top of them.
+"""LocalStack: PostgreSQL, Apache Kafka, Apache HBase and its Thrift server and a Schema Registry
+(Apicurio, :mod:`.schema_registry`) under one state dir, and optionally Airflow itself
+(:mod:`.airflow`) on top of them.
 
 Layout of the state dir: ``stack.json`` (ports), ``pids/<service>.pid``,
 ``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``kafka/``, ``hbase/``,
+``schema-registry/`` (its working directory; its storage is in memory),
 ``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs),
 ``spark/`` (the optional standalone cluster, :mod:`.spark_cluster`).
 ``up`` is idempotent: running healthy services are left alone (same pids, same ports).
@@ -32,6 +34,7 @@ from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import PostgresService
 from eo_devtools.stack.process import running_pid
+from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
 from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import start_service, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
@@ -42,12 +45,14 @@ SERVICE_CLASSES: Mapping[str, type[Service]] = {
     "kafka": KafkaService,
     "hbase": HBaseService,
     "hbase-thrift": HBaseThriftService,
+    "schema-registry": SchemaRegistryService,
 }
 SERVICES: tuple[str, ...] = tuple(SERVICE_CLASSES)
 PORT_ENV_VARS: Mapping[str, str] = {
     "postgres": "EO_STACK_POSTGRES_PORT",
     "kafka": "EO_STACK_KAFKA_PORT",
     "hbase-thrift": "EO_STACK_HBASE_PORT",
+    "schema-registry": "EO_STACK_SCHEMA_REGISTRY_PORT",
     API_PORT_KEY: "EO_STACK_AIRFLOW_PORT",
 }
 """The ports clients use can be fixed by environment; the others are chosen freely."""
@@ -181,8 +186,9 @@ class LocalStack:
 
         ``port`` is the one clients use; ``ports`` every port the service binds;
         ``rss_mb`` the resident memory of the service's process group (None when stopped).
-        Once Airflow was started in this state dir, its four services follow; the
-        ``airflow-api-server`` entry adds ``url`` and ``login_file``.
+        The ``schema-registry`` entry adds ``url`` (its Confluent-compatible API). Once Airflow
+        was started in this state dir, its four services follow; the ``airflow-api-server``
+        entry adds ``url`` and ``login_file``.
         """
         recorded = self._recorded_ports()
         result: dict[str, dict[str, Any]] = {}
@@ -191,6 +197,8 @@ class LocalStack:
             service = self._service(name, recorded)
             answers = pid is not None and all(key in recorded for key in cls.port_keys) and service.healthy()
             result[name] = status_entry(service, pid, healthy=answers)
+        if "schema-registry" in recorded:
+            result["schema-registry"]["url"] = registry_url(recorded["schema-registry"])
         if MASTER in recorded:
             result.update(SparkCluster(self.state_dir).status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
@@ -251,7 +259,11 @@ class LocalStack:
             database=AIRFLOW_DATABASE,
             postgres_dsn=postgres.dsn(),
             conn_env=stack_conn_env(
-                postgres.dsn(), ports["kafka"], ports["hbase-thrift"], self._spark_master_url(ports)
+                postgres.dsn(),
+                ports["kafka"],
+                ports["hbase-thrift"],
+                self._spark_master_url(ports),
+                schema_registry_port=ports.get("schema-registry"),
             ),
             dags_folder=self.dags_folder,
         )
@@ -290,7 +302,18 @@ class LocalStack:
     def hbase_port(self) -> int:
         return self._port("hbase-thrift")
 
+    @property
+    def schema_registry_url(self) -> str:
+        """Base URL of the Schema Registry's Confluent-compatible API (``http://127.0.0.1:<port>/apis/ccompat/v7``)."""
+        return registry_url(self._port("schema-registry"))
+
     def conn_env(self) -> dict[str, str]:
         """``AIRFLOW_CONN_*`` name -> value for this stack; ``..._SPARK_STANDALONE`` while a cluster runs."""
-        spark = self._spark_master_url(self._recorded_ports())
-        return stack_conn_env(self.ledger_dsn, self._port("kafka"), self.hbase_port, spark)
+        recorded = self._recorded_ports()
+        return stack_conn_env(
+            self.ledger_dsn,
+            self._port("kafka"),
+            self.hbase_port,
+            self._spark_master_url(recorded),
+            schema_registry_port=recorded.get("schema-registry"),
+        )
