@@ -91,9 +91,7 @@ def _avro_section(stack: LocalStack, records: int, partitions: int) -> dict[str,
     from benchmarks import avro_throughput
     from benchmarks.avro_dataset import delete_subject, produce_avro_dataset
 
-    registry_url = getattr(stack, "schema_registry_url", None)
-    if not registry_url:
-        raise RuntimeError("the avro section needs the stack's Schema Registry, and the stack has none")
+    registry_url = stack.schema_registry_url
     json_data = produce_dataset(stack.kafka_bootstrap, records, partitions)
     try:
         avro_data = produce_avro_dataset(stack.kafka_bootstrap, registry_url, records, partitions)

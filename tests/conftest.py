@@ -83,10 +83,7 @@ def stack() -> Iterator[StackInfo]:
 @pytest.fixture(scope="session")
 def schema_registry_url(stack: StackInfo) -> str:
     """Base URL of the stack's Schema Registry (Confluent-compatible API)."""
-    url = getattr(stack, "schema_registry_url", None) or os.environ.get("EO_TEST_SCHEMA_REGISTRY_URL")
-    if not url:
-        raise RuntimeError("no Schema Registry: the stack has none and EO_TEST_SCHEMA_REGISTRY_URL is unset")
-    return url
+    return stack.schema_registry_url
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -30,10 +30,10 @@ from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, fold_
 from eo_devtools.demo.feeds import mapping_columns
 from eo_devtools.demo.sample_events import partition_for
 
-DRAFT = Path(__file__).resolve().parents[2] / "dags" / "pipelines.avro-draft.yaml"
+PIPELINES = Path(__file__).resolve().parents[2] / "dags" / "pipelines.yaml"
 V1_ID, V2_ID = 101, 102
 SCHEMAS = {V1_ID: fastavro.parse_schema(SCHEMA_V1), V2_ID: fastavro.parse_schema(SCHEMA_V2)}
-COLUMNS = mapping_columns(DRAFT, "demo_orders_avro")
+COLUMNS = mapping_columns(PIPELINES, "demo_orders_avro")
 
 
 def wire(schema_id: int) -> Callable[[dict[str, Any]], bytes]:
@@ -61,7 +61,7 @@ def order(seq: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_the_draft_columns_name_fields_of_v1_or_v2_only() -> None:
+def test_the_demo_columns_name_fields_of_v1_or_v2_only() -> None:
     def paths(fields: list[dict[str, Any]], prefix: str = "") -> set[str]:
         found = set()
         for f in fields:

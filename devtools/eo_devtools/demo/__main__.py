@@ -48,9 +48,7 @@ def _feeds(
     if AVRO_PIPELINE not in specs:
         _say(f"{pipelines_file} has no {AVRO_PIPELINE} pipeline: the Avro part is off")
         return feeds
-    registry_url = getattr(stack, "schema_registry_url", None)
-    if not registry_url:
-        raise RuntimeError(f"{AVRO_PIPELINE} needs the stack's Schema Registry, and the stack has none")
+    registry_url = stack.schema_registry_url
     columns = mapping_columns(pipelines_file, AVRO_PIPELINE)
     feeds[AVRO_PIPELINE] = avro_feed(
         specs[AVRO_PIPELINE].column_family, columns, registry_url, args.avro_events
