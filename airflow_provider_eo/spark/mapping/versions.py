@@ -2,7 +2,7 @@
 
 The default version source, the offset, is applied by the segments; this one is read
 per record and carried on the mutation (``RowPut.version``). Why and when:
-``docs/mapping-draft.md``, "Cell versions from a field".
+``docs/formats.md``, "Cell versions from a field".
 """
 
 from __future__ import annotations
