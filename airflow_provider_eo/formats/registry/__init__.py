@@ -17,7 +17,12 @@ imports fastavro, protobuf or the registry client.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
+
+#: The registry client's HTTP library logs every request, URL included, at INFO: too loud
+#: for task logs (one line per schema fetch), and a URL may carry credentials.
+logging.getLogger("httpx2").setLevel(logging.WARNING)
 
 _EXPORTS = {
     "REGISTRY_FORMATS": "settings",
