@@ -80,7 +80,7 @@ class Segment:
 
     @property
     def timestamp(self) -> int:
-        """HBase version of every mutation in this segment: the last record's offset."""
+        """HBase version of the segment's offset-versioned mutations: the last record's offset."""
         return self.last_offset
 
     @property

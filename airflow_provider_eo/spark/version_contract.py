@@ -56,5 +56,5 @@ def offset_version_warning(
         f"partitions (topics: {', '.join(topics)}): a row fed from two partitions gets versions that "
         "are unrelated offsets, so an older record can hide a newer one; fix: set "
         "'mapping.version: field:<a monotonic field>' (an event time or a CDC log position), or key "
-        "the Kafka records by row key and use it in the row key (docs/spark.md, 'Cell versions')"
+        "the Kafka records by row and put {key} in the row key (docs/spark.md, 'Versions from a field')"
     )

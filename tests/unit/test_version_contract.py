@@ -16,8 +16,8 @@ def test_exact_warning_for_a_template_without_the_kafka_key_over_two_partitions(
         "'{customer.id}:{order_id}' does not use the Kafka key and this epoch reads 2 partitions "
         "(topics: orders): a row fed from two partitions gets versions that are unrelated offsets, so "
         "an older record can hide a newer one; fix: set 'mapping.version: field:<a monotonic field>' "
-        "(an event time or a CDC log position), or key the Kafka records by row key and use it in the "
-        "row key (docs/spark.md, 'Cell versions')"
+        "(an event time or a CDC log position), or key the Kafka records by row and put {key} in the "
+        "row key (docs/spark.md, 'Versions from a field')"
     )
 
 
