@@ -25,7 +25,6 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from airflow_provider_eo.config import parse_pipelines_text
@@ -59,7 +58,7 @@ class OffsetDerivedFieldVersion:
     def map(self, record: KafkaRecord) -> RowMutation:
         mutation = self.mapper.map(record)
         assert isinstance(mutation, RowPut)
-        return replace(mutation, version=BASE_VERSION + record.offset // self.per)
+        return RowPut(mutation.row, mutation.cells, BASE_VERSION + record.offset // self.per)
 
 
 def mapper_factory(per: int | None) -> Callable[..., Any]:
