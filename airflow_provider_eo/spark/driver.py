@@ -12,6 +12,10 @@ Contract of :func:`write_epoch` (returns the process exit code):
   changed in the ledger);
 * ``4``: a task failed (range unreadable, bad record under ``fail``, HBase
   unwritable): the epoch is not voted; the message is the task's own.
+
+Before its tasks run, an epoch that can break the offset-version contract (offset versions,
+a row key template without the Kafka key, several partitions) logs one warning naming the
+fix (:mod:`~airflow_provider_eo.spark.version_contract`).
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ from airflow_provider_eo import protocol_points
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline
 from airflow_provider_eo.ledger.fencing import AlreadyDone, Fenced
+from airflow_provider_eo.ledger.models import PartitionRange
 from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import aggregate_metrics, plan_tasks
 from airflow_provider_eo.spark.task_runner import TaskFailed, run_on_spark
+from airflow_provider_eo.spark.version_contract import offset_version_warning
 from airflow_provider_eo.spark.write_task import TaskSettings
 
 log = logging.getLogger(__name__)
@@ -57,6 +63,15 @@ def warn_keep_deleted_cells(where: str, settings: TaskSettings, tombstones: int)
         "deleted cells back (docs/spark.md, 'Tombstones and major compaction')",
         where, tombstones, settings.hbase_table, settings.column_family,
     )  # fmt: skip
+
+
+def warn_offset_versions(
+    pipeline: str, epoch_id: int, settings: TaskSettings, ranges: Sequence[PartitionRange]
+) -> None:
+    """Log :func:`offset_version_warning`'s text (once: the driver calls this once per epoch)."""
+    warning = offset_version_warning(pipeline, epoch_id, settings.mapping, ranges)
+    if warning is not None:
+        log.warning("%s", warning)
 
 
 def write_epoch(
@@ -87,6 +102,7 @@ def write_epoch(
     epoch = permission.epoch
     settings = settings_factory()
     tasks = plan_tasks(epoch.ranges, split_size)
+    warn_offset_versions(pipeline, epoch_id, settings, epoch.ranges)
     log.info("%s: writing ranges=%s tasks=%d split_size=%d", where, epoch.ranges_text, len(tasks), split_size)
     started = time.monotonic()
     try:

@@ -1,9 +1,11 @@
-"""Send segments to HBase: one Thrift1 ``mutateRowsTs`` call per segment.
+"""Send segments to HBase: one Thrift1 ``mutateRowsTs`` call per segment and version.
 
-Every mutation of a :class:`Segment` carries the segment's timestamp (the offset
-of its last record), so writing a segment again writes identical cells at the
-identical version: a call that failed for a reason a retry can cure
-(:data:`RETRYABLE_ERRORS`) is retried as-is (reconnecting first), and after ``attempts``
+Every offset-versioned mutation of a :class:`Segment` carries the segment's timestamp (the
+offset of its last record); field-versioned cells carry their own version, one call per
+distinct version (:meth:`Segment.calls`). Writing a segment again therefore writes
+identical cells at identical versions: a call that failed for a reason a retry can cure
+(:data:`RETRYABLE_ERRORS`) is retried as-is (reconnecting first; the calls of the segment
+already done are not sent again), and after ``attempts``
 failures :class:`HBaseWriteError` names the table, the offsets and the last error (its
 cause). Any other error fails at once as :class:`HBaseWriteError` with the error as its
 cause. The table prefix of the connection is applied like happybase does.
@@ -31,7 +33,7 @@ from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TTransportException
 
 from airflow_provider_eo.errors import EoError, error_text
-from airflow_provider_eo.spark.segments import Segment
+from airflow_provider_eo.spark.segments import Segment, WriteCall
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,15 @@ def segment_families(segment: Segment) -> set[bytes]:
     """The column families a segment writes to (puts' ``family:qualifier`` and deletes)."""
     families = {family for row_families in segment.deletes.values() for family in row_families}
     families.update(column.split(b":", 1)[0] for cells in segment.puts.values() for column in cells)
+    families.update(column.split(b":", 1)[0] for cells in segment.versioned_puts.values() for column in cells)
     return families
+
+
+def versions_text(calls: list[WriteCall]) -> str:
+    """``version 14`` (one call) or ``versions 100..250 in 3 calls``, for messages."""
+    if len(calls) == 1:
+        return f"version {calls[0].timestamp}"
+    return f"versions {calls[0].timestamp}..{calls[-1].timestamp} in {len(calls)} calls"
 
 
 def check_family(table: str, family: bytes, descriptors: Mapping[bytes, Any]) -> None:
@@ -85,15 +95,15 @@ def check_family(table: str, family: bytes, descriptors: Mapping[bytes, Any]) ->
         )
 
 
-def segment_mutations(segment: Segment) -> list[Any]:
-    """Thrift ``BatchMutation`` objects: family deletes and puts, rows in first-seen order."""
+def call_mutations(call: WriteCall) -> list[Any]:
+    """Thrift ``BatchMutation`` objects of one call: family deletes and puts, rows in first-seen order."""
     batches = [
         BatchMutation(row, [Mutation(isDelete=True, column=family) for family in families])
-        for row, families in segment.deletes.items()
+        for row, families in call.deletes.items()
     ]
     batches += [  # positional (isDelete, column, value): half the cost of keywords, per cell
         BatchMutation(row, [Mutation(False, column, value) for column, value in cells.items()])
-        for row, cells in segment.puts.items()
+        for row, cells in call.puts.items()
     ]
     return batches
 
@@ -144,13 +154,18 @@ class SegmentWriter:
         :class:`UnsafeColumnFamilyError` at once (nothing written) for a missing or TTL family."""
         if segment.is_empty():
             return
-        batches = segment_mutations(segment)
+        calls = segment.calls()
+        mutations = [(call.timestamp, call_mutations(call)) for call in calls]
+        done = 0  # calls written: a retry goes on with the next one
+        versions = versions_text(calls)
         last_error: Exception | None = None
         for attempt in range(1, self.attempts + 1):
             try:
                 connection, table_name = self._connect()
                 self._check_families(connection, table_name, segment)
-                connection.client.mutateRowsTs(table_name, batches, segment.timestamp, {})
+                for timestamp, batches in mutations[done:]:
+                    connection.client.mutateRowsTs(table_name, batches, timestamp, {})
+                    done += 1
                 return
             except UnsafeColumnFamilyError:
                 raise
@@ -158,11 +173,11 @@ class SegmentWriter:
                 last_error = exc
                 self.close()
                 log.warning(
-                    "HBase write failed table=%s offsets=[%d,%d] ts=%d attempt=%d/%d: %s",
+                    "HBase write failed table=%s offsets=[%d,%d] %s attempt=%d/%d: %s",
                     self.table,
                     segment.first_offset,
                     segment.last_offset,
-                    segment.timestamp,
+                    versions,
                     attempt,
                     self.attempts,
                     type(exc).__name__,
@@ -173,12 +188,12 @@ class SegmentWriter:
                 self.close()
                 raise HBaseWriteError(
                     f"cannot write to HBase table {self.table!r}: segment of offsets "
-                    f"[{segment.first_offset}, {segment.last_offset}] (version {segment.timestamp}) "
+                    f"[{segment.first_offset}, {segment.last_offset}] ({versions}) "
                     f"failed and is not retried: {error_text(exc)}"
                 ) from exc
         raise HBaseWriteError(
             f"cannot write to HBase table {self.table!r}: segment of offsets "
-            f"[{segment.first_offset}, {segment.last_offset}] (version {segment.timestamp}) failed "
+            f"[{segment.first_offset}, {segment.last_offset}] ({versions}) failed "
             f"{self.attempts} times; last error: {error_text(last_error) if last_error else None}"
         ) from last_error
 

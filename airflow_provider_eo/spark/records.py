@@ -4,6 +4,11 @@ A :class:`KafkaRecord` is one record as read from the broker (raw bytes, never
 decoded here). The mapping turns it into a :class:`RowPut` (cells to set) or a
 :class:`RowDelete` (the row's column family is deleted as of the record's
 version). Column names are full HBase column names ``b"family:qualifier"``.
+
+``version`` is the HBase cell version a mutation asks for: ``None`` (the default, and
+``mapping.version: offset``) means "the version of the record's segment", derived from
+Kafka offsets; an int (``mapping.version: field:<path>``) is written as the cells' own
+version (``spark/segments.py``). A delete never carries one (the segment builder refuses it).
 """
 
 from __future__ import annotations

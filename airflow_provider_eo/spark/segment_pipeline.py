@@ -5,7 +5,7 @@ A :class:`SegmentPipeline` hands each segment to one background thread that call
 the records of segment ``n + 1``. Contract:
 
 * segments are written one at a time, in the order submitted (the cell-version rule
-  needs no more: each segment carries its own timestamp);
+  needs no more: each segment carries its own versions);
 * at most ``depth`` segments wait in the queue; :meth:`submit` blocks beyond that,
   so a task's memory stays bounded whatever the range's size;
 * the first write error stops the thread; the next :meth:`submit` or :meth:`finish`

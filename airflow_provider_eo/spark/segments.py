@@ -23,19 +23,51 @@ Records that produce no mutation (``None``: e.g. dead-lettered) still count as
 segment members and weigh nothing, so the boundaries are a pure function of the
 offsets and the mutations: a replay of the same range with the same mapping and
 settings writes the same segments at the same versions.
+
+Field versions (``mapping.version: field:<path>``: every put carries its own ``version``):
+
+* segment boundaries and bounds are exactly as above (the version changes nothing there);
+* inside a segment, per cell the value with the highest version wins; at equal versions
+  the later offset wins. HBase resolves cells across segments and tasks the same way
+  (highest version visible; at equal versions the later write), so the visible state
+  does not depend on the split, the batch sizes or the order ranges are written in;
+* Thrift1 has one timestamp per ``mutateRowsTs`` call, so a segment is written as one
+  call per distinct version (:meth:`Segment.calls`, versions ascending);
+* a range's puts either all carry a version or none do, and a delete never carries one
+  (under field versions a tombstone is a bad record: a family delete at an offset would
+  not mask cells versioned by a field); a mix raises :class:`ValueError` naming the offset.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
+
+#: The highest cell version HBase stores as given (``Long.MAX_VALUE`` means "the server's clock").
+MAX_CELL_VERSION = 2**63 - 2
+
+VersionSource = Literal["offset", "field"]
+
+
+@dataclass(frozen=True)
+class WriteCall:
+    """One Thrift1 ``mutateRowsTs`` call: family ``deletes`` then ``puts``, all at ``timestamp``."""
+
+    timestamp: int
+    deletes: dict[bytes, tuple[bytes, ...]]
+    puts: dict[bytes, dict[bytes, bytes]]
 
 
 @dataclass
 class Segment:
-    """Collapsed mutations of records ``[first_offset, last_offset]``; version ``timestamp``."""
+    """Collapsed mutations of records ``[first_offset, last_offset]``.
+
+    ``puts`` and ``deletes`` are written at version ``timestamp``; ``versioned_puts`` holds
+    ``row -> column -> (version, value)``, each cell written at its own version.
+    """
 
     first_offset: int
     last_offset: int
@@ -44,20 +76,35 @@ class Segment:
     payload_bytes: int = 0
     puts: dict[bytes, dict[bytes, bytes]] = field(default_factory=dict)
     deletes: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
+    versioned_puts: dict[bytes, dict[bytes, tuple[int, bytes]]] = field(default_factory=dict)
 
     @property
     def timestamp(self) -> int:
-        """HBase version of every mutation in this segment: the last record's offset."""
+        """HBase version of the segment's offset-versioned mutations: the last record's offset."""
         return self.last_offset
 
     @property
     def cell_count(self) -> int:
         """Number of cells the segment puts (after collapsing)."""
-        return sum(len(cells) for cells in self.puts.values())
+        return sum(len(cells) for cells in self.puts.values()) + sum(
+            len(cells) for cells in self.versioned_puts.values()
+        )
 
     def is_empty(self) -> bool:
         """True when there is nothing to send to HBase."""
-        return not self.puts and not self.deletes
+        return not self.puts and not self.deletes and not self.versioned_puts
+
+    def calls(self) -> list[WriteCall]:
+        """The ``mutateRowsTs`` calls that write this segment, in order: the offset-versioned
+        deletes and puts at ``timestamp`` (when there are any), then one call per distinct
+        field version, ascending; rows and columns in first-seen order within a call."""
+        calls = [WriteCall(self.timestamp, self.deletes, self.puts)] if self.puts or self.deletes else []
+        by_version: dict[int, dict[bytes, dict[bytes, bytes]]] = {}
+        for row, cells in self.versioned_puts.items():
+            for column, (version, value) in cells.items():
+                by_version.setdefault(version, {}).setdefault(row, {})[column] = value
+        calls += [WriteCall(version, {}, by_version[version]) for version in sorted(by_version)]
+        return calls
 
 
 class SegmentBuilder:
@@ -76,11 +123,23 @@ class SegmentBuilder:
         self.batch_bytes = batch_bytes
         self.current: Segment | None = None
         self.last_offset: int | None = None
+        #: Where this range's versions come from, fixed by its first mutation.
+        self.version_source: VersionSource | None = None
 
     def add(self, offset: int, mutation: RowMutation | None) -> list[Segment]:
-        """Add one record; returns the segments this record completed (0 to 2)."""
+        """Add one record; returns the segments this record completed (0 to 2).
+
+        Raises ValueError when offsets do not increase, when a delete carries a version,
+        when a version is out of HBase's range, or when puts with and without a version
+        (or a delete and versioned puts) meet in one range.
+        """
         if self.last_offset is not None and offset <= self.last_offset:
             raise ValueError(f"offsets must increase: {offset} after {self.last_offset}")
+        if mutation is not None:
+            if mutation.version is not None or self.version_source == "field":
+                self._check_version(offset, mutation)
+            elif self.version_source is None and (isinstance(mutation, RowDelete) or mutation.cells):
+                self.version_source = "offset"
         self.last_offset = offset
         done: list[Segment] = []
         weight = 0 if mutation is None else mutation.size_bytes
@@ -103,11 +162,42 @@ class SegmentBuilder:
                 f for f in mutation.families if f not in families
             )
         elif isinstance(mutation, RowPut) and mutation.cells:
-            segment.puts.setdefault(mutation.row, {}).update(mutation.cells)
+            if mutation.version is None:
+                segment.puts.setdefault(mutation.row, {}).update(mutation.cells)
+            else:
+                _collapse_versioned(segment, mutation.row, mutation.cells, mutation.version)
         if segment.record_count >= self.batch_size or self._full(segment):
             done.append(segment)
             self.current = None
         return done
+
+    def _check_version(self, offset: int, mutation: RowMutation) -> None:
+        """Enforce the version contract of the module docstring for one mutation."""
+        version = mutation.version
+        if isinstance(mutation, RowDelete):
+            if version is not None:
+                raise ValueError(
+                    f"offset {offset}: a delete (tombstone) cannot carry a field version ({version}): "
+                    "under mapping.version field:... a tombstone must be a bad record"
+                )
+            raise ValueError(
+                f"offset {offset}: a delete (tombstone) after puts with field versions in the same "
+                "range: a family delete at an offset version cannot mask field-versioned cells"
+            )
+        if version is not None and (type(version) is not int or not 0 <= version <= MAX_CELL_VERSION):
+            raise ValueError(
+                f"offset {offset}: field version {version!r} is not an int in [0, {MAX_CELL_VERSION}]"
+            )
+        if not mutation.cells:
+            return
+        source: VersionSource = "offset" if version is None else "field"
+        if self.version_source is not None and source != self.version_source:
+            raise ValueError(
+                f"offset {offset}: a put with {'a field version' if version is not None else 'no version'} "
+                f"after mutations with {self.version_source} versions in the same range: one pipeline's "
+                "versions come from one source"
+            )
+        self.version_source = source
 
     def _overflows(self, segment: Segment, weight: int) -> bool:
         """True when ``weight`` more bytes would take the segment past ``batch_bytes``
@@ -122,6 +212,15 @@ class SegmentBuilder:
         """The last, partial segment (None when there is none)."""
         segment, self.current = self.current, None
         return segment
+
+
+def _collapse_versioned(segment: Segment, row: bytes, cells: dict[bytes, bytes], version: int) -> None:
+    """Per cell, keep the value with the highest version (equal versions: this later one)."""
+    held = segment.versioned_puts.setdefault(row, {})
+    for column, value in cells.items():
+        current = held.get(column)
+        if current is None or version >= current[0]:
+            held[column] = (version, value)
 
 
 def build_segments(

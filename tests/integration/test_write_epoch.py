@@ -9,10 +9,12 @@ reserved through the real ``EoKafkaHook`` on one real two-partition topic.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger import Epoch, EpochState, Ledger
 from airflow_provider_eo.spark.driver import ExitCode, TaskFailed, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
@@ -25,7 +27,8 @@ from tests.kafka_helpers import created_topic, produce
 
 pytestmark = pytest.mark.integration
 
-SETTINGS: Any = object()  # the runners below never look at the settings
+# The runners below never look at the settings; the driver reads the row key (its version warning).
+SETTINGS: Any = SimpleNamespace(mapping=MappingSpec())
 
 
 @pytest.fixture

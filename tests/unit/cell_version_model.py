@@ -4,6 +4,7 @@
   sends (puts at a timestamp; family deletes masking every version <= their ts;
   at equal ts a delete masks a put; the same cell and ts written twice: last wins).
 * :func:`expected_state`: "last record per cell wins, a tombstone deletes earlier".
+* :func:`expected_field_state`: "per cell the highest field version wins".
 * :func:`random_history` / :func:`random_split`: property-test generators.
 """
 
@@ -28,15 +29,16 @@ class HBaseVersionModel:
         self.family_deletes: dict[tuple[bytes, bytes], int] = {}
 
     def apply(self, segment: Segment) -> None:
-        """One ``mutateRowsTs`` call at ``segment.timestamp``."""
-        ts = segment.timestamp
-        for row, families in segment.deletes.items():
-            for family in families:
-                key = (row, family)
-                self.family_deletes[key] = max(self.family_deletes.get(key, -1), ts)
-        for row, cells in segment.puts.items():
-            for column, value in cells.items():
-                self.versions.setdefault((row, column), {})[ts] = value
+        """The segment's ``mutateRowsTs`` calls (:meth:`Segment.calls`), in order."""
+        for call in segment.calls():
+            ts = call.timestamp
+            for row, families in call.deletes.items():
+                for family in families:
+                    key = (row, family)
+                    self.family_deletes[key] = max(self.family_deletes.get(key, -1), ts)
+            for row, cells in call.puts.items():
+                for column, value in cells.items():
+                    self.versions.setdefault((row, column), {})[ts] = value
 
     def visible(self) -> State:
         """What a ``get`` returns: per cell the newest version not masked by a delete."""
@@ -58,6 +60,40 @@ def expected_state(history: Iterable[tuple[int, RowMutation | None]]) -> State:
         elif isinstance(mutation, RowPut) and mutation.cells:
             state.setdefault(mutation.row, {}).update(mutation.cells)
     return state
+
+
+def expected_field_state(history: Iterable[tuple[int, RowMutation | None]]) -> State:
+    """Per cell the value of the put with the highest ``version`` (equal versions: the later offset)."""
+    best: dict[tuple[bytes, bytes], tuple[int, int, bytes]] = {}
+    for offset, mutation in history:
+        if isinstance(mutation, RowPut) and mutation.version is not None:
+            for column, value in mutation.cells.items():
+                candidate = (mutation.version, offset, value)
+                best[(mutation.row, column)] = max(best.get((mutation.row, column), candidate), candidate)
+    state: State = {}
+    for (row, column), (_, _, value) in best.items():
+        state.setdefault(row, {})[column] = value
+    return state
+
+
+def random_field_history(
+    rng: random.Random, length: int, keys: int = 3
+) -> list[tuple[int, RowMutation | None]]:
+    """Offset-ordered puts of 1-3 columns with distinct versions in random order, and no-ops."""
+    versions = rng.sample(range(1000, 1000 + 10 * length), length)
+    history: list[tuple[int, RowMutation | None]] = []
+    offset = rng.randrange(0, 3)
+    for i, version in enumerate(versions):
+        row = b"k%d" % rng.randrange(keys)
+        columns = rng.sample([b"a", b"b", b"c"], rng.randrange(1, 4))
+        mutation = (
+            None
+            if rng.random() < 0.1
+            else RowPut(row, {FAMILY + b":" + c: b"v%d" % i for c in columns}, version)
+        )
+        history.append((offset, mutation))
+        offset += rng.choice((1, 1, 1, 2, 3))
+    return history
 
 
 def random_history(rng: random.Random, length: int, keys: int = 3) -> list[tuple[int, RowMutation | None]]:
