@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eo_devtools.stack.stack import LocalStack
+from tests.spark_startup import close_driver_archive, start_driver_archive
 
 if TYPE_CHECKING:
     from tests.airflow_server import AirflowServer
@@ -69,12 +70,17 @@ def stack() -> Iterator[StackInfo]:
         return
     state_dir = new_stack_dir()
     local = LocalStack(state_dir)
+    start_driver_archive()  # the spark-submits' class-data archive, built while the services start
     try:
         local.up()
         yield _info(local)
     finally:
         local.down()
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    close_driver_archive()  # the session's Spark class-data archive (tests/spark_startup.py)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
