@@ -98,10 +98,10 @@ def airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
         yield server
 
 
-@pytest.fixture
-def kafka_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
-    """``make(partitions=1, prefix="t") -> topic name``: uuid-named topics, deleted after the test."""
-    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+@contextlib.contextmanager
+def topic_factory(bootstrap: str) -> Iterator[Callable[..., str]]:
+    """``make(partitions=1, prefix="t") -> topic name``: uuid-named topics, deleted when the block ends."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     created: list[str] = []
 
     def make(partitions: int = 1, prefix: str = "t") -> str:
@@ -116,3 +116,18 @@ def kafka_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
         for future in admin.delete_topics(created).values():
             with contextlib.suppress(Exception):  # a test may have deleted its topic itself
                 future.result(timeout=15)
+
+
+@pytest.fixture
+def kafka_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
+    """:func:`topic_factory` on the stack: topics deleted after the test."""
+    with topic_factory(stack.kafka_bootstrap) as make:
+        yield make
+
+
+@pytest.fixture(scope="module")
+def module_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
+    """:func:`topic_factory` on the stack: topics deleted after the test module (for module-scoped
+    fixtures whose topics the module's tests only read)."""
+    with topic_factory(stack.kafka_bootstrap) as make:
+        yield make
