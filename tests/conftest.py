@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eo_devtools.stack.stack import LocalStack
+from tests.spark_startup import close_driver_archive, start_driver_archive
 
 if TYPE_CHECKING:
     from tests.airflow_server import AirflowServer
@@ -72,6 +73,7 @@ def stack() -> Iterator[StackInfo]:
         return
     state_dir = new_stack_dir()
     local = LocalStack(state_dir)
+    start_driver_archive()  # the spark-submits' class-data archive, built while the services start
     try:
         local.up()
         yield _info(local)
@@ -84,6 +86,10 @@ def stack() -> Iterator[StackInfo]:
 def schema_registry_url(stack: StackInfo) -> str:
     """Base URL of the stack's Schema Registry (Confluent-compatible API)."""
     return stack.schema_registry_url
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    close_driver_archive()  # the session's Spark class-data archive (tests/spark_startup.py)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -101,10 +107,10 @@ def airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
         yield server
 
 
-@pytest.fixture
-def kafka_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
-    """``make(partitions=1, prefix="t") -> topic name``: uuid-named topics, deleted after the test."""
-    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+@contextlib.contextmanager
+def topic_factory(bootstrap: str) -> Iterator[Callable[..., str]]:
+    """``make(partitions=1, prefix="t") -> topic name``: uuid-named topics, deleted when the block ends."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     created: list[str] = []
 
     def make(partitions: int = 1, prefix: str = "t") -> str:
@@ -119,3 +125,18 @@ def kafka_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
         for future in admin.delete_topics(created).values():
             with contextlib.suppress(Exception):  # a test may have deleted its topic itself
                 future.result(timeout=15)
+
+
+@pytest.fixture
+def kafka_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
+    """:func:`topic_factory` on the stack: topics deleted after the test."""
+    with topic_factory(stack.kafka_bootstrap) as make:
+        yield make
+
+
+@pytest.fixture(scope="module")
+def module_topic_factory(stack: StackInfo) -> Iterator[Callable[..., str]]:
+    """:func:`topic_factory` on the stack: topics deleted after the test module (for module-scoped
+    fixtures whose topics the module's tests only read)."""
+    with topic_factory(stack.kafka_bootstrap) as make:
+        yield make

@@ -30,6 +30,7 @@ from airflow_provider_eo.config import PipelineSpec, load_pipelines
 from airflow_provider_eo.ledger import Ledger
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from tests.conftest import StackInfo
+from tests.spark_startup import spark_conf
 
 LOCAL_SETTINGS = '''"""Test-only cluster policy: no task retries (failures surface in one attempt)."""
 
@@ -106,7 +107,7 @@ def pipeline_factory(
             "topics": [topic],
             "group_id": f"eo-af-{tag}",
             "hbase": {"table": f"af_{tag}", "column_family": "d"},
-            "spark": {"conf": {"spark.ui.enabled": False}},
+            "spark": {"conf": spark_conf()},
             **fields,
         }
         path = folder / f"pipelines-{tag}.yaml"

@@ -18,10 +18,8 @@ import json
 import math
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -44,6 +42,8 @@ from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
+from tests.spark_startup import SPARK_SUBMIT as SPARK_SUBMIT_PATH
+from tests.spark_startup import spark_conf, spark_conf_args
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 
@@ -232,7 +232,7 @@ def drained(
         partitions=PARTITIONS,
         bad_records="dead_letter",
         batch_size=7,
-        spark={"split_size": SPLIT_SIZE, "conf": {"spark.ui.enabled": False}},
+        spark={"split_size": SPLIT_SIZE, "conf": spark_conf()},
     )
     produced = produce_records(stack.kafka_bootstrap, declared.topic, PARTITIONS, iter(events))
     ends = ends_of(produced)
@@ -487,9 +487,9 @@ def _submit(
     stack: StackInfo, pipe: PipelineUnderTest, epoch_id: int, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     argv = [
-        str(Path(sys.executable).parent / "spark-submit"),
+        SPARK_SUBMIT_PATH,
         "--master", "local[1]",
-        "--conf", "spark.ui.enabled=false",
+        *spark_conf_args(),
         str(spark_app.__file__),
         "--pipeline", pipe.spec.name,
         "--epoch-id", str(epoch_id),

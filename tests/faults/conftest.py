@@ -19,7 +19,8 @@ import pytest
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from tests.conftest import new_stack_dir
 from tests.faults import reliability
-from tests.faults.harness import FaultStack, restore_env, set_env, spark_driver_archive
+from tests.faults.harness import FaultStack, restore_env, set_env
+from tests.spark_startup import start_driver_archive
 
 _ROWS: list[dict[str, Any]] = []
 _RANDOM_RUNS: list[dict[str, Any]] = []
@@ -47,8 +48,8 @@ def fault_stack() -> Iterator[FaultStack]:
     state_dir = new_stack_dir("eo-faults-")
     stack = FaultStack(state_dir)
     try:
-        with spark_driver_archive(state_dir / "spark-archive"):  # built while the services start
-            stack.up()
+        start_driver_archive()  # the spark-submits' class-data archive, built while the services start
+        stack.up()
         previous = set_env(stack.conn_env)
         try:
             yield stack

@@ -50,10 +50,10 @@ from eo_devtools.stack.process import running_pid, stop_process_group
 from eo_devtools.stack.stack import SERVICES, LocalStack
 from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
 from tests.kafka_helpers import consume_range
+from tests.spark_startup import SPARK_SUBMIT, spark_conf, spark_conf_args
 from tests.task_context import task_context
 
 REPO = Path(__file__).resolve().parents[2]
-SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
 # Short client timeouts so a stalled broker fails a step within seconds, not minutes.
 KAFKA_TEST_EXTRA = {
     "eo.timeout.ms": 4000,
@@ -61,65 +61,10 @@ KAFKA_TEST_EXTRA = {
     "socket.connection.setup.timeout.ms": 4000,
 }
 SIGKILLED = -signal.SIGKILL
-#: docs/performance.md's Spark start-up levers, for the suite's dozens of short spark-submits: the
-#: driver JVM with C1 only and the serial collector (plus the session's class-data archive, see
-#: :func:`spark_driver_archive`), and the Python worker daemon importing the installed PySpark.
-SPARK_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_DAEMON_MODULE = "airflow_provider_eo.spark.pyspark_startup"
-_DRIVER_ARCHIVE: list[Path] = []  # the class-data archive once built
-ARCHIVE_APP = """
-from pyspark import SparkConf, SparkContext
-sc = SparkContext.getOrCreate(SparkConf().setAppName("eo-faults-cds").set("spark.ui.enabled", "false"))
-assert sc.parallelize([1], 1).map(lambda x: x + 1).collect() == [2]
-sc.stop()
-"""
 #: How long a restarted service may take to serve clients again (HBase replays its WAL).
 READY_TIMEOUT_S = 180.0
 OFFSETS_TOPIC = "__consumer_offsets"
 TASK_HANGING_RE = re.compile(r"EO fault point spark\.task\.after_segment: hanging \(pid (\d+)\)")
-
-
-def spark_conf() -> dict[str, str]:
-    """Spark properties of every spark-submit of the suite (the pipelines' ``spark.conf`` and the
-    harness's own submits): no UI, and the start-up levers (:data:`SPARK_DRIVER_JAVA_OPTIONS`,
-    the class-data archive once :func:`spark_driver_archive` built it, the worker daemon)."""
-    java = SPARK_DRIVER_JAVA_OPTIONS
-    if _DRIVER_ARCHIVE and _DRIVER_ARCHIVE[0].is_file():
-        java += f" -XX:SharedArchiveFile={_DRIVER_ARCHIVE[0]}"
-    return {
-        "spark.ui.enabled": "false",
-        "spark.driver.extraJavaOptions": java,
-        "spark.python.daemon.module": SPARK_DAEMON_MODULE,
-    }
-
-
-@contextlib.contextmanager
-def spark_driver_archive(directory: Path) -> Iterator[None]:
-    """Build the class-data archive of Spark's driver JVM in ``directory`` while the block runs
-    (one spark-submit of a trivial app with ``-XX:ArchiveClassesAtExit``, as docs/performance.md
-    builds it); afterwards :func:`spark_conf` maps it into every driver JVM. A failed build only
-    leaves the archive out (a JVM that cannot use an archive warns and starts normally)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    app = directory / "archive_app.py"
-    app.write_text(ARCHIVE_APP)
-    archive = directory / "spark-driver.jsa"
-    java = f"{SPARK_DRIVER_JAVA_OPTIONS} -XX:ArchiveClassesAtExit={archive}"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    argv = [SPARK_SUBMIT, "--master", "local[2]", "--conf", f"spark.driver.extraJavaOptions={java}"]
-    argv += ["--conf", f"spark.python.daemon.module={SPARK_DAEMON_MODULE}", str(app)]
-    with (directory / "archive.log").open("wb") as log:
-        proc = subprocess.Popen(
-            argv, env=env, cwd=directory, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        yield
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            if proc.wait(180) == 0 and archive.is_file():
-                _DRIVER_ARCHIVE[:] = [archive]
-    finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def kafka_conn_value(bootstrap: str, more: Mapping[str, object] | None = None) -> str:
@@ -541,10 +486,7 @@ class Case:
         self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str
     ) -> WriteProc:
         """spark-submit the application for ``epoch_id`` (returns at once)."""
-        argv = [SPARK_SUBMIT, "--master", "local[2]"]
-        for key, value in spark_conf().items():
-            argv += ["--conf", f"{key}={value}"]
-        argv.append(str(app_module.__file__))
+        argv = [SPARK_SUBMIT, "--master", "local[2]", *spark_conf_args(), str(app_module.__file__)]
         argv += [
             "--pipeline",
             self.name,

@@ -1,4 +1,5 @@
-"""``spark-submit`` of the package's write application, as the write operator runs it (local[2])."""
+"""``spark-submit`` of the package's write application, as the write operator runs it (local[2]),
+with the suite's Spark start-up levers (tests/spark_startup.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import airflow_provider_eo.spark.app as app_module
-
-SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
+from tests.spark_startup import SPARK_SUBMIT, spark_conf_args
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def submit_write(
     argv = [
         SPARK_SUBMIT,
         "--master", "local[2]",
-        "--conf", "spark.ui.enabled=false",
+        *spark_conf_args(),
         app_module.__file__,
         "--pipeline", pipeline,
         "--epoch-id", str(epoch_id),

@@ -34,6 +34,7 @@ from eo_devtools.stack.process import group_members, kill_with_groups, processes
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import stack_kafka_hook
+from tests.spark_startup import spark_conf
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
 
@@ -86,7 +87,7 @@ def _pipeline(tag: str) -> dict[str, Any]:
         "group_id": f"eo-af-{tag}",
         "hbase": {"table": f"af_{tag}", "column_family": "d"},
         "bad_records": "dead_letter",
-        "spark": {"split_size": 100, "conf": {"spark.ui.enabled": "false"}},
+        "spark": {"split_size": 100, "conf": spark_conf()},
     }
 
 

@@ -1,6 +1,6 @@
 """The "eo" UI plugin: exact JSON, the HTML page, escaping, auth and Airflow discovery.
 
-Real PostgreSQL (fresh ledger database per test) and real topics read through the real
+Real PostgreSQL (fresh ledger database per module: the tests only read) and real topics read through the real
 ``EoKafkaHook``, FastAPI's TestClient on the app; the last test starts a real
 ``airflow api-server`` whose auth manager denies single DAGs to single users, and checks
 over HTTP what each user sees. Access control, lag and the OpenAPI schema in-process:
@@ -46,9 +46,10 @@ pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def ledgered(stack: StackInfo, kafka_topic_factory: Callable[..., str]) -> Iterator[Ledgered]:
-    with ledgered_data(stack, kafka_topic_factory) as data:
+@pytest.fixture(scope="module")
+def ledgered(stack: StackInfo, module_topic_factory: Callable[..., str]) -> Iterator[Ledgered]:
+    """One per module: its tests only read the ledger and the topics."""
+    with ledgered_data(stack, module_topic_factory) as data:
         yield data
 
 

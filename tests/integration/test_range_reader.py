@@ -20,10 +20,11 @@ def _config(stack: StackInfo) -> dict[str, str]:
     return {"bootstrap.servers": stack.kafka_bootstrap}
 
 
-@pytest.fixture
-def topic10(stack: StackInfo, kafka_topic_factory: Callable[..., str]) -> str:
-    """Two partitions: partition 1 holds k0..k9 / v0..v9 (offsets 0..9), partition 0 one record."""
-    topic = kafka_topic_factory(partitions=2, prefix="reader")
+@pytest.fixture(scope="module")
+def topic10(stack: StackInfo, module_topic_factory: Callable[..., str]) -> str:
+    """Two partitions: partition 1 holds k0..k9 / v0..v9 (offsets 0..9), partition 0 one record.
+    One per module: its tests only read it."""
+    topic = module_topic_factory(partitions=2, prefix="reader")
     produce(
         stack.kafka_bootstrap,
         topic,

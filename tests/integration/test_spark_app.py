@@ -112,6 +112,7 @@ def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     for table in tables.values():
         hbase.create_table(table, {"d": {"max_versions": 3}})
+    hbase.close()
     pipelines_file = tmp_path_factory.mktemp("spark-app") / "pipelines.yaml"
     pipelines_file.write_text(
         "pipelines:\n"
@@ -123,6 +124,9 @@ def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with fresh_database(stack.ledger_dsn) as dsn:
         env = spark_env({**stack.conn_env, "AIRFLOW_CONN_EO_LEDGER": ledger_connection(dsn)})
         yield World(stack, dsn, env, pipelines_file, topic, fail_topic, tables)
+    # a new connection: HBase's Thrift server closes one idle for 60 s, and the module's
+    # spark-submits may take longer than that on a loaded machine
+    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     for table in tables.values():
         hbase.delete_table(table, disable=True)
     hbase.close()

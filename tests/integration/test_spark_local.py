@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from eo_devtools.stack.connections import spark_connection
+from tests.spark_startup import spark_conf_args
 
 pytestmark = pytest.mark.spark
 
@@ -33,7 +34,7 @@ def test_spark_default_connection_runs_a_trivial_job(tmp_path: Path) -> None:
     app.write_text(JOB)
     spark_submit = Path(sys.executable).parent / "spark-submit"
     result = subprocess.run(
-        [str(spark_submit), "--master", master, "--conf", "spark.ui.enabled=false", str(app)],
+        [str(spark_submit), "--master", master, *spark_conf_args(), str(app)],
         capture_output=True,
         text=True,
         timeout=300,
