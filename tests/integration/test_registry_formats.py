@@ -498,6 +498,15 @@ def test_mapping_fields_are_checked_against_a_proto_text_subject(client: SchemaR
         "p.yaml: pipeline 'shipments': field 'mapping': field 'to.zip' is in no registered schema of "
         f"subject '{name}-value' (versions checked: 1)"
     )
+    broken = 'syntax = "proto3";\nmessage M { int64 id = 1; Missing m = 2; }\n'
+    client.register_schema(f"{name}-b-value", Schema(broken, "PROTOBUF"))
+    with pytest.raises(PipelineConfigError) as info:
+        check_fields_registered("shipments", ["id"], [f"{name}-b"], client, file="p.yaml")
+    assert str(info.value) == (
+        f"p.yaml: pipeline 'shipments': field 'mapping': subject '{name}-b-value': subject '{name}-b-value' "
+        "version 1: the registry's .proto text does not compile: registry-schema.proto:2:27: "
+        '"Missing" is not defined.'
+    )
 
 
 def test_schema_references_resolve_through_the_task_cache_and_count_as_fetches(
