@@ -9,12 +9,9 @@ from __future__ import annotations
 import datetime
 import decimal
 import http.server
-import importlib.resources
 import json
 import logging
-import pathlib
 import socket
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -26,9 +23,6 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf.message_factory import GetMessageClass
-from grpc_tools import protoc
 
 from airflow_provider_eo.config.errors import PipelineConfigError
 from airflow_provider_eo.errors import BadRecord, EoError, RegistryAccessError
@@ -41,6 +35,13 @@ from airflow_provider_eo.formats.registry import (
 from airflow_provider_eo.formats.registry.field_check import check_fields_registered
 from airflow_provider_eo.hooks.schema_registry import EoSchemaRegistryHook
 from tests.protobuf_messages import message_classes, order_file
+from tests.protobuf_text_schemas import (
+    ADDRESS_PROTO,
+    SHIPMENT_PROTO,
+    compiled_classes,
+    framed,
+    register_shipment,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -357,74 +358,6 @@ def test_mapping_fields_are_checked_against_every_registered_version(
     found = (sorted(versions), "note" in versions[1].paths, latest is not None and "channel" in latest.paths)
     assert found == ([1, 2], True, True)
     assert hook.latest_field_paths(f"{name}-key") is None
-
-
-ADDRESS_PROTO = """syntax = "proto3";
-package eo.addr;
-
-message Address {
-  string city = 1;
-  repeated string lines = 2;
-}
-"""
-
-#: A text schema as a Java producer registers it: nested messages, an enum, a map, a repeated
-#: field, a well-known type and a schema reference (``eo/addr/address.proto``).
-SHIPMENT_PROTO = """syntax = "proto3";
-package eo.text;
-
-import "google/protobuf/timestamp.proto";
-import "eo/addr/address.proto";
-
-enum Stage { CREATED = 0; SHIPPED = 1; }
-
-message Shipment {
-  int64 id = 1;
-  Stage stage = 2;
-  google.protobuf.Timestamp at = 3;
-  repeated Parcel parcels = 4;
-  map<string, int32> counts = 5;
-  eo.addr.Address to = 6;
-  message Parcel {
-    string label = 1;
-    Dimensions size = 2;
-    message Dimensions { double kg = 1; uint32 cm = 2; }
-  }
-}
-
-message Note { string text = 1; }
-"""
-
-
-def compiled_classes(sources: dict[str, str]) -> dict[str, Any]:
-    """Message classes of ``sources`` (import path -> text) compiled with grpc_tools' protoc,
-    as a producer's generated classes would be (the payloads carry the registry's id)."""
-    with tempfile.TemporaryDirectory() as work:
-        for name, text in sources.items():
-            (pathlib.Path(work) / name).parent.mkdir(parents=True, exist_ok=True)
-            (pathlib.Path(work) / name).write_text(text)
-        out = f"{work}/set.desc"
-        wkt = str(importlib.resources.files("grpc_tools") / "_proto")
-        argv = ["protoc", f"-I{work}", f"-I{wkt}", "--include_imports", f"--descriptor_set_out={out}"]
-        assert protoc.main([*argv, *sources]) == 0
-        files = descriptor_pb2.FileDescriptorSet.FromString(pathlib.Path(out).read_bytes()).file
-    pool = descriptor_pool.DescriptorPool()
-    for file in files:
-        pool.Add(file)
-    names = ("eo.text.Shipment", "eo.text.Shipment.Parcel", "eo.text.Note")
-    return {name: GetMessageClass(pool.FindMessageTypeByName(name)) for name in names}
-
-
-def framed(sid: int, indexes: bytes, message: Any) -> bytes:
-    """The Confluent wire format: magic byte, schema id, message indexes, payload."""
-    return b"\x00" + sid.to_bytes(4, "big") + indexes + message.SerializeToString()
-
-
-def register_shipment(client: SchemaRegistryClient, name: str) -> int:
-    """``ADDRESS_PROTO`` under its own subject, then ``SHIPMENT_PROTO`` referencing it, as text."""
-    client.register_schema(f"{name}-address", Schema(ADDRESS_PROTO, "PROTOBUF"))
-    reference = SchemaReference("eo/addr/address.proto", f"{name}-address", 1)
-    return client.register_schema(f"{name}-value", Schema(SHIPMENT_PROTO, "PROTOBUF", [reference]))
 
 
 def test_protobuf_schemas_registered_as_proto_text_are_compiled_once_and_decode_exactly(
