@@ -58,9 +58,8 @@ message Note { string text = 1; }
 """
 
 
-def compiled_classes(sources: dict[str, str]) -> dict[str, Any]:
-    """Message classes of ``sources`` (import path -> text) compiled with grpc_tools' protoc,
-    as a producer's generated classes would be (the payloads carry the registry's id)."""
+def compiled_files(sources: dict[str, str]) -> list[descriptor_pb2.FileDescriptorProto]:
+    """``sources`` (import path -> text) compiled by grpc_tools' protoc, imports first."""
     with tempfile.TemporaryDirectory() as work:
         for name, text in sources.items():
             (pathlib.Path(work) / name).parent.mkdir(parents=True, exist_ok=True)
@@ -69,9 +68,19 @@ def compiled_classes(sources: dict[str, str]) -> dict[str, Any]:
         wkt = str(importlib.resources.files("grpc_tools") / "_proto")
         argv = ["protoc", f"-I{work}", f"-I{wkt}", "--include_imports", f"--descriptor_set_out={out}"]
         assert protoc.main([*argv, *sources]) == 0
-        files = descriptor_pb2.FileDescriptorSet.FromString(pathlib.Path(out).read_bytes()).file
+        return list(descriptor_pb2.FileDescriptorSet.FromString(pathlib.Path(out).read_bytes()).file)
+
+
+def descriptor_of(text: str, name: str) -> descriptor_pb2.FileDescriptorProto:
+    """The ``FileDescriptorProto`` of one self-contained ``.proto`` text, named ``name``."""
+    return next(f for f in compiled_files({name: text}) if f.name == name)
+
+
+def compiled_classes(sources: dict[str, str]) -> dict[str, Any]:
+    """Message classes of ``sources`` compiled as a producer's generated classes would be
+    (``Shipment``, ``Shipment.Parcel`` and ``Note`` of package ``eo.text``)."""
     pool = descriptor_pool.DescriptorPool()
-    for file in files:
+    for file in compiled_files(sources):
         pool.Add(file)
     names = ("eo.text.Shipment", "eo.text.Shipment.Parcel", "eo.text.Note")
     return {name: GetMessageClass(pool.FindMessageTypeByName(name)) for name in names}

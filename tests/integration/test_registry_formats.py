@@ -6,6 +6,7 @@ registry fetch per schema id per task; the connection's secrets in no repr and n
 
 from __future__ import annotations
 
+import base64
 import datetime
 import decimal
 import http.server
@@ -39,6 +40,7 @@ from tests.protobuf_text_schemas import (
     ADDRESS_PROTO,
     SHIPMENT_PROTO,
     compiled_classes,
+    descriptor_of,
     framed,
     register_shipment,
 )
@@ -395,6 +397,25 @@ def test_protobuf_schemas_registered_as_proto_text_are_compiled_once_and_decode_
     ]  # fmt: skip
     assert [decode(records[0])["id"] for _ in range(20)] == [-(2**40)] * 20
     assert (cache.fetches, cache.schema_ids) == (2, [sid])  # the schema and its reference, once
+
+
+def test_a_proto_text_schema_may_reference_a_schema_registered_as_a_descriptor(
+    client: SchemaRegistryClient, cache: SchemaCache
+) -> None:
+    """The reference was registered by confluent-kafka's Python serializer (base64), the schema
+    importing it by a Java producer (text): protoc is given the reference as a descriptor."""
+    name = topic()
+    address = descriptor_of(ADDRESS_PROTO, "eo/addr/address.proto")
+    encoded = base64.b64encode(address.SerializeToString()).decode()
+    client.register_schema(f"{name}-address", Schema(encoded, "PROTOBUF"))
+    reference = SchemaReference("eo/addr/address.proto", f"{name}-address", 1)
+    sid = client.register_schema(f"{name}-value", Schema(SHIPMENT_PROTO, "PROTOBUF", [reference]))
+    classes = compiled_classes({"eo/addr/address.proto": ADDRESS_PROTO, "shipment.proto": SHIPMENT_PROTO})
+    shipment = classes["eo.text.Shipment"](id=5)
+    shipment.to.lines.append("Gate 1")
+    decoded = registry_decoder("protobuf", "value", cache)(framed(sid, b"\x00", shipment))
+    assert (decoded["id"], decoded["to"]) == (5, {"city": "", "lines": ["Gate 1"]})
+    assert (cache.fetches, cache.schema_ids) == (2, [sid])
 
 
 def test_a_proto_text_schema_that_does_not_compile_is_a_bad_record_quoting_protoc(

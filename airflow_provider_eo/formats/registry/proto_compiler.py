@@ -7,7 +7,9 @@ compiled here with grpcio-tools' bundled ``protoc`` (``grpc_tools.protoc``): the
 its schema references (fetched through the caller's client, recursively; a reference's
 ``name`` is its import path) are written into a temporary directory and compiled with
 ``--include_imports --descriptor_set_out``; the well-known types (``google/protobuf/*.proto``)
-come from grpcio-tools' own include directory. Every file of the resulting
+come from grpcio-tools' own include directory. A reference the registry returns as a base64
+``FileDescriptorProto`` (registered by confluent-kafka's Python serializer) is given to
+protoc as a descriptor (``--descriptor_set_in``) under its reference name. Every file of the resulting
 ``FileDescriptorSet`` goes into a fresh ``DescriptorPool``.
 
 protoc writes its diagnostics to file descriptor 2: for the few milliseconds of a compile
@@ -18,6 +20,8 @@ Callers compile once per schema id (the decoder through ``SchemaCache.parsed``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import os
 import tempfile
@@ -56,17 +60,16 @@ def compile_proto_text(
     with tempfile.TemporaryDirectory(prefix="eo-proto-") as work:
         root = Path(work) / "src"
         _target(root, file_name, where).write_text(schema.schema_str or "", encoding="utf-8")
-        _write_references(root, schema, client, where, seen={file_name})
+        described = descriptor_pb2.FileDescriptorSet()
+        _write_references(root, schema, client, where, {file_name}, described)
         out = Path(work) / "schema.desc"
+        argv = ["protoc", f"--proto_path={root}", f"--proto_path={well_known_types_dir()}"]
+        if described.file:
+            given = Path(work) / "references.desc"
+            given.write_bytes(described.SerializeToString())
+            argv.append(f"--descriptor_set_in={given}")
         code, diagnostics = _run_protoc(
-            [
-                "protoc",
-                f"--proto_path={root}",
-                f"--proto_path={well_known_types_dir()}",
-                "--include_imports",
-                f"--descriptor_set_out={out}",
-                file_name,
-            ]
+            [*argv, "--include_imports", f"--descriptor_set_out={out}", file_name]
         )
         if code != 0 or not out.exists():
             lines = [line.replace(f"{root}/", "") for line in diagnostics.splitlines() if line.strip()]
@@ -83,7 +86,15 @@ def compile_proto_text(
     return pool, main
 
 
-def _write_references(root: Path, schema: Schema, client: Any, where: str, seen: set[str]) -> None:
+def _write_references(
+    root: Path,
+    schema: Schema,
+    client: Any,
+    where: str,
+    seen: set[str],
+    described: descriptor_pb2.FileDescriptorSet,
+) -> None:
+    """Write ``schema``'s references (recursively) under ``root``; base64 ones go to ``described``."""
     for reference in schema.references or []:
         name = reference.name or ""
         if name in seen:
@@ -96,8 +107,26 @@ def _write_references(root: Path, schema: Schema, client: Any, where: str, seen:
             raise
         except Exception as exc:
             raise BadRecord(f"{where}: schema reference {name!r} does not resolve: {exc}") from None
-        target.write_text(found.schema.schema_str or "", encoding="utf-8")
-        _write_references(root, found.schema, client, where, seen)
+        text = found.schema.schema_str or ""
+        if is_base64(text):
+            try:
+                file_proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
+            except Exception as exc:  # DecodeError
+                raise BadRecord(f"{where}: schema reference {name!r} is no descriptor: {exc}") from None
+            file_proto.name = name
+            described.file.append(file_proto)
+        else:
+            target.write_text(text, encoding="utf-8")
+        _write_references(root, found.schema, client, where, seen, described)
+
+
+def is_base64(schema_str: str) -> bool:
+    """Whether ``schema_str`` is base64 (a serialized descriptor), not ``.proto`` source text."""
+    try:
+        base64.b64decode(schema_str.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        return False
+    return True
 
 
 def _target(root: Path, name: str, where: str) -> Path:

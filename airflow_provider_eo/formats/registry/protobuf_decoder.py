@@ -33,7 +33,7 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 from airflow_provider_eo.errors import BadRecord, RegistryAccessError, error_text
-from airflow_provider_eo.formats.registry.proto_compiler import compile_proto_text
+from airflow_provider_eo.formats.registry.proto_compiler import compile_proto_text, is_base64
 from airflow_provider_eo.formats.registry.protobuf_values import message_to_python
 from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 from airflow_provider_eo.formats.registry.wire_format import parse_header, read_message_indexes
@@ -131,15 +131,6 @@ def load_descriptors(
     except Exception as exc:  # a reference that does not parse, a conflicting definition, ...
         raise BadRecord(f"{where}: the registry's Protobuf schema does not load: {exc}") from None
     return pool, file_proto
-
-
-def is_base64(schema_str: str) -> bool:
-    """Whether ``schema_str`` is base64 (a serialized descriptor), not ``.proto`` source text."""
-    try:
-        base64.b64decode(schema_str.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError, ValueError):
-        return False
-    return True
 
 
 def descriptor_from_base64(schema_str: str, where: str) -> descriptor_pb2.FileDescriptorProto:
