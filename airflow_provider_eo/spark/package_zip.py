@@ -5,8 +5,8 @@
 The zip holds ``airflow_provider_eo/`` (Python sources and package data such as the
 ledger's SQL migrations), without caches. The package is only what users install: the local
 stack, the demo and the fault suite's kill/hang handler live outside it (``devtools/``,
-``tests/faults/``), so nothing is left to exclude. Third-party dependencies (confluent-kafka, happybase,
-thriftpy2, psycopg2, PyYAML) have native parts and must be installed on the cluster
+``tests/faults/``), so nothing is left to exclude. Third-party dependencies (confluent-kafka,
+grpcio-tools, happybase, thriftpy2, psycopg2, PyYAML) have native parts and must be installed on the cluster
 image; they are not zipped. Entries are sorted and time-stamped
 1980-01-01, so the same sources give a byte-identical zip.
 """

@@ -6,6 +6,7 @@ registry fetch per schema id per task; the connection's secrets in no repr and n
 
 from __future__ import annotations
 
+import base64
 import datetime
 import decimal
 import http.server
@@ -35,6 +36,14 @@ from airflow_provider_eo.formats.registry import (
 from airflow_provider_eo.formats.registry.field_check import check_fields_registered
 from airflow_provider_eo.hooks.schema_registry import EoSchemaRegistryHook
 from tests.protobuf_messages import message_classes, order_file
+from tests.protobuf_text_schemas import (
+    ADDRESS_PROTO,
+    SHIPMENT_PROTO,
+    compiled_classes,
+    descriptor_of,
+    framed,
+    register_shipment,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -353,18 +362,104 @@ def test_mapping_fields_are_checked_against_every_registered_version(
     assert hook.latest_field_paths(f"{name}-key") is None
 
 
-def test_a_protobuf_schema_the_registry_keeps_as_proto_text_is_a_bad_record_saying_so(
+def test_protobuf_schemas_registered_as_proto_text_are_compiled_once_and_decode_exactly(
     client: SchemaRegistryClient, cache: SchemaCache
 ) -> None:
-    """Apicurio returns a schema as registered (a Java producer registers .proto text), even for
-    format=serialized; decoding needs a descriptor and no protoc runs on the executors."""
-    text = 'syntax = "proto3";\npackage eo.text;\nmessage M { int64 id = 1; }\n'
-    sid = client.register_schema(f"{topic()}-value", Schema(text, "PROTOBUF"))
-    data = b"\x00" + sid.to_bytes(4, "big") + b"\x00\x08\x07"
-    assert reason(registry_decoder("protobuf", "value", cache), data) == (
-        f"value: schema id {sid}: the registry returned .proto source text; decoding needs the schema as a "
-        "base64 FileDescriptorProto (what Confluent's registry returns for format=serialized and what "
-        "confluent-kafka's serializer registers)"
+    name = topic()
+    sid = register_shipment(client, name)
+    assert "message Shipment" in (client.get_schema(sid, fmt="serialized").schema_str or "")  # text back
+    classes = compiled_classes({"eo/addr/address.proto": ADDRESS_PROTO, "shipment.proto": SHIPMENT_PROTO})
+    shipment = classes["eo.text.Shipment"](id=-(2**40), stage=1)
+    shipment.at.FromDatetime(datetime.datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC))
+    shipment.parcels.add(label="p1", size={"kg": 2.5, "cm": 40})
+    shipment.parcels.add(label="p2")
+    shipment.counts["red"] = 3
+    shipment.to.city = "Oslo"
+    shipment.to.lines.extend(["Gate 1", "3rd floor"])
+    parcel = classes["eo.text.Shipment.Parcel"](label="solo", size={"kg": 0.5, "cm": 7})
+    note = classes["eo.text.Note"](text="fragile")
+    decode = registry_decoder("protobuf", "value", cache)
+    # Parcel is [0, 1]: protoc puts the map's CountsEntry first among Shipment's nested types
+    records = [
+        framed(sid, b"\x00", shipment),
+        framed(sid, b"\x04\x00\x02", parcel),
+        framed(sid, b"\x02\x02", note),
+    ]
+    assert [decode(data) for data in records] == [
+        {
+            "id": -(2**40), "stage": "SHIPPED",
+            "at": datetime.datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=UTC),
+            "parcels": [{"label": "p1", "size": {"kg": 2.5, "cm": 40}}, {"label": "p2", "size": None}],
+            "counts": {"red": 3}, "to": {"city": "Oslo", "lines": ["Gate 1", "3rd floor"]},
+        },
+        {"label": "solo", "size": {"kg": 0.5, "cm": 7}},
+        {"text": "fragile"},
+    ]  # fmt: skip
+    assert [decode(records[0])["id"] for _ in range(20)] == [-(2**40)] * 20
+    assert (cache.fetches, cache.schema_ids) == (2, [sid])  # the schema and its reference, once
+
+
+def test_a_proto_text_schema_may_reference_a_schema_registered_as_a_descriptor(
+    client: SchemaRegistryClient, cache: SchemaCache
+) -> None:
+    """The reference was registered by confluent-kafka's Python serializer (base64), the schema
+    importing it by a Java producer (text): protoc is given the reference as a descriptor."""
+    name = topic()
+    address = descriptor_of(ADDRESS_PROTO, "eo/addr/address.proto")
+    encoded = base64.b64encode(address.SerializeToString()).decode()
+    client.register_schema(f"{name}-address", Schema(encoded, "PROTOBUF"))
+    reference = SchemaReference("eo/addr/address.proto", f"{name}-address", 1)
+    sid = client.register_schema(f"{name}-value", Schema(SHIPMENT_PROTO, "PROTOBUF", [reference]))
+    classes = compiled_classes({"eo/addr/address.proto": ADDRESS_PROTO, "shipment.proto": SHIPMENT_PROTO})
+    shipment = classes["eo.text.Shipment"](id=5)
+    shipment.to.lines.append("Gate 1")
+    decoded = registry_decoder("protobuf", "value", cache)(framed(sid, b"\x00", shipment))
+    assert (decoded["id"], decoded["to"]) == (5, {"city": "", "lines": ["Gate 1"]})
+    assert (cache.fetches, cache.schema_ids) == (2, [sid])
+
+
+def test_a_proto_text_schema_that_does_not_compile_is_a_bad_record_quoting_protoc(
+    client: SchemaRegistryClient, cache: SchemaCache
+) -> None:
+    """Apicurio refuses to register text that does not parse (HTTP 422), so what reaches a task
+    is text protoc rejects for its meaning: an undefined type, a field number used twice.
+    (A syntax error is quoted the same way: tests/unit/test_proto_compiler.py.)"""
+    undefined = 'syntax = "proto3";\npackage eo.text;\nmessage M { int64 id = 1; Missing m = 2; }\n'
+    twice = 'syntax = "proto3";\npackage eo.text;\nmessage M { int64 id = 1; string s = 1; }\n'
+    ids = [
+        client.register_schema(f"{topic()}-value", Schema(text, "PROTOBUF")) for text in (undefined, twice)
+    ]
+    decode = registry_decoder("protobuf", "value", cache)
+    records = [b"\x00" + sid.to_bytes(4, "big") + b"\x00\x08\x07" for sid in ids]
+    does_not_compile = "the registry's .proto text does not compile: registry-schema.proto:3"
+    assert [reason(decode, data) for data in (*records, records[0])] == [
+        f'value: schema id {ids[0]}: {does_not_compile}:27: "Missing" is not defined.',
+        f"value: schema id {ids[1]}: {does_not_compile}:38: Field number 1 has already been used in "
+        '"eo.text.M" by field "id". Next available field number is 2.',
+        f'value: schema id {ids[0]}: {does_not_compile}:27: "Missing" is not defined.',
+    ]
+    assert cache.fetches == 2  # compiled (and failed) once per schema id
+
+
+def test_mapping_fields_are_checked_against_a_proto_text_subject(client: SchemaRegistryClient) -> None:
+    name = topic()
+    register_shipment(client, name)
+    paths = ["id", "stage", "at", "parcels.0.size.kg", "counts.red", "to.city", "to.lines.1"]
+    assert check_fields_registered("shipments", paths, [name], client) == []
+    with pytest.raises(PipelineConfigError) as info:
+        check_fields_registered("shipments", ["to.zip"], [name], client, file="p.yaml")
+    assert str(info.value) == (
+        "p.yaml: pipeline 'shipments': field 'mapping': field 'to.zip' is in no registered schema of "
+        f"subject '{name}-value' (versions checked: 1)"
+    )
+    broken = 'syntax = "proto3";\nmessage M { int64 id = 1; Missing m = 2; }\n'
+    client.register_schema(f"{name}-b-value", Schema(broken, "PROTOBUF"))
+    with pytest.raises(PipelineConfigError) as info:
+        check_fields_registered("shipments", ["id"], [f"{name}-b"], client, file="p.yaml")
+    assert str(info.value) == (
+        f"p.yaml: pipeline 'shipments': field 'mapping': subject '{name}-b-value': subject '{name}-b-value' "
+        "version 1: the registry's .proto text does not compile: registry-schema.proto:2:27: "
+        '"Missing" is not defined.'
     )
 
 

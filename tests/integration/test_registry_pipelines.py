@@ -55,6 +55,13 @@ from tests.integration.epoch_round_trip import (
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import created_topic, produce
 from tests.protobuf_messages import message_classes, order_file
+from tests.protobuf_text_schemas import (
+    ADDRESS_PROTO,
+    SHIPMENT_PROTO,
+    compiled_classes,
+    framed,
+    register_shipment,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -293,6 +300,28 @@ def test_protobuf_values_write_exact_cells(world: World, table: str) -> None:
             b"p1": {b"d:id": b"1099511627776", b"d:sku": b"a-1", b"d:blob": b"\x00\xff",
                     b"d:status": b"PAID", b"d:at": b"2026-11-25T07:00:00.123456Z", b"d:tags": b'["x"]',
                     b"d:counts": b'{"red":-3}', b"d:customer": b"ann", b"d:price": b"1.5"},
+        }  # fmt: skip
+
+
+def test_protobuf_values_of_a_proto_text_schema_write_exact_cells(world: World, table: str) -> None:
+    """A schema registered as .proto text (with a reference), as a Java producer registers it:
+    compiled inside the Spark task, its records write exact cells."""
+    with created_topic(world.stack.kafka_bootstrap, prefix="prototext") as topic:
+        sid = register_shipment(world.client, topic)
+        classes = compiled_classes({"eo/addr/address.proto": ADDRESS_PROTO, "shipment.proto": SHIPMENT_PROTO})
+        shipment = classes["eo.text.Shipment"](id=42, stage=1)
+        shipment.at.FromDatetime(datetime.datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC))
+        shipment.parcels.add(label="p1", size={"kg": 2.5, "cm": 40})
+        shipment.counts["red"] = 3
+        shipment.to.city = "Oslo"
+        produce(world.stack.kafka_bootstrap, topic, [(b"s1", framed(sid, b"\x00", shipment))], partition=0)
+        columns = {"id": "id", "stage": "stage", "at": "at", "kg": "parcels.0.size.kg", "parcels": "parcels"}
+        mapping = {"value_format": "protobuf", "columns": {**columns, "counts": "counts", "city": "to.city"}}
+        world.trip(topic, table, mapping).run_stream_epoch()
+        assert scan(world.stack, table) == {
+            b"s1": {b"d:id": b"42", b"d:stage": b"SHIPPED", b"d:at": b"2026-11-25T07:00:00.123456Z",
+                    b"d:kg": b"2.5", b"d:parcels": b'[{"label":"p1","size":{"kg":2.5,"cm":40}}]',
+                    b"d:counts": b'{"red":3}', b"d:city": b"Oslo"},
         }  # fmt: skip
 
 

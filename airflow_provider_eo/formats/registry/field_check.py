@@ -37,7 +37,7 @@ def subject_fields(client: SchemaRegistryClient, subject: str, registry: str = "
     """``version -> SchemaFields`` for every registered version of ``subject`` ({} when none).
 
     Raises RegistryUnavailable / RegistryRefused, and ``ValueError`` for a schema whose
-    fields cannot be read (a Protobuf schema the registry returns as ``.proto`` text).
+    fields cannot be read (e.g. a Protobuf schema whose ``.proto`` text does not compile).
     """
     try:
         versions = registry_call(registry, f"versions of {subject!r}", lambda: client.get_versions(subject))
@@ -49,7 +49,12 @@ def subject_fields(client: SchemaRegistryClient, subject: str, registry: str = "
 def registered_fields(
     client: SchemaRegistryClient, subject: str, version: int, registry: str = ""
 ) -> SchemaFields:
-    """The fields of ``subject`` version ``version`` (see :func:`subject_fields` for errors)."""
+    """The fields of ``subject`` version ``version`` (see :func:`subject_fields` for errors).
+
+    A Protobuf schema is asked with ``format=serialized``: a base64 descriptor is loaded as
+    it is, ``.proto`` source text (what Apicurio returns for a text-registered schema) is
+    compiled (:func:`~airflow_provider_eo.formats.registry.protobuf_decoder.load_descriptors`).
+    """
     what = f"subject {subject!r} version {version}"
     found: RegisteredSchema = registry_call(registry, what, lambda: client.get_version(subject, version))
     kind = found.schema.schema_type or "AVRO"

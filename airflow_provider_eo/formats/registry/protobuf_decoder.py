@@ -10,12 +10,10 @@ through confluent's ``_resolve_named_schema`` into a ``DescriptorPool`` seeded w
 well-known types (``_init_pool``), and the message is found by the record's message
 indexes. The class (``GetMessageClass``) is built once per schema id and message path.
 
-Limit: the schema must come back as a base64 ``FileDescriptorProto``. Confluent's
-registry returns that for ``format=serialized``; Apicurio returns a schema as it was
-registered, so one registered as ``.proto`` source text (e.g. by a Java producer) comes
-back as text, which this decoder cannot compile (no ``protoc`` at run time): its
-records are bad records whose reason says so. confluent-kafka's Python serializer
-registers the base64 form.
+A schema the registry returns as ``.proto`` source text (Apicurio returns a schema as
+it was registered: Confluent's Java serializer, Go producers and most users register text)
+is compiled with protoc in-process instead, once per schema id:
+:mod:`~airflow_provider_eo.formats.registry.proto_compiler`.
 
 Values: :mod:`~airflow_provider_eo.formats.registry.protobuf_values`.
 """
@@ -35,11 +33,14 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 from airflow_provider_eo.errors import BadRecord, RegistryAccessError, error_text
+from airflow_provider_eo.formats.registry.proto_compiler import compile_proto_text, is_base64
 from airflow_provider_eo.formats.registry.protobuf_values import message_to_python
 from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 from airflow_provider_eo.formats.registry.wire_format import parse_header, read_message_indexes
 
 MessageClass = type[Message]
+#: The name a ``.proto`` text schema is compiled under (protoc's error lines start with it).
+TEXT_SCHEMA_FILE = "registry-schema.proto"
 
 
 class ProtobufDecoder:
@@ -108,11 +109,17 @@ class ProtobufDecoder:
 def load_descriptors(
     schema: Schema, client: Any, where: str
 ) -> tuple[DescriptorPool, descriptor_pb2.FileDescriptorProto]:
-    """A pool holding ``schema``'s file (as ``default``), its references (fetched through
-    ``client``: a :class:`SchemaCache` or a ``SchemaRegistryClient``) and the well-known types.
+    """A pool holding ``schema``'s file (as ``default``; a ``.proto`` text schema as
+    :data:`TEXT_SCHEMA_FILE`), its references (fetched through ``client``: a
+    :class:`SchemaCache` or a ``SchemaRegistryClient``) and the well-known types.
 
-    Raises BadRecord (prefixed with ``where``) when the schema or a reference does not load.
+    A schema string that is not base64 is ``.proto`` text and is compiled
+    (:func:`~airflow_provider_eo.formats.registry.proto_compiler.compile_proto_text`).
+    Raises BadRecord (prefixed with ``where``) when the schema or a reference does not load
+    or compile.
     """
+    if not is_base64(schema.schema_str or ""):
+        return compile_proto_text(schema, client, where, TEXT_SCHEMA_FILE)
     file_proto = descriptor_from_base64(schema.schema_str or "", where)
     try:
         pool = DescriptorPool()
@@ -129,20 +136,14 @@ def load_descriptors(
 def descriptor_from_base64(schema_str: str, where: str) -> descriptor_pb2.FileDescriptorProto:
     """The ``FileDescriptorProto`` of a base64 schema string (named ``default``, as confluent names it).
 
-    Raises BadRecord when the string is ``.proto`` source text or not a descriptor.
+    Raises BadRecord when the string is not a base64 descriptor.
     """
     try:
         raw = base64.b64decode(schema_str.encode("ascii"), validate=True)
         file_proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
     except (binascii.Error, UnicodeEncodeError, ValueError) as exc:
-        text = "syntax" in schema_str or "message " in schema_str
-        why = (
-            "the registry returned .proto source text; decoding needs the schema as a base64 "
-            "FileDescriptorProto (what Confluent's registry returns for format=serialized and what "
-            "confluent-kafka's serializer registers)"
-            if text
-            else f"the registry's Protobuf schema is not a base64 FileDescriptorProto: {exc}"
-        )
-        raise BadRecord(f"{where}: {why}") from None
+        raise BadRecord(
+            f"{where}: the registry's Protobuf schema is not a base64 FileDescriptorProto: {exc}"
+        ) from None
     file_proto.name = "default"
     return file_proto
