@@ -139,11 +139,17 @@ def delete_records_before(bootstrap: str, topic: str, partition: int, offset: in
 
 
 def grow_partitions(bootstrap: str, topic: str, count: int, timeout_s: float = 15) -> None:
-    """CreatePartitions: grow the live ``topic`` to ``count`` partitions, then wait (at most
-    ``timeout_s``) until the metadata a fresh client reads (as every hook call does) shows
-    all of them with a leader. AssertionError naming topic and what was seen on timeout."""
+    """CreatePartitions: grow the live ``topic`` to ``count`` partitions, then
+    :func:`wait_for_leaders` of all of them."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_partitions([NewPartitions(topic, count)], request_timeout=15)[topic].result(timeout=20)
+    wait_for_leaders(bootstrap, topic, count, timeout_s)
+
+
+def wait_for_leaders(bootstrap: str, topic: str, count: int, timeout_s: float = 15) -> None:
+    """Wait (at most ``timeout_s``) until the metadata a fresh client reads (as every hook call
+    does) shows partitions ``0..count-1`` of ``topic`` with a leader. AssertionError naming
+    the topic and what was seen on timeout."""
     deadline = time.monotonic() + timeout_s
     seen: list[int] = []
     while True:

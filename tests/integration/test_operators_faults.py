@@ -27,6 +27,7 @@ from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     reserve,
     vote,
 )
+from tests.kafka_helpers import wait_for_leaders
 from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
@@ -61,6 +62,7 @@ def test_hook_calls_fail_clearly_while_broker_unreachable(stack, fast_kafka, kaf
         with pytest.raises(EoKafkaError, match=rf"watermarks of {topic}\[0\]: "):
             fast_kafka.watermarks([(topic, 0)])
         assert fast_kafka.test_connection()[0] is False
+    wait_for_leaders(stack.kafka_bootstrap, topic, 1, timeout_s=60)  # a resumed broker re-registers first
     assert fast_kafka.committed_offsets("g-down", [(topic, 0)]) == {(topic, 0): 1}
     assert fast_kafka.watermarks([(topic, 0)]) == {(topic, 0): (0, 2)}
 
