@@ -11,6 +11,9 @@ import time
 
 import psycopg2
 
+from airflow_provider_eo.ledger.actors import Actor
+from airflow_provider_eo.ledger.store.actors import label_actor
+
 # The cursor query before migration 0002: every committed stream range of the partition.
 LEGACY_CURSORS = """
 SELECT p.topic, p."partition",
@@ -44,6 +47,7 @@ def insert_history(dsn: str, pipeline: str, epochs: int) -> float:
     ``[0, 1)`` on every pinned partition (below every cursor); returns the ms it took."""
     started = time.perf_counter()
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        label_actor(cur, Actor("process", "benchmarks/ledger_history.py"))  # the history trigger's actor
         cur.execute(
             """
             WITH new AS (

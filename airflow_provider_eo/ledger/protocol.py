@@ -210,8 +210,11 @@ class EpochProtocol:
             return verdict if isinstance(verdict, Fenced) else Fenced(current, token_mismatch=False)
 
     # -- phase 3: commit or abort ---------------------------------------------------
-    def commit(self, epoch_id: int, *, group_id: GroupId, pipeline: str | None = None) -> Committed:
-        """Publish a WRITTEN stream epoch's range ends to the group, then mark it COMMITTED.
+    def commit(
+        self, epoch_id: int, *, group_id: GroupId, pipeline: str | None = None, reason: str | None = None
+    ) -> Committed:
+        """Publish a WRITTEN stream epoch's range ends to the group, then mark it COMMITTED
+        (``reason`` goes to its history).
 
         Backfill epochs publish nothing. COMMITTED: a no-op success. RESERVED/ABORTED:
         ``IllegalTransition`` before anything is published; ``pipeline`` given and not
@@ -232,7 +235,7 @@ class EpochProtocol:
             log.info(
                 "published offsets %s group=%s offsets=%s", _describe(epoch), group, offsets_text(offsets)
             )
-        committed = self.ledger.mark_committed(epoch_id)
+        committed = self.ledger.mark_committed(epoch_id, reason)
         return Committed(committed, offsets, group, already_committed=False)
 
     def abort(self, epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch:
@@ -246,9 +249,11 @@ class EpochProtocol:
         self, spec: PipelineSpec, run: RunIdentity, is_live: RunIsLive, kind: EpochKind | None = None
     ) -> Settled:
         """Settle ``spec``'s open epochs (of ``kind``; all kinds when None) as
-        :func:`~airflow_provider_eo.ledger.recovery_plan.plan_recovery` plans, in epoch order."""
+        :func:`~airflow_provider_eo.ledger.recovery_plan.plan_recovery` plans, in epoch order;
+        the history records these changes as ``recovery`` by this ledger's actor."""
         plan = plan_recovery(self.ledger.open_epochs(spec.name, kind), run, is_live)
-        return self._carry_out(spec, plan)
+        with self.ledger.acting_as(self.ledger.actor.recovering()):
+            return self._carry_out(spec, plan)
 
     def release(self, spec: PipelineSpec, run: RunIdentity) -> Settled:
         """Settle ``run``'s own open backfill epochs (its teardown): commit WRITTEN, abort RESERVED."""
@@ -261,7 +266,9 @@ class EpochProtocol:
         for step in plan.steps:
             log.info("settling %s: %s (%s)", _describe(step.epoch), step.action.value, step.reason)
             if step.action is Action.COMMIT:
-                self.commit(step.epoch.epoch_id, group_id=spec.group_id, pipeline=spec.name)
+                self.commit(
+                    step.epoch.epoch_id, group_id=spec.group_id, pipeline=spec.name, reason=step.reason
+                )
             elif step.action is Action.ABORT:
                 self.abort(step.epoch.epoch_id, step.reason)
         log.info(

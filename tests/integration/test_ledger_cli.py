@@ -42,8 +42,8 @@ def detail(epoch: Epoch) -> dict[str, Any]:
 
 
 def test_migrate(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli(capsys, "migrate") == (0, {"applied": [1, 2, 3], "versions": [1, 2, 3]})
-    assert cli(capsys, "migrate") == (0, {"applied": [], "versions": [1, 2, 3]})
+    assert cli(capsys, "migrate") == (0, {"applied": [1, 2, 3, 4], "versions": [1, 2, 3, 4]})
+    assert cli(capsys, "migrate") == (0, {"applied": [], "versions": [1, 2, 3, 4]})
 
 
 def test_pipelines_and_epochs(
@@ -251,7 +251,7 @@ def test_dsn_from_an_airflow_connection(
     monkeypatch.setenv("AIRFLOW_CONN_MY_LEDGER", json.dumps(connection))
     assert cli(capsys, "--conn-id", "my_ledger", "migrate") == (
         0,
-        {"applied": [1, 2, 3], "versions": [1, 2, 3]},
+        {"applied": [1, 2, 3, 4], "versions": [1, 2, 3, 4]},
     )
     monkeypatch.delenv("AIRFLOW_CONN_EO_LEDGER")
     code, error = cli(capsys, "pipelines")

@@ -16,9 +16,11 @@ from typing import Any
 import psycopg2
 import pytest
 
+from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.ledger.errors import IllegalTransition
 from airflow_provider_eo.ledger.states import EpochState, is_allowed
 from airflow_provider_eo.ledger.store import transitions
+from airflow_provider_eo.ledger.store.actors import label_actor
 from airflow_provider_eo.ledger.store.migrate import apply_migrations
 
 pytestmark = pytest.mark.integration
@@ -53,8 +55,14 @@ def schema(ledger_dsn: str) -> str:
 
 @pytest.fixture
 def conn(schema: str) -> Iterator[Any]:
-    """A raw connection of this test alone (a failed statement cannot leak into the next test)."""
+    """A raw connection of this test alone (a failed statement cannot leak into the next test),
+    naming itself the actor of its changes for the session (the history trigger needs one)."""
     connection = psycopg2.connect(schema)
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT set_config('eo.actor_kind', 'process', false), set_config('eo.actor', 'test', false)"
+        )
+    connection.commit()
     try:
         yield connection
     finally:
@@ -154,6 +162,7 @@ class VoteAfterUpdate:
         if query.startswith("UPDATE") and not self._fired:
             self._fired = True
             with self._other.cursor() as cur:
+                label_actor(cur, Actor("process", "the other session"))
                 transitions.vote_written(cur, self._epoch_id, TOKEN, {"records": 1})
             self._other.commit()
 

@@ -55,10 +55,12 @@ def test_the_check_sees_imports_and_calls() -> None:
     ]
 
 
-#: What the store may import from the rest of the package: values, errors, the state
-#: table and the fencing rule its guarded UPDATEs report with; never a planner or the protocol.
+#: What the store may import from the rest of the package: values (the actor its
+#: transactions are labelled with among them), errors, the state table and the fencing rule
+#: its guarded UPDATEs report with; never a planner or the protocol.
 STORE_MAY_IMPORT = frozenset(
     {
+        "airflow_provider_eo.ledger.actors",
         "airflow_provider_eo.ledger.errors",
         "airflow_provider_eo.ledger.fencing",
         "airflow_provider_eo.ledger.models",

@@ -10,7 +10,9 @@ from typing import Any
 import psycopg2
 from psycopg2.extensions import parse_dsn
 
+from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.ledger.errors import LedgerUnavailable
+from airflow_provider_eo.ledger.store.actors import label_actor
 from airflow_provider_eo.ledger.store.migrate import apply_migrations
 
 # Errors of the connection itself (server gone, restarted, unreachable), not of a statement.
@@ -22,11 +24,20 @@ class LedgerConnection:
     once if ``auto_migrate``, and hands out transactions one at a time (a lock
     serializes threads). A connection broken mid-transaction is dropped; the next
     transaction reconnects. Connection failures raise :class:`LedgerUnavailable` naming
-    the server (never the password)."""
+    the server (never the password).
+
+    Every transaction is labelled with :attr:`actor` (store/actors.py): the author the
+    history triggers record for its changes."""
 
     def __init__(
-        self, dsn: str | Callable[[], Any], *, auto_migrate: bool = True, conn_id: str | None = None
+        self,
+        dsn: str | Callable[[], Any],
+        *,
+        auto_migrate: bool = True,
+        conn_id: str | None = None,
+        actor: Actor | None = None,
     ) -> None:
+        self.actor = actor or Actor.process()
         self._connect: Callable[[], Any] = (lambda: psycopg2.connect(dsn)) if isinstance(dsn, str) else dsn
         self._conn: Any = None
         self._migrated = not auto_migrate
@@ -80,6 +91,7 @@ class LedgerConnection:
             committing = False
             try:
                 with conn.cursor() as cur:
+                    label_actor(cur, self.actor)
                     yield cur
                 committing = True
                 conn.commit()

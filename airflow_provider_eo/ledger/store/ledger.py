@@ -17,10 +17,11 @@ one instance per thread or process is the intended use.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.ledger.models import DeadLetter, Epoch
 from airflow_provider_eo.ledger.offsets import TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
@@ -36,13 +37,38 @@ log = logging.getLogger(__name__)
 
 class Ledger:
     """The epoch ledger at ``dsn`` (a libpq DSN/URI) or from a connection factory;
-    ``conn_id`` (the Airflow connection it came from) is named in connection errors."""
+    ``conn_id`` (the Airflow connection it came from) is named in connection errors.
+    ``actor`` is recorded as the author of every change (default: :meth:`Actor.process`)."""
 
     def __init__(
-        self, dsn: str | Callable[[], Any], *, auto_migrate: bool = True, conn_id: str | None = None
+        self,
+        dsn: str | Callable[[], Any],
+        *,
+        auto_migrate: bool = True,
+        conn_id: str | None = None,
+        actor: Actor | None = None,
     ) -> None:
-        self._db = LedgerConnection(dsn, auto_migrate=auto_migrate, conn_id=conn_id)
+        self._db = LedgerConnection(dsn, auto_migrate=auto_migrate, conn_id=conn_id, actor=actor)
         self._transaction = self._db.transaction
+
+    @property
+    def actor(self) -> Actor:
+        """Who this ledger's changes are recorded as (``eo.epoch_transitions``)."""
+        return self._db.actor
+
+    @actor.setter
+    def actor(self, actor: Actor) -> None:
+        self._db.actor = actor
+
+    @contextmanager
+    def acting_as(self, actor: Actor) -> Iterator[Actor]:
+        """Record the changes made inside the block as ``actor``'s, then restore the previous one."""
+        with self._db.lock:
+            previous, self.actor = self.actor, actor
+            try:
+                yield actor
+            finally:
+                self.actor = previous
 
     def close(self) -> None:
         """Close the connection (the next call reopens one)."""
@@ -83,13 +109,14 @@ class Ledger:
         log.info("voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
         return epoch
 
-    def mark_committed(self, epoch_id: int) -> Epoch:
+    def mark_committed(self, epoch_id: int, reason: str | None = None) -> Epoch:
         """WRITTEN -> COMMITTED (call after publishing offsets); COMMITTED: no-op success.
+        ``reason`` is recorded in the epoch's history (None: "committed").
 
         Raises ``IllegalTransition`` for RESERVED or ABORTED epochs.
         """
         with self._transaction() as cur:
-            epoch, changed = transitions.mark_committed(cur, epoch_id)
+            epoch, changed = transitions.mark_committed(cur, epoch_id, reason)
         if changed:
             log.info(
                 "COMMITTED epoch_id=%s pipeline=%s ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_brief

@@ -7,8 +7,12 @@ given, among those matching a :class:`PrunePolicy`. What it never touches:
 * cursors and pins: cursors are stored in ``eo.partitions`` (store/cursors.py) and no
   longer derived from epochs, so the next reservation starts at exactly the same offsets;
 * gaps and dead letters, and the epochs they name: an epoch named by a row of ``eo.gaps``
-  or ``eo.dead_letters`` is kept (reported as ``kept_referenced``), so those rows keep
-  their foreign key and still say which epoch lost or rejected what.
+  or ``eo.dead_letters`` (as its epoch, or as the replay that resolved it) is kept
+  (reported as ``kept_referenced``), so those rows keep their foreign key and still say
+  which epoch lost, rejected or resolved what.
+
+A deleted epoch's history (``eo.epoch_transitions``) and replay selection go with it, in
+the same transaction.
 
 After a prune the committed stream ranges of a partition tile ``[first kept start,
 cursor)`` instead of ``[initial_offset, cursor)``; backfill runs older than the pruned
@@ -87,7 +91,8 @@ _SETTLED = sql_literals(SETTLED_STATES)
 _MATCHING = f"""
     SELECT e.epoch_id,
            EXISTS (SELECT 1 FROM eo.gaps g WHERE g.epoch_id = e.epoch_id)
-        OR EXISTS (SELECT 1 FROM eo.dead_letters d WHERE d.epoch_id = e.epoch_id) AS referenced
+        OR EXISTS (SELECT 1 FROM eo.dead_letters d WHERE d.epoch_id = e.epoch_id)
+        OR EXISTS (SELECT 1 FROM eo.dead_letters d WHERE d.resolved_by_epoch = e.epoch_id) AS referenced
       FROM eo.epochs e
      WHERE e.pipeline = %(pipeline)s AND e.state IN ({_SETTLED})
        AND (%(days)s::integer IS NULL
@@ -139,6 +144,9 @@ def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) 
         return [], 0
     cur.execute("DELETE FROM eo.epoch_ranges WHERE epoch_id = ANY(%s)", (ids,))
     ranges = int(cur.rowcount)
+    # An epoch's history and replay selection go with it (migration 0004).
+    cur.execute("DELETE FROM eo.epoch_transitions WHERE epoch_id = ANY(%s)", (ids,))
+    cur.execute("DELETE FROM eo.replay_selections WHERE epoch_id = ANY(%s)", (ids,))
     cur.execute(
         "DELETE FROM eo.epochs WHERE epoch_id = ANY(%s) AND state = ANY(%s)",
         (ids, [state.value for state in SETTLED_STATES]),

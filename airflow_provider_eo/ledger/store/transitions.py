@@ -16,6 +16,7 @@ from airflow_provider_eo.ledger.errors import FencedOut, IllegalTransition
 from airflow_provider_eo.ledger.fencing import AlreadyDone, Fenced, write_permission
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochState, check_transition, sources_of
+from airflow_provider_eo.ledger.store.actors import label_reason
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
 
@@ -56,13 +57,15 @@ def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[s
     raise FencedOut(epoch_id, epoch.state.value, reason)
 
 
-def mark_committed(cur: Any, epoch_id: int) -> tuple[Epoch, bool]:
-    """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed).
+def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[Epoch, bool]:
+    """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed). ``reason``
+    goes to the epoch's history (None: the trigger's "committed").
 
     A stream epoch's change raises its partitions' stored cursors to its range ends in
     the same transaction (:func:`~.cursors.advance_to_committed_ends`).
     Raises ``IllegalTransition`` (nothing changed) from any other state.
     """
+    label_reason(cur, reason)
     cur.execute(
         "UPDATE eo.epochs SET state = %s, committed_at = now() WHERE epoch_id = %s AND state = ANY(%s)",
         (EpochState.COMMITTED.value, epoch_id, sources_of(EpochState.COMMITTED)),
@@ -84,6 +87,7 @@ def abort(cur: Any, epoch_id: int, reason: str, *, allow_written: bool) -> tuple
     ``allow_written`` the transaction marks itself an operator action
     (``eo.operator_action``), without which the schema's trigger refuses WRITTEN -> ABORTED.
     """
+    label_reason(cur, reason)
     if allow_written:
         cur.execute("SELECT set_config('eo.operator_action', 'on', true)")
     cur.execute(
