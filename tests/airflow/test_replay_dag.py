@@ -4,7 +4,9 @@
 A stream epoch (written in-process, no Spark) dead-letters a record larger than
 ``mapping.max_record_bytes`` and a malformed one; the fix raises the limit; the backfill
 DAG run with ``dead_letters_of_epoch`` writes exactly the fixed record through Spark,
-resolves it naming its epoch, and keeps the malformed one as one unresolved dead letter.
+resolves it naming its epoch, and keeps the malformed one as one unresolved dead letter; a
+second run with the run conf's generic filter (what ``eo-ledger dead-letters replay`` sends)
+replays the malformed one by its reason: it fails again and stays one unresolved row.
 """
 
 from __future__ import annotations
@@ -94,3 +96,17 @@ def test_trigger_form_replays_the_dead_letters_of_an_epoch(
         (1, stream.epoch_id, replay.epoch_id, True),
         (2, replay.epoch_id, None, False),
     ]
+
+    # the generic form (what eo-ledger dead-letters replay sends): the still-broken record
+    # by its reason; it fails again, stays one unresolved row, now the new epoch's
+    conf = {"replay_dead_letters": {"reason": "NOT VALID JSON"}}
+    again = pipe.runner.run(backfill_dag_id(name), conf=conf)
+    assert again.state == "success", again.log[-6000:]
+    _, second = ledger.epochs(EpochFilter(pipeline=name, kind=EpochKind.BACKFILL))
+    assert (second.state, second.run_id) == (EpochState.COMMITTED, again.run_id)
+    assert selection(stack.ledger_dsn, second.epoch_id) == [(topic, 0, 2)]
+    assert dead_letters(stack.ledger_dsn, name) == [
+        (1, stream.epoch_id, replay.epoch_id, True),
+        (2, second.epoch_id, None, False),
+    ]
+    assert timed_scan(hbase, pipe.spec.hbase_table) == after
