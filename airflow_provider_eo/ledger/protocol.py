@@ -76,8 +76,13 @@ from airflow_provider_eo.ledger.recovery_plan import (
     plan_recovery,
     plan_release,
 )
-from airflow_provider_eo.ledger.replay import checked_replay_plan, replay_plan, replay_selection
-from airflow_provider_eo.ledger.replay_plan import ReplayFilter, ReplayPlan, replay_filter_of
+from airflow_provider_eo.ledger.replay import (
+    checked_replay_plan,
+    replay_plan,
+    replay_request,
+    replay_selection,
+)
+from airflow_provider_eo.ledger.replay_plan import ReplayFilter, ReplayPlan
 from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.stream_reservation import reserve_stream
@@ -161,15 +166,9 @@ class EpochProtocol:
         their replay (:meth:`plan_replay`): chunks whose ranges carry the offsets to write;
         nothing left to replay (all resolved, none matching): no chunk, the reason logged.
         """
-        replay = None if _explicit(request) else replay_filter_of(request.params)
+        replay = replay_request(request)
         if replay is not None:
-            if request.data_interval is not None:
-                raise ValueError("a replay of dead letters is a manual run, not a run over a data interval")
-            replayed = checked_replay_plan(self.ledger, spec, replay, self.kafka)
-            refusal = replayed.refusal(spec.name, replay)
-            if refusal is not None:
-                log.info("nothing to replay: %s", refusal)
-            return replayed.chunks
+            return checked_replay_plan(self.ledger, spec, replay, self.kafka).chunks
         plan = plan_backfill(spec, request, self.kafka)
         if plan.ranges:
             validate_backfill_ranges(plan.ranges, plan.watermarks)
@@ -312,11 +311,6 @@ class EpochProtocol:
         if epoch.pipeline != pipeline:
             raise EpochOfAnotherPipeline(epoch_id, epoch.pipeline, pipeline)
         return epoch
-
-
-def _explicit(request: BackfillRequest) -> bool:
-    """Whether ``request`` names its ranges (a chunk), as ``plan_backfill`` reads it."""
-    return request.ranges is not None and request.ranges not in ("", "None", [])
 
 
 def _describe(epoch: Epoch) -> str:

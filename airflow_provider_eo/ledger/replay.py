@@ -12,9 +12,15 @@ from __future__ import annotations
 import logging
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.backfill_plan import validate_backfill_ranges
+from airflow_provider_eo.ledger.backfill_plan import BackfillRequest, validate_backfill_ranges
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.replay_plan import Candidate, ReplayFilter, ReplayPlan, plan_replay
+from airflow_provider_eo.ledger.replay_plan import (
+    Candidate,
+    ReplayFilter,
+    ReplayPlan,
+    plan_replay,
+    replay_filter_of,
+)
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.replay import fetch_selection, select_dead_letters
 
@@ -35,12 +41,28 @@ def replay_plan(ledger: Ledger, spec: PipelineSpec, wanted: ReplayFilter) -> Rep
     return plan
 
 
+def replay_request(request: BackfillRequest) -> ReplayFilter | None:
+    """The dead letters a backfill ``request`` names (``replay_plan.replay_filter_of`` of
+    its params), None for a range backfill or a chunk (explicit ranges). ``ValueError``
+    for a replay over a data interval (a replay is a manual run)."""
+    if request.ranges is not None and request.ranges not in ("", "None", []):
+        return None
+    wanted = replay_filter_of(request.params)
+    if wanted is not None and request.data_interval is not None:
+        raise ValueError("a replay of dead letters is a manual run, not a run over a data interval")
+    return wanted
+
+
 def checked_replay_plan(
     ledger: Ledger, spec: PipelineSpec, wanted: ReplayFilter, kafka: OffsetSource
 ) -> ReplayPlan:
     """:func:`replay_plan`, its chunks checked against the partitions' watermarks now:
-    ``InvalidRanges`` when a selected record is no longer in Kafka (retention)."""
+    ``InvalidRanges`` when a selected record is no longer in Kafka (retention). Nothing
+    to replay: no chunk, and the reason logged."""
     plan = replay_plan(ledger, spec, wanted)
+    refusal = plan.refusal(spec.name, wanted)
+    if refusal is not None:
+        log.info("nothing to replay: %s", refusal)
     if plan.chunks:
         watermarks = kafka.watermarks(sorted(plan.selected))
         for chunk in plan.chunks:
