@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import happybase
 import psycopg2
 import pytest
 
@@ -30,6 +31,7 @@ from airflow_provider_eo.ledger.seek import _apply
 from airflow_provider_eo.ledger.seek_plan import plan_moves
 from eo_devtools.ledger_direct import reserve_stream_epoch
 from tests.conftest import StackInfo
+from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection, pipeline_spec
 from tests.integration.ledger_support import fresh_database, make_spec, run_epoch
 from tests.kafka_helpers import delete_records_before, produce
 
@@ -373,3 +375,82 @@ def test_the_transaction_checks_open_epochs_and_cursors_again_under_the_lock(see
         ledger.abort(epoch.epoch_id, "test")
         _apply(ledger, plan, "r")
     assert s.state()["moves"] == [move(s, 0, 4, 8, reason="r"), move(s, 1, 4, 1, reason="r")]
+
+
+def cells(stack: StackInfo, table: str) -> dict[bytes, dict[bytes, list[tuple[bytes, int]]]]:
+    """Every version of every cell of ``table``: row -> column -> [(value, timestamp)], newest first."""
+    connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    try:
+        hbase_table = connection.table(table)
+        return {
+            row: {
+                column: hbase_table.cells(row, column, versions=10, include_timestamp=True)
+                for column in sorted(columns)
+            }
+            for row, columns in hbase_table.scan()
+        }
+    finally:
+        connection.close()
+
+
+def test_a_backward_seek_is_re_read_by_the_next_epoch_and_leaves_hbase_exactly_as_it_was(
+    stack: StackInfo, env: str, kafka_topic_factory: Callable[..., str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic = kafka_topic_factory(partitions=1, prefix="seek-reread")
+    values = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5)]  # a and b written twice
+    produce(stack.kafka_bootstrap, topic, [(k, json.dumps({"v": v})) for k, v in values], partition=0)
+    table = f"seek_{uuid.uuid4().hex[:8]}"
+    admin = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    admin.create_table(table, {"d": {"max_versions": 5}})
+    admin.close()
+    try:
+        spec = pipeline_spec(table, topic, table, caps={"max_records_per_partition": 3})
+        trip = EpochRoundTrip(spec, env, {**stack.conn_env, "AIRFLOW_CONN_EO_LEDGER": ledger_connection(env)})
+        assert trip.run_stream_epoch() is not None  # [0, 3)
+        assert trip.run_stream_epoch() is not None  # [3, 5)
+        written = cells(stack, table)
+        assert {
+            row: {c: [v for v, _ in versions] for c, versions in cols.items()}
+            for row, cols in written.items()
+        } == {
+            b"a": {b"d:v": [b"3"]},  # an epoch writes a key's last record only
+            b"b": {b"d:v": [b"5", b"2"]},
+            b"c": {b"d:v": [b"4"]},
+        }
+        code, moved = cli(
+            capsys, "seek", "--pipeline", spec.name, "--to", "earliest", "--reason", "re-read after a fix",
+            "--yes", "--stream-dag-paused", "--group-id", spec.group_id,
+        )  # fmt: skip
+        assert (code, moved["partitions"], moved["gaps_recorded"], moved["group_offsets_published"]) == (
+            0,
+            [{"topic": topic, "partition": 0, "from": 5, "to": 0, "direction": "backward"}],
+            [],
+            [{"topic": topic, "partition": 0, "offset": 0}],
+        )
+        assert trip.group_offsets() == {0: 0}
+        with Ledger(env) as ledger:
+            assert ledger.cursors(spec.name) == {(topic, 0): 0}
+        assert trip.run_stream_epoch() is not None  # [0, 3) again
+        assert trip.run_stream_epoch() is not None  # [3, 5) again
+        assert trip.run_stream_epoch() is None
+        assert cells(stack, table) == written  # same values, same versions: nothing moved back or doubled
+        assert [(e.state, e.ranges) for e in trip.epochs()] == [
+            ("COMMITTED", ((0, 0, 3),)),
+            ("COMMITTED", ((0, 3, 5),)),
+        ] * 2
+        assert trip.group_offsets() == {0: 5}
+        with Ledger(env) as ledger:
+            assert ledger.cursors(spec.name) == {(topic, 0): 5}
+            assert ledger.gaps(spec.name) == []
+        with psycopg2.connect(env) as conn, conn.cursor() as cur:
+            cur.execute(
+                'SELECT topic, "partition", from_offset, to_offset, kind, actor_kind, actor, reason'
+                " FROM eo.cursor_moves WHERE pipeline = %s ORDER BY move_id",
+                (spec.name,),
+            )
+            assert cur.fetchall() == [(topic, 0, 5, 0, "seek", CLI.kind, CLI.name, "re-read after a fix")]
+        conn.close()
+    finally:
+        admin = happybase.Connection(stack.hbase_host, stack.hbase_port)
+        admin.delete_table(table, disable=True)
+        admin.close()
