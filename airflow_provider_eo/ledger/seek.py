@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.ledger.errors import LedgerError, SeekRefused
 from airflow_provider_eo.ledger.offsets import KafkaOffsets, TopicPartition
 from airflow_provider_eo.ledger.seek_plan import (
@@ -100,7 +101,8 @@ def seek(
 ) -> SeekOutcome:
     """Move the cursors of ``partitions`` (all pinned ones when empty) to ``target``,
     then publish them to ``group_id``. ``SeekRefused`` (nothing changed) for every
-    refusal; Kafka errors after the ledger committed leave the group behind (run again)."""
+    refusal; a Kafka error publishing to the group after the ledger committed says so
+    (the group is behind the cursors: the same seek again publishes them)."""
     cursors = _checked_cursors(ledger, pipeline)
     tps = select_partitions(pipeline, cursors, partitions)
     watermarks = kafka.watermarks(tps)
@@ -111,7 +113,13 @@ def seek(
     plan = plan_moves(pipeline, "seek", cursors, target_offsets(target, tps, watermarks, by_timestamp))
     _apply(ledger, plan, reason)
     published = {move.tp: move.to_offset for move in plan.moves}
-    kafka.commit_offsets(group_id, published)
+    try:
+        kafka.commit_offsets(group_id, published)
+    except KafkaAccessError as exc:  # the ledger has moved: say so, and how to finish
+        raise type(exc)(
+            f"pipeline {pipeline!r}: the cursors moved in the ledger, but publishing them to group "
+            f"{group_id!r} failed ({exc}); run the same seek again to publish them"
+        ) from exc
     log.info("seek published pipeline=%s group=%s offsets=%s", pipeline, group_id, sorted(published.items()))
     return SeekOutcome(plan, str(target), reason, group_id, published)
 

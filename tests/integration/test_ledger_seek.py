@@ -20,6 +20,7 @@ from typing import Any
 import happybase
 import psycopg2
 import pytest
+from confluent_kafka import Consumer
 
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.config import PipelineSpec
@@ -454,3 +455,35 @@ def test_a_backward_seek_is_re_read_by_the_next_epoch_and_leaves_hbase_exactly_a
         admin = happybase.Connection(stack.hbase_host, stack.hbase_port)
         admin.delete_table(table, disable=True)
         admin.close()
+
+
+def test_a_group_that_cannot_take_the_offsets_leaves_it_behind_until_the_same_seek_runs_again(
+    stack: StackInfo, seeded: Seeded, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger transaction commits first; a failed publish (here: the group has a live
+    member) says so, and the same seek again moves nothing and publishes the cursors."""
+    s = seeded
+    member = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": s.spec.group_id,
+                       "enable.auto.commit": False})  # fmt: skip
+    member.subscribe([s.topic])
+    try:
+        while not member.assignment():
+            member.poll(0.2)
+        code, error = seek(capsys, s, "latest")
+        assert (code, error["type"]) == (1, "EoKafkaError")
+        assert error["error"].startswith(
+            f"pipeline {s.name!r}: the cursors moved in the ledger, but publishing them to group "
+            f"{s.spec.group_id!r} failed ("
+        )
+        assert error["error"].endswith("); run the same seek again to publish them")
+    finally:
+        member.close()
+    assert s.state() == {
+        "partitions": [(0, 0, 10), (1, 0, 10)],
+        "gaps": [(0, 4, 10, None, "seek"), (1, 4, 10, None, "seek")],
+        "moves": [move(s, 0, 4, 10), move(s, 1, 4, 10)],
+        "group": {0: 4, 1: 4},
+    }
+    assert seek(capsys, s, "latest") == (0, answer(s, "latest", [(0, 10, 10), (1, 10, 10)], []))
+    assert s.state()["group"] == {0: 10, 1: 10}
+    assert len(s.state()["moves"]) == 2
