@@ -57,8 +57,8 @@ def add_replay_parser(dead_letter_commands: Any) -> argparse.ArgumentParser:
     return replay
 
 
-def replay_filter(args: argparse.Namespace) -> ReplayFilter:
-    """The filter the options give; ``ReplayRefused`` when it is empty or inconsistent."""
+def replay_filter(args: argparse.Namespace, refused: type[Exception] = ReplayRefused) -> ReplayFilter:
+    """The filter the options give; ``refused`` when it is empty or inconsistent."""
     conf = {
         "epoch": args.epoch,
         "topic": args.topic,
@@ -70,27 +70,29 @@ def replay_filter(args: argparse.Namespace) -> ReplayFilter:
     try:
         return ReplayFilter.from_conf({k: v for k, v in conf.items() if v is not None})
     except ValueError as exc:
-        raise ReplayRefused(str(exc).replace(CONF_KEY, "dead-letters replay")) from exc
+        raise refused(str(exc).replace(CONF_KEY, "dead-letters replay")) from exc
 
 
-def run_replay(args: argparse.Namespace, ledger: Any) -> dict[str, Any]:
+def run_replay(
+    args: argparse.Namespace, ledger: Any, refused: type[Exception] = ReplayRefused
+) -> dict[str, Any]:
     """Plan (and with ``--yes``, trigger) the replay ``args`` ask for over ``ledger``;
-    the JSON answer. Raises ``ReplayRefused`` for the refusals of the module docstring and
-    ``AirflowApiError`` when the trigger fails (exit 1)."""
+    the JSON answer. Raises ``refused`` (exit 2) for the refusals of the module docstring,
+    before anything is triggered, and ``AirflowApiError`` when the trigger fails (exit 1)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
     from airflow_provider_eo.ledger.protocol import EpochProtocol
 
     if not args.dry_run and not args.yes:
-        raise ReplayRefused("refusing to trigger a replay without --yes (or report it with --dry-run)")
-    wanted = replay_filter(args)
+        raise refused("refusing to trigger a replay without --yes (or report it with --dry-run)")
+    wanted = replay_filter(args, refused)
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)
     except PipelineConfigError as exc:
-        raise ReplayRefused(str(exc)) from exc
+        raise refused(str(exc)) from exc
     plan = EpochProtocol(ledger).plan_replay(spec, wanted)
     refusal = plan.refusal(spec.name, wanted)
     if refusal is not None:
-        raise ReplayRefused(refusal)
+        raise refused(refusal)
     dag_id = backfill_dag_id(spec.name)
     conf = {CONF_KEY: wanted.to_conf()}
     answer = replay_report(spec.name, wanted, plan, args.show)
