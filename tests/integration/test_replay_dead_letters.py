@@ -36,6 +36,7 @@ from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.protocol import EpochProtocol, Reserved
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.replay_plan import ReplayFilter
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection
@@ -282,3 +283,30 @@ def test_refusals_change_nothing(world: World) -> None:
     with Ledger(world.dsn) as ledger:
         assert ledger.epochs(EpochFilter(pipeline=world.name)) == epochs_before
     assert dead_letter_rows(world.dsn, world.name) == letters_before
+
+
+def test_a_record_refailing_in_an_aborted_replay_stays_selectable(world: World) -> None:
+    """The replay epoch re-records the still-broken record under its own id, then is aborted
+    (an operator's abort of a WRITTEN epoch): the row stays selectable, a later replay
+    selects it, and nothing is resolved by the aborted epoch."""
+    spec = load_pipeline(world.name, world.fixed_file)
+    env = {**world.stack.conn_env, "AIRFLOW_CONN_EO_LEDGER": ledger_connection(world.dsn)}
+    trip = EpochRoundTrip(spec, world.dsn, env)
+    run = RunIdentity(dag_id=f"eo_backfill__{world.name}", run_id="aborted-replay")
+    params = {"replay_dead_letters": {"reason": "not valid json"}}
+    with Ledger(world.dsn) as ledger:
+        protocol = EpochProtocol(ledger, kafka=lambda: trip.kafka)
+        (chunk,) = protocol.plan_backfill(spec, BackfillRequest(params=params))
+        reserved = protocol.reserve_backfill(
+            spec, BackfillRequest(ranges=[r.to_summary() for r in chunk]), run
+        )
+        assert isinstance(reserved, Reserved)
+        assert trip.write(reserved.epoch.epoch_id) == 0
+        protocol.abort(reserved.epoch.epoch_id, "test: operator abort", allow_written=True)
+        assert [row[:3] for row in dead_letter_rows(world.dsn, world.name)][1] == (
+            3,
+            reserved.epoch.epoch_id,
+            None,
+        )
+        plan = protocol.plan_replay(spec, ReplayFilter(reason="not valid json"))
+    assert plan.selected == {(world.topic, 0): (3,)}

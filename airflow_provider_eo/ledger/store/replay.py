@@ -18,7 +18,11 @@ SELECT d.topic, d."partition", d."offset", d.epoch_id, d.resolved_by_epoch
   FROM eo.dead_letters d
   JOIN eo.epochs e ON e.epoch_id = d.epoch_id
  WHERE d.pipeline = %(pipeline)s
-   AND e.state = %(committed)s
+   AND (e.state = %(committed)s
+        OR (e.state = %(aborted)s AND EXISTS (
+              SELECT 1 FROM eo.replay_selections s
+               WHERE s.epoch_id = d.epoch_id
+                 AND (s.topic, s."partition", s."offset") = (d.topic, d."partition", d."offset"))))
    AND (%(epoch)s::bigint IS NULL OR d.epoch_id = %(epoch)s)
    AND (%(topic)s::text IS NULL OR d.topic = %(topic)s)
    AND (%(partition)s::integer IS NULL OR d."partition" = %(partition)s)
@@ -43,12 +47,15 @@ def select_dead_letters(
     """``(topic, partition, offset, epoch_id, resolved_by_epoch)`` of ``pipeline``'s dead
     letters of COMMITTED epochs matching every filter given (``from_offset`` inclusive,
     ``to_offset`` exclusive, ``reason`` a case-insensitive substring of the error),
-    resolved or not, ordered by topic, partition, offset."""
+    resolved or not, ordered by topic, partition, offset. A dead letter that an ABORTED
+    replay epoch selected and recorded again (its row now names that epoch) still counts:
+    it was a committed epoch's dead letter before that replay."""
     cur.execute(
         _CANDIDATES,
         {
             "pipeline": pipeline,
             "committed": EpochState.COMMITTED.value,
+            "aborted": EpochState.ABORTED.value,
             "epoch": epoch,
             "topic": topic,
             "partition": partition,
