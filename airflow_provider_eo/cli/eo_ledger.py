@@ -22,6 +22,7 @@ from typing import Any
 
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.cli import seek_commands
+from airflow_provider_eo.cli.replay_commands import ReplayRefused, add_replay_parser, run_replay
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.ledger.errors import SeekRefused
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
@@ -94,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--batch-size", type=int, default=1000, help="epochs per delete transaction")
     prune.add_argument("--yes", action="store_true", help="delete (without it: report what would go)")
     dead = sub.add_parser("dead-letters", help="dead-lettered records of a pipeline")
-    dead.add_argument("--pipeline", required=True)
+    dead.add_argument("--pipeline")
     dead.add_argument("--limit", type=int, default=100)
+    add_replay_parser(dead.add_subparsers(dest="dead_letters_command"))
     seek_commands.add_parsers(sub)
     return parser
 
@@ -146,7 +148,11 @@ def run(args: argparse.Namespace) -> Any:
             return commands.prune(
                 ledger, args.pipeline, prune_policy(args), yes=args.yes, batch=args.batch_size
             )
+        if args.command == "dead-letters" and args.dead_letters_command == "replay":
+            return run_replay(args, ledger)
         if args.command == "dead-letters":
+            if not args.pipeline:
+                raise Refused("dead-letters needs --pipeline P")
             return commands.dead_letters(ledger, args.pipeline, args.limit)
         protocol = EpochProtocol(ledger, kafka=lambda: commands.kafka_hook(args.kafka_conn_id))
         if args.command == "commit":
@@ -161,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON answer
             result = run(args)
-    except (Refused, SeekRefused) as exc:
+    except (Refused, ReplayRefused, SeekRefused) as exc:
         print(json.dumps({"error": str(exc), "type": "Refused"}), file=sys.stderr)
         return 2
     except Exception as exc:

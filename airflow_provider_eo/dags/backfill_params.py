@@ -5,6 +5,7 @@ from __future__ import annotations
 from airflow.sdk import Param
 
 from airflow_provider_eo.config import PipelineSpec
+from airflow_provider_eo.ledger.replay_plan import EPOCH_PARAM
 
 
 def backfill_params(spec: PipelineSpec) -> dict[str, Param]:
@@ -12,6 +13,10 @@ def backfill_params(spec: PipelineSpec) -> dict[str, Param]:
 
     Exactly one of start_offset/start_time must be given; end defaults to the high watermark.
     The cross-field rules are checked again by the reserve task, which names the offending field.
+    ``dead_letters_of_epoch`` replays that epoch's dead letters instead of a range (the
+    generic filter, the run conf's ``replay_dead_letters`` that ``eo-ledger dead-letters
+    replay`` sends, is no form field); the range params must then stay empty
+    (``ledger/replay_plan.py``).
     """
     topics_hint = ", ".join(spec.topics) if spec.topics else f"topics matching /{spec.topic_pattern}/"
     return {
@@ -56,5 +61,15 @@ def backfill_params(spec: PipelineSpec) -> dict[str, Param]:
             format="date-time",
             title="End time",
             description="Instead of an end offset: stop before the first record at or after this time.",
+        ),
+        EPOCH_PARAM: Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            title="The dead letters of epoch N",
+            description=(
+                "Instead of a range: replay the unresolved dead letters of this committed epoch (once "
+                "their cause is fixed), writing exactly those records. Leave the fields above empty."
+            ),
         ),
     }

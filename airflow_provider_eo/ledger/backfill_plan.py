@@ -22,6 +22,7 @@ from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.errors import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.replay_plan import SelectedRange
 from airflow_provider_eo.ledger.states import OPEN_STATES
 
 
@@ -77,7 +78,8 @@ def plan_backfill(spec: PipelineSpec, request: BackfillRequest, kafka: OffsetSou
 
 def parse_ranges(value: str | Sequence[Any]) -> list[PartitionRange]:
     """Ranges from a list of ``{topic, partition, start, end}`` mappings (a ``records``
-    key, as in epoch summaries, must equal ``end - start``), ``[topic, partition, start,
+    key, as in epoch summaries, must equal ``end - start``; an ``offsets`` list, as in a
+    replay chunk, makes it a ``replay_plan.SelectedRange``), ``[topic, partition, start,
     end]`` lists, or its JSON text (templates render text). Raises ``ValueError`` naming
     the bad entry."""
     data = json.loads(value) if isinstance(value, str) else value
@@ -86,18 +88,24 @@ def parse_ranges(value: str | Sequence[Any]) -> list[PartitionRange]:
     result: list[PartitionRange] = []
     for index, item in enumerate(data):
         try:
+            offsets = None
             if isinstance(item, dict):
-                unknown = set(item) - {"topic", "partition", "start", "end", "records"}
+                unknown = set(item) - {"topic", "partition", "start", "end", "records", "offsets"}
                 if unknown:
                     raise ValueError(f"unknown keys {sorted(unknown)}")
                 topic, partition, start, end = item["topic"], item["partition"], item["start"], item["end"]
                 if "records" in item and item["records"] != int(end) - int(start):
                     raise ValueError("records must equal end - start")
+                offsets = item.get("offsets")
             else:
                 topic, partition, start, end = item
             if not isinstance(topic, str) or not topic:
                 raise ValueError("topic must be a non-empty string")
-            result.append(PartitionRange(topic, int(partition), int(start), int(end)))
+            if offsets is None:
+                result.append(PartitionRange(topic, int(partition), int(start), int(end)))
+            else:
+                chosen = tuple(int(o) for o in offsets)
+                result.append(SelectedRange(topic, int(partition), int(start), int(end), chosen))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"backfill ranges[{index}] = {item!r}: {exc}") from exc
     return result

@@ -13,8 +13,10 @@ from airflow_provider_eo.ledger.backfill_plan import run_epoch_or_none
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.offsets import TopicPartition
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.replay_plan import selection_of
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
+from airflow_provider_eo.ledger.store.replay import insert_selection
 
 
 def reserve_backfill(
@@ -36,7 +38,13 @@ def reserve_backfill(
       checking ``ranges`` against ``watermarks`` when given (``InvalidRanges``).
 
     Other runs' backfills may be open over any ranges at the same time.
+
+    A replay chunk (ranges of ``replay_plan.SelectedRange``) is matched by its plain
+    ranges, and a new epoch for it gets its selection (``eo.replay_selections``) in the
+    same transaction: the offsets its write writes.
     """
+    selection = selection_of(ranges)
+    plain = tuple(PartitionRange(r.topic, r.partition, r.start, r.end) for r in ranges)
     lock_pipeline(cur, pipeline)
     mine = EpochFilter(
         pipeline=pipeline,
@@ -45,7 +53,10 @@ def reserve_backfill(
         dag_id=run.dag_id,
         run_id=run.run_id,
     )
-    existing = run_epoch_or_none(pipeline, fetch_epochs(cur, mine), ranges, watermarks)
+    existing = run_epoch_or_none(pipeline, fetch_epochs(cur, mine), plain, watermarks)
     if existing is not None:
         return existing
-    return insert_epoch(cur, pipeline, EpochKind.BACKFILL, str(uuid.uuid4()), run.dag_id, run.run_id, ranges)
+    epoch = insert_epoch(cur, pipeline, EpochKind.BACKFILL, str(uuid.uuid4()), run.dag_id, run.run_id, plain)
+    if selection is not None:
+        insert_selection(cur, epoch.epoch_id, selection)
+    return epoch

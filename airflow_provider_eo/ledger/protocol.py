@@ -15,6 +15,9 @@ read-only commands only read the store: ``store.queries``).
 ``reserve_backfill`` open a backfill epoch over a requested range (a chunk);
                     what this run already committed comes back as
                     ``AlreadyCommitted`` (a resumed run)
+``plan_replay``     which dead letters a replay selects (a replay is a backfill
+                    whose chunks carry their offsets; planning:
+                    ``replay_plan``, reads: ``replay``)
 ``begin_write``     may this writer write the epoch? lease, already done, fenced
 ``vote``            RESERVED -> WRITTEN, the writer's last act
 ``commit``          publish the ranges' ends to the consumer group, then
@@ -76,6 +79,13 @@ from airflow_provider_eo.ledger.recovery_plan import (
     plan_recovery,
     plan_release,
 )
+from airflow_provider_eo.ledger.replay import (
+    checked_replay_plan,
+    replay_plan,
+    replay_request,
+    replay_selection,
+)
+from airflow_provider_eo.ledger.replay_plan import ReplayFilter, ReplayPlan
 from airflow_provider_eo.ledger.seek import SeekOutcome
 from airflow_provider_eo.ledger.seek import reset_to_group as reset_cursors_to_group
 from airflow_provider_eo.ledger.seek import seek as seek_cursors
@@ -157,7 +167,15 @@ class EpochProtocol:
         Deterministic for the same ranges, so a cleared run plans the same chunks again
         and :meth:`reserve_backfill` finds the ones it committed. Raises ``ValueError``
         for a malformed request and ``InvalidRanges`` for ranges outside the watermarks.
+
+        A request naming dead letters (``replay_plan.replay_filter_of``: the Trigger
+        form's ``dead_letters_of_epoch`` or the conf's ``replay_dead_letters``) plans
+        their replay (:meth:`plan_replay`): chunks whose ranges carry the offsets to write;
+        nothing left to replay (all resolved, none matching): no chunk, the reason logged.
         """
+        replay = replay_request(request)
+        if replay is not None:
+            return checked_replay_plan(self.ledger, spec, replay, self.kafka).chunks
         plan = plan_backfill(spec, request, self.kafka)
         if plan.ranges:
             validate_backfill_ranges(plan.ranges, plan.watermarks)
@@ -168,6 +186,17 @@ class EpochProtocol:
             ranges_text(plan.ranges, LOGGED_RANGES) or "-",
         )  # fmt: skip
         return chunks
+
+    def plan_replay(self, spec: PipelineSpec, wanted: ReplayFilter) -> ReplayPlan:
+        """What replaying the dead letters ``wanted`` selects (``ReplayPlan``: chunks,
+        selected offsets, matches already resolved and by whom). Reads the ledger only;
+        a backfill run over the same filter plans the same chunks."""
+        return replay_plan(self.ledger, spec, wanted)
+
+    def replay_selection(self, epoch_id: int) -> dict[TopicPartition, tuple[int, ...]] | None:
+        """The offsets a replay epoch writes per partition (None: a plain epoch, all of
+        its ranges). Read by the Spark driver, once per epoch."""
+        return replay_selection(self.ledger, epoch_id)
 
     def reserve_backfill(self, spec: PipelineSpec, request: BackfillRequest, run: RunIdentity) -> Reservation:
         """Reserve a backfill epoch for ``run`` over what ``request`` asks for.

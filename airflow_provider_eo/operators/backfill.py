@@ -18,6 +18,7 @@ from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.protocol import EpochProtocol, Reservation
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.replay_plan import CONF_KEY
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 
 
@@ -25,16 +26,21 @@ def backfill_request(
     context: Mapping[str, Any], ranges: str | Sequence[Any] | None = None
 ) -> BackfillRequest:
     """The request of the running task: ``ranges`` when given; the run's params (the
-    Trigger form); and, for a run Airflow's backfill created (run type ``backfill``), its
+    Trigger form, plus the run conf's ``replay_dead_letters``, a replay's filter that is no
+    form field); and, for a run Airflow's backfill created (run type ``backfill``), its
     data interval, which then is the range."""
     dag_run = context.get("dag_run")
     run_type = getattr(dag_run, "run_type", None)
     interval = None
     if getattr(run_type, "value", run_type) == "backfill":
         interval = (dag_run.data_interval_start, dag_run.data_interval_end)  # type: ignore[union-attr]
+    params = dict(context.get("params") or {})
+    conf = getattr(dag_run, "conf", None) or {}
+    if conf.get(CONF_KEY) is not None:
+        params.setdefault(CONF_KEY, conf[CONF_KEY])
     return BackfillRequest(
         ranges=ranges,
-        params=context.get("params") or {},
+        params=params,
         data_interval=interval,
         requested_at=getattr(dag_run, "run_after", None),
     )

@@ -101,9 +101,14 @@ def write_epoch(
         return ExitCode.FENCED_OUT
     epoch = permission.epoch
     settings = settings_factory()
-    tasks = plan_tasks(epoch.ranges, split_size)
+    selection = protocol.replay_selection(epoch_id)
+    tasks = plan_tasks(epoch.ranges, split_size, selection)
     warn_offset_versions(pipeline, epoch_id, settings, epoch.ranges)
-    log.info("%s: writing ranges=%s tasks=%d split_size=%d", where, epoch.ranges_text, len(tasks), split_size)
+    replayed = "all" if selection is None else str(sum(len(o) for o in selection.values()))
+    log.info(
+        "%s: writing ranges=%s offsets=%s tasks=%d split_size=%d",
+        where, epoch.ranges_text, replayed, len(tasks), split_size,
+    )  # fmt: skip
     started = time.monotonic()
     try:
         results = runner(settings, tasks) if tasks else []

@@ -71,12 +71,27 @@ RowMutation = RowPut | RowDelete
 
 @dataclass(frozen=True)
 class TaskRange:
-    """One Spark task's share of a partition range: offsets ``[start, end)``."""
+    """One Spark task's share of a partition range: offsets ``[start, end)``.
+
+    ``offsets`` None: the task writes every record of the range; a tuple (a replay
+    epoch's selection inside ``[start, end)``, ascending, maybe empty): only those.
+    """
 
     topic: str
     partition: int
     start: int
     end: int
+    offsets: tuple[int, ...] | None = None
+
+    @property
+    def read_span(self) -> TaskRange | None:
+        """What the task reads: the whole range, or from its first to its last selected
+        offset (None: a selection with no offset here, nothing to read)."""
+        if self.offsets is None:
+            return self
+        if not self.offsets:
+            return None
+        return TaskRange(self.topic, self.partition, self.offsets[0], self.offsets[-1] + 1)
 
     @property
     def label(self) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from airflow_provider_eo.errors import TaskError
@@ -45,9 +46,26 @@ def split_range(rng: RangeLike, split_size: int) -> list[TaskRange]:
     return [TaskRange(rng.topic, rng.partition, a, b) for a, b in itertools.pairwise(bounds)]
 
 
-def plan_tasks(ranges: Iterable[RangeLike], split_size: int) -> list[TaskRange]:
-    """Every non-empty range split into task ranges, in ledger order."""
-    return [sub for rng in ranges for sub in split_range(rng, split_size)]
+def plan_tasks(
+    ranges: Iterable[RangeLike],
+    split_size: int,
+    selection: Mapping[tuple[str, int], Sequence[int]] | None = None,
+) -> list[TaskRange]:
+    """Every non-empty range split into task ranges, in ledger order.
+
+    With ``selection`` (a replay epoch's offsets per partition, ascending), each task
+    carries the selected offsets inside its sub-range (``TaskRange.offsets``; a partition
+    without any: an empty tuple), and writes only those.
+    """
+    tasks = [sub for rng in ranges for sub in split_range(rng, split_size)]
+    if selection is None:
+        return tasks
+    return [_with_offsets(task, selection.get((task.topic, task.partition), ())) for task in tasks]
+
+
+def _with_offsets(task: TaskRange, offsets: Sequence[int]) -> TaskRange:
+    low, high = bisect.bisect_left(offsets, task.start), bisect.bisect_left(offsets, task.end)
+    return TaskRange(task.topic, task.partition, task.start, task.end, tuple(offsets[low:high]))
 
 
 class CoverageError(TaskError, RuntimeError):

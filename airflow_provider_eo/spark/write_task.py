@@ -78,7 +78,8 @@ class TaskMetrics:
     ``records`` counts the records read (dead-lettered ones included);
     ``skipped_offsets`` the offsets of ``[start, end)`` that hold no readable record
     (transaction control markers, records of aborted transactions, offsets removed by
-    compaction), so ``records + skipped_offsets == end - start``.
+    compaction) and, in a replay epoch, the offsets outside its selection (read or not,
+    never written), so ``records + skipped_offsets == end - start``.
     ``schema_fetches`` counts the Schema Registry requests of the task (one per schema id
     and per schema reference at most), ``schema_ids`` the schema ids it resolved (ascending).
     """
@@ -106,7 +107,13 @@ class TaskMetrics:
 def run_task(
     settings: TaskSettings, rng: TaskRange, dead_letter_sink: DeadLetterSink | None = None
 ) -> TaskMetrics:
-    """Write ``rng`` completely or raise; returns the task's metrics."""
+    """Write ``rng`` completely or raise; returns the task's metrics.
+
+    A replay task (``rng.offsets`` given) reads from its first to its last selected offset
+    and maps only the selected records; any other record there is skipped (not mapped, not
+    a bad record) and closes the segment being built, so a replayed record's cells get a
+    version below every record it does not write (a newer value stays visible).
+    """
     started = time.monotonic()
     metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
     fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
@@ -140,10 +147,25 @@ def run_task(
 
     try:
         read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
-        records = read_range(
-            settings.kafka_config, rng, settings.batch_size, settings.read_timeout_s, queue_bytes=read_ahead
+        span = rng.read_span
+        selected = None if rng.offsets is None else frozenset(rng.offsets)
+        records = (
+            iter(())
+            if span is None
+            else read_range(
+                settings.kafka_config,
+                span,
+                settings.batch_size,
+                settings.read_timeout_s,
+                queue_bytes=read_ahead,
+            )
         )
         for record in records:
+            if selected is not None and record.offset not in selected:
+                unselected = builder.finish()
+                if unselected is not None:
+                    write(unselected)
+                continue
             metrics.records += 1
             metrics.bytes += record.size_bytes
             mutation: RowMutation | None

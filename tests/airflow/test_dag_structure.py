@@ -157,6 +157,7 @@ def test_backfill_trigger_form_params(pipelines_file: Path) -> None:
         "end_offset",
         "start_time",
         "end_time",
+        "dead_letters_of_epoch",
     ]
     titles = {name: params.get_param(name).schema["title"] for name in params}
     assert titles == {
@@ -166,6 +167,7 @@ def test_backfill_trigger_form_params(pipelines_file: Path) -> None:
         "end_offset": "End offset",
         "start_time": "Start time",
         "end_time": "End time",
+        "dead_letters_of_epoch": "The dead letters of epoch N",
     }
     assert all(params.get_param(name).description for name in params)
     assert "(a, b)" in str(params.get_param("topics").description)
@@ -176,6 +178,7 @@ def test_backfill_trigger_form_params(pipelines_file: Path) -> None:
         "end_offset": None,
         "start_time": None,
         "end_time": None,
+        "dead_letters_of_epoch": None,
     }
     params.validate()  # the defaults are valid
 
@@ -190,6 +193,7 @@ def test_backfill_trigger_form_params(pipelines_file: Path) -> None:
     assert valid("topics", ["a"]) and not valid("topics", [""])
     assert valid("start_offset", 0) and not valid("start_offset", -5) and not valid("start_offset", "10")
     assert valid("end_offset", None) and valid("end_offset", 7)
+    assert valid("dead_letters_of_epoch", 12) and not valid("dead_letters_of_epoch", 0)
     schema = params.get_param("start_time").schema
     jsonschema.validate("2024-01-01T00:00:00Z", schema)
     with pytest.raises(jsonschema.ValidationError):

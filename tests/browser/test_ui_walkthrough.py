@@ -138,6 +138,7 @@ def test_trigger_form_backfills_one_partition_range(browser: Browser, walk: Walk
         "end_offset": 4,
         "start_time": None,
         "end_time": None,
+        "dead_letters_of_epoch": None,
     }
     _wait_for_success(browser, walk, walk.backfill, run_id)
 

@@ -19,6 +19,7 @@ from airflow_provider_eo.ledger.states import EpochState, check_transition, sour
 from airflow_provider_eo.ledger.store.actors import label_reason
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
+from airflow_provider_eo.ledger.store.replay import resolve_replayed
 
 #: The hint of a refusal whose UPDATE matched nothing although the row, read right after,
 #: is in a source state: another session moved it in between.
@@ -62,7 +63,8 @@ def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[
     goes to the epoch's history (None: the trigger's "committed").
 
     A stream epoch's change raises its partitions' stored cursors to its range ends in
-    the same transaction (:func:`~.cursors.advance_to_committed_ends`).
+    the same transaction (:func:`~.cursors.advance_to_committed_ends`); a replay epoch's
+    change marks the dead letters it wrote resolved by it (:func:`~.replay.resolve_replayed`).
     Raises ``IllegalTransition`` (nothing changed) from any other state.
     """
     label_reason(cur, reason)
@@ -73,6 +75,7 @@ def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[
     changed = cur.rowcount == 1
     if changed:
         advance_to_committed_ends(cur, epoch_id)
+        resolve_replayed(cur, epoch_id)
     epoch = fetch_epoch(cur, epoch_id)
     if changed or epoch.state is EpochState.COMMITTED:
         return epoch, changed
