@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_eo.cli import history_commands
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     epochs.add_argument("--min-id", type=int)
     epochs.add_argument("--max-id", type=int)
     epochs.add_argument("--limit", type=int, help="only the N newest matching epochs")
-    show = sub.add_parser("epoch", help="one epoch with its ranges")
+    show = sub.add_parser("epoch", help="one epoch with its ranges and history")
     show.add_argument("epoch_id", type=int)
     lag = sub.add_parser("lag", help="cursor, watermarks and lag per partition")
     lag.add_argument("--pipeline", required=True)
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     dead = sub.add_parser("dead-letters", help="dead-lettered records of a pipeline")
     dead.add_argument("--pipeline", required=True)
     dead.add_argument("--limit", type=int, default=100)
+    history_commands.add_history_parser(sub)
     return parser
 
 
@@ -122,10 +124,12 @@ def run(args: argparse.Namespace) -> Any:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
     if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
         raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
+    from airflow_provider_eo.ledger.actors import Actor
     from airflow_provider_eo.ledger.protocol import EpochProtocol
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
-    with Ledger(resolve_dsn(args.dsn, args.conn_id), auto_migrate=args.command != "migrate") as ledger:
+    dsn = resolve_dsn(args.dsn, args.conn_id)
+    with Ledger(dsn, auto_migrate=args.command != "migrate", actor=Actor.cli()) as ledger:
         if args.command == "migrate":
             return commands.migrate(ledger)
         if args.command == "pipelines":
@@ -133,7 +137,9 @@ def run(args: argparse.Namespace) -> Any:
         if args.command == "epochs":
             return commands.epochs(ledger, epoch_filter(args))
         if args.command == "epoch":
-            return ledger.get_epoch(args.epoch_id).to_summary()
+            return history_commands.epoch(ledger, args.epoch_id)
+        if args.command == "history":
+            return history_commands.pipeline_history(ledger, args, Refused)
         if args.command == "lag":
             return commands.lag(ledger, args.pipeline, commands.kafka_hook(args.kafka_conn_id))
         if args.command == "prune":
