@@ -6,7 +6,9 @@ The ledger DSN is never a required argument (arguments are visible to other user
 Kafka (``lag``, ``commit``) uses ``AIRFLOW_CONN_<KAFKA_CONN_ID>`` (default ``eo_kafka``).
 Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for failures,
 2 for refusals (``commit``/``abort`` without ``--yes``, ``prune`` without a pipeline
-selector or a criterion) and usage errors. ``prune`` without ``--yes`` is a dry run.
+selector or a criterion, ``history`` of an unknown pipeline) and usage errors. ``prune``
+without ``--yes`` is a dry run. Every change is recorded in the epochs' history as
+``eo-ledger`` ``user@host`` (``Actor.cli()``).
 """
 
 from __future__ import annotations
