@@ -21,7 +21,7 @@ from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.ledger.history import CursorMove
-from airflow_provider_eo.ledger.store.actors import declare_cursor_move, label_actor
+from airflow_provider_eo.ledger.store.actors import label_actor
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
@@ -234,6 +234,7 @@ def test_pipeline_history_merges_transitions_and_cursor_moves_newest_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("EO_LEDGER_DSN", stack.ledger_dsn)
+    me = Actor.cli().name
     topic = kafka_topic_factory(partitions=1, prefix="hist-pipe")
     fill(stack, topic, [3])
     name, _, file = pipeline(topics=[topic])
@@ -241,13 +242,13 @@ def test_pipeline_history_merges_transitions_and_cursor_moves_newest_first(
     summary = reserve.execute(context("run-1", "reserve"))
     ledger.abort(summary["epoch_id"], "test")
     assert ledger.cursors(name) == {(topic, 0): 0}
-    # a skip and a rewind in a transaction declared a seek (H4's eo-ledger seek runs one)
-    with psycopg2.connect(stack.ledger_dsn) as conn, conn.cursor() as cur:
-        label_actor(cur, Actor("eo-ledger", "ops@host"))
-        declare_cursor_move(cur, "seek", REWIND)
-        cur.execute("UPDATE eo.partitions SET cursor_offset = 3 WHERE pipeline = %s", (name,))
-        cur.execute("UPDATE eo.partitions SET cursor_offset = 1 WHERE pipeline = %s", (name,))
-    conn.close()
+    # a skip, then a rewind, by eo-ledger seek
+    for to in ("offset:3", "offset:1"):
+        code, _ = cli(
+            capsys, "seek", "--pipeline", name, "--to", to, "--reason", REWIND, "--yes",
+            "--stream-dag-paused", "--pipelines-file", file,
+        )  # fmt: skip
+        assert code == 0
     with Ledger(stack.ledger_dsn) as reader:
         moves_at = [e.at.isoformat() for e in reader.pipeline_history(name, 10) if isinstance(e, CursorMove)]
         steps_at = [t.at.isoformat() for t in reader.history(summary["epoch_id"])]
@@ -259,11 +260,11 @@ def test_pipeline_history_merges_transitions_and_cursor_moves_newest_first(
         "events": [
             {
                 "event": "cursor_move", "topic": topic, "partition": 0, "from": 3, "to": 1, "kind": "seek",
-                "at": moves_at[0], "actor_kind": "eo-ledger", "actor": "ops@host", "reason": REWIND,
+                "at": moves_at[0], "actor_kind": "eo-ledger", "actor": me, "reason": REWIND,
             },
             {
                 "event": "cursor_move", "topic": topic, "partition": 0, "from": 0, "to": 3, "kind": "seek",
-                "at": moves_at[1], "actor_kind": "eo-ledger", "actor": "ops@host", "reason": REWIND,
+                "at": moves_at[1], "actor_kind": "eo-ledger", "actor": me, "reason": REWIND,
             },
             {
                 "event": "transition", "epoch_id": summary["epoch_id"], "from": "RESERVED", "to": "ABORTED",
