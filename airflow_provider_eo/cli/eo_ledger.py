@@ -6,8 +6,10 @@ The ledger DSN is never a required argument (arguments are visible to other user
 Kafka (``lag``, ``commit``) uses ``AIRFLOW_CONN_<KAFKA_CONN_ID>`` (default ``eo_kafka``).
 Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for failures,
 2 for refusals (``commit``/``abort`` without ``--yes``, ``prune`` without a pipeline
-selector or a criterion, every ``seek``/``reset`` refusal: cli/seek_commands.py) and
-usage errors. ``prune`` without ``--yes`` is a dry run.
+selector or a criterion, ``history`` of an unknown pipeline, every ``seek``/``reset``
+refusal: cli/seek_commands.py) and usage errors. ``prune`` without ``--yes`` is a dry
+run. Every change is recorded in the epochs' history as ``eo-ledger`` ``user@host``
+(``Actor.cli()``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_eo.cli import history_commands, seek_commands
 from airflow_provider_eo.cli import ledger_commands as commands
-from airflow_provider_eo.cli import seek_commands
 from airflow_provider_eo.cli.replay_commands import ReplayRefused, add_replay_parser, run_replay
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.ledger.errors import SeekRefused
@@ -67,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     epochs.add_argument("--min-id", type=int)
     epochs.add_argument("--max-id", type=int)
     epochs.add_argument("--limit", type=int, help="only the N newest matching epochs")
-    show = sub.add_parser("epoch", help="one epoch with its ranges")
+    show = sub.add_parser("epoch", help="one epoch with its ranges and history")
     show.add_argument("epoch_id", type=int)
     lag = sub.add_parser("lag", help="cursor, watermarks and lag per partition")
     lag.add_argument("--pipeline", required=True)
@@ -98,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     dead.add_argument("--pipeline")
     dead.add_argument("--limit", type=int, default=100)
     add_replay_parser(dead.add_subparsers(dest="dead_letters_command"))
+    history_commands.add_history_parser(sub)
     seek_commands.add_parsers(sub)
     return parser
 
@@ -130,10 +133,12 @@ def run(args: argparse.Namespace) -> Any:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
     if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
         raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
+    from airflow_provider_eo.ledger.actors import Actor
     from airflow_provider_eo.ledger.protocol import EpochProtocol
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
-    with Ledger(resolve_dsn(args.dsn, args.conn_id), auto_migrate=args.command != "migrate") as ledger:
+    dsn = resolve_dsn(args.dsn, args.conn_id)
+    with Ledger(dsn, auto_migrate=args.command != "migrate", actor=Actor.cli()) as ledger:
         if args.command == "migrate":
             return commands.migrate(ledger)
         if args.command == "pipelines":
@@ -141,7 +146,9 @@ def run(args: argparse.Namespace) -> Any:
         if args.command == "epochs":
             return commands.epochs(ledger, epoch_filter(args))
         if args.command == "epoch":
-            return ledger.get_epoch(args.epoch_id).to_summary()
+            return history_commands.epoch(ledger, args.epoch_id)
+        if args.command == "history":
+            return history_commands.pipeline_history(ledger, args, Refused)
         if args.command == "lag":
             return commands.lag(ledger, args.pipeline, commands.kafka_hook(args.kafka_conn_id))
         if args.command == "prune":

@@ -13,6 +13,9 @@ from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
+#: The reason ``eo-ledger commit`` records in the epoch's history.
+MANUAL_COMMIT_REASON = "committed by operator (eo-ledger)"
+
 
 def migrate(ledger: Ledger) -> dict[str, Any]:
     """Apply pending migrations: ``{"applied": [...], "versions": [...]}``."""
@@ -57,7 +60,7 @@ def commit(protocol: EpochProtocol, epoch_id: int, group_id: GroupId) -> dict[st
     ``group_id`` may be a lookup by pipeline name: it is consulted (and Kafka is
     connected) only for a WRITTEN stream epoch.
     """
-    outcome = protocol.commit(epoch_id, group_id=group_id)
+    outcome = protocol.commit(epoch_id, group_id=group_id, reason=MANUAL_COMMIT_REASON)
     return {
         "epoch": outcome.epoch.to_summary(),
         "already_committed": outcome.already_committed,
@@ -108,6 +111,7 @@ def prune(
         "pipelines": [count.to_json() for count in counts],
         "epochs": sum(count.epochs for count in counts),
         "ranges": sum(count.ranges for count in counts),
+        "transitions": sum(count.transitions for count in counts),
     }
 
 

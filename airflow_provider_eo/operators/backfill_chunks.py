@@ -20,7 +20,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
 from airflow_provider_eo.operators.backfill import backfill_request
-from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol
+from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol, task_actor
 from airflow_provider_eo.operators.write import WriteEpochOperator
 from airflow_provider_eo.operators.xcom import epoch_summary, run_identity
 
@@ -47,7 +47,7 @@ class PlanBackfillOperator(PipelineOperator):
 
     def execute(self, context: Context) -> list[list[dict[str, Any]]]:
         spec = self.pipeline_spec()
-        with self.epoch_protocol() as protocol:
+        with self.epoch_protocol(context) as protocol:
             chunks = protocol.plan_backfill(spec, backfill_request(context, self.ranges))
         if not chunks:
             raise AirflowSkipException(f"pipeline {spec.name!r}: nothing to backfill in the requested range")
@@ -76,7 +76,7 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         spec = self.spec
-        with open_protocol(self.ledger_conn_id, self.kafka_conn_id) as protocol:
+        with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
             outcome = protocol.reserve_backfill(
                 spec, BackfillRequest(ranges=self.ranges), run_identity(context)
             )
@@ -91,5 +91,5 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
                 "Chunk already %s by this run, not written again: pipeline=%s epoch_id=%s ranges=%s",
                 epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
             )  # fmt: skip
-        with open_protocol(self.ledger_conn_id, self.kafka_conn_id) as protocol:
+        with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
             return epoch_summary(protocol.ledger.get_epoch(epoch.epoch_id))

@@ -57,7 +57,7 @@ class CommitEpochOperator(PipelineOperator):
         except ValueError:
             raise ValueError(f"epoch_id must be an integer, got {self.epoch_id!r}") from None
         spec = self.pipeline_spec()
-        with self.epoch_protocol() as protocol:
+        with self.epoch_protocol(context) as protocol:
             outcome = protocol.commit(epoch_id, group_id=spec.group_id, pipeline=spec.name)
             if not outcome.already_committed:
                 stream = outcome.epoch.kind is EpochKind.STREAM

@@ -6,12 +6,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseOperator, Context
 
 from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
+from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.ledger.protocol import EpochProtocol
 
 
@@ -56,14 +57,29 @@ class PipelineOperator(BaseOperator):
             self.spec = load_pipeline(self.pipeline, self.pipelines_file)
         return self.spec
 
-    def epoch_protocol(self) -> AbstractContextManager[EpochProtocol]:
-        """The protocol over this operator's ledger and Kafka connections."""
-        return open_protocol(self.ledger_conn_id, self.kafka_conn_id)
+    def epoch_protocol(self, context: Context) -> AbstractContextManager[EpochProtocol]:
+        """The protocol over this operator's ledger and Kafka connections, acting as the
+        running task instance (:func:`task_actor`): the epochs' history names it."""
+        return open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context))
+
+
+def task_actor(context: Context | Any) -> Actor:
+    """The running task instance as the ledger's actor (``Actor.task``: DAG, run, task and
+    try, from ``context["ti"]``); without a ``ti`` (a bare ``execute`` call) the process."""
+    ti = context.get("ti") if context is not None else None
+    if ti is None:
+        return Actor.process()
+    return Actor.task(str(ti.dag_id), str(ti.run_id), str(ti.task_id), getattr(ti, "try_number", None))
 
 
 @contextmanager
-def open_protocol(ledger_conn_id: str, kafka_conn_id: str) -> Iterator[EpochProtocol]:
+def open_protocol(
+    ledger_conn_id: str, kafka_conn_id: str, actor: Actor | None = None
+) -> Iterator[EpochProtocol]:
     """An :class:`EpochProtocol` over the two Airflow connections (Kafka is connected only
-    if a call needs it); the ledger is closed afterwards."""
+    if a call needs it) whose changes are recorded as ``actor``'s (None: the process's);
+    the ledger is closed afterwards."""
     with EoLedgerHook(ledger_conn_id).get_ledger() as ledger:
+        if actor is not None:
+            ledger.actor = actor
         yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(kafka_conn_id))

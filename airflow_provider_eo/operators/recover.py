@@ -52,7 +52,7 @@ class RecoverEpochsOperator(PipelineOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         spec = self.pipeline_spec()
         kind = EpochKind(self.kind) if self.kind else None
-        with self.epoch_protocol() as protocol:
+        with self.epoch_protocol(context) as protocol:
             settled = protocol.recover(
                 spec, run_identity(context), lambda run: _run_is_live(context, run), kind
             )

@@ -39,7 +39,7 @@ class ReleaseEpochOperator(PipelineOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         spec = self.pipeline_spec()
-        with self.epoch_protocol() as protocol:
+        with self.epoch_protocol(context) as protocol:
             settled = protocol.release(spec, run_identity(context))
             report_settled_commits(context, protocol, settled.plan.ids(Action.COMMIT), self.table_asset)
         return {

@@ -35,7 +35,7 @@ class ReserveEpochOperator(PipelineOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         spec = self.pipeline_spec()
-        with self.epoch_protocol() as protocol:
+        with self.epoch_protocol(context) as protocol:
             outcome = self.reserve(protocol, spec, run_identity(context), context)
         if isinstance(outcome, NothingToReserve):
             raise AirflowSkipException(f"pipeline {outcome.pipeline!r}: {outcome.reason}")

@@ -17,7 +17,8 @@ how settings reach the Spark application without ever appearing on a command lin
   ``spark.yarn.appMasterEnv.*`` / ``spark.kubernetes.driverEnv.*``, because the
   Spark hook would otherwise turn ``env_vars`` into ``--conf`` arguments.
 
-The application arguments carry only names and ids (pipeline, epoch id).
+The application arguments carry only names and ids (pipeline, epoch id, and the task
+instance the vote is recorded as: ``--actor-kind task --actor dag/run/task try N``).
 
 Where the driver and executors run: ``spark.master`` of the pipeline overrides the
 Spark connection's master; on any master but
@@ -67,6 +68,7 @@ from airflow_provider_eo.operators.application_connections import (
     conn_id_args,
     registry_connection_env,
 )
+from airflow_provider_eo.operators.pipeline_operator import task_actor
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     connection_master,
@@ -241,6 +243,8 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
         if self.fencing_token:
             self.application_args += ["--fencing-token", str(self.fencing_token)]
+        actor = task_actor(context)  # the driver votes as this task (the epoch's history)
+        self.application_args += ["--actor-kind", actor.kind, "--actor", actor.name]
         self.application_args += self.conn_id_args()
         env = self.application_env()
         unchecked = check_registered_fields(self.spec, self.schema_registry_conn_id)

@@ -104,6 +104,23 @@ class Epoch(_Answer):
     aborted_at: Timestamp | None
 
 
+class Transition(_Answer):
+    """One state change of an epoch (``Transition.to_json``, as ``eo-ledger epoch`` prints it)."""
+
+    from_: EpochState | None = Field(alias="from", description="the state before; null: the epoch's creation")
+    to: EpochState = Field(description="the state after")
+    at: Timestamp
+    actor_kind: str = Field(description="task | eo-ledger | recovery | process | migration")
+    actor: str = Field(description="dag/run/task try N, user@host, ...")
+    reason: str
+
+
+class EpochDetail(Epoch):
+    """One epoch with its ranges and ``history`` (``eo-ledger epoch ID``)."""
+
+    history: list[Transition] = Field(description="its state changes, oldest first (its creation first)")
+
+
 class ErrorBody(_Answer):
     """An error of the plugin's routes, as the CLI prints it."""
 

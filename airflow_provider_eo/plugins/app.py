@@ -7,7 +7,8 @@ Routes (relative to the mount point, ``/eo`` in the Airflow API server):
   unless ``pipeline`` is given).
 * ``GET /api/pipelines`` : ``eo-ledger pipelines`` with lag per partition.
 * ``GET /api/epochs?pipeline=&state=&kind=&limit=`` : ``eo-ledger epochs --limit``.
-* ``GET /api/epochs/{epoch_id}`` : ``eo-ledger epoch``; 404 for an unknown id.
+* ``GET /api/epochs/{epoch_id}`` : ``eo-ledger epoch`` (the epoch with its ``history``,
+  oldest first); 404 for an unknown id.
 
 Answers are the typed models of :mod:`.api_models` (``/api/openapi.json`` describes
 them). Errors are JSON ``{"error": ..., "type": ...}`` as in the CLI: 404 unknown epoch,
@@ -141,11 +142,12 @@ def create_app(
 
     @app.get(
         "/api/epochs/{epoch_id}",
-        response_model=api_models.Epoch,
+        response_model=api_models.EpochDetail,
         responses={**api_models.NOT_FOUND_RESPONSE, **api_models.ERROR_RESPONSES},
     )
     def get_epoch(ledger: LedgerDep, access: AccessDep, epoch_id: int) -> dict[str, Any]:
-        """One epoch with its ranges (404 if unknown or of a pipeline the caller may not see)."""
+        """One epoch with its ranges and history (404 if unknown or of a pipeline the caller
+        may not see)."""
         return views.epoch(ledger, epoch_id, access)
 
     @app.get("/", response_class=HTMLResponse, responses=api_models.PAGE_RESPONSES)

@@ -5,6 +5,8 @@ Every value taken from the ledger (pipeline and topic names, run ids, errors, me
 goes through :func:`html.escape`; links carry URL-encoded query strings. Filtering is
 a plain GET form, so the page works inside the Airflow UI's sandboxed iframe.
 An epoch of a registry format shows the schema ids its records carried above its metrics.
+Under each epoch's row, a ``tr.history`` row holds its history (a closed ``<details>``:
+every transition, oldest first, with time, actor and reason).
 Each pipeline lists its partitions with cursor, high watermark and lag (``unknown``
 when Kafka could not be read, with the reason in a banner; a partition whose topic is
 gone is ``unknown`` with the reason under the pipeline's partitions).
@@ -34,6 +36,7 @@ form{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:6px 0}
 .s{padding:1px 6px;border-radius:8px;font-size:11px;font-weight:600;color:#fff}
 .s-RESERVED{background:#d69e2e}.s-WRITTEN{background:#3182ce}
 .s-COMMITTED{background:#38a169}.s-ABORTED{background:#a0aec0}.lag{font-weight:600}
+tr.history td{border-bottom:1px solid #e2e8f0;padding-top:0}ol.transitions{margin:2px 0;padding-left:20px}
 @media (prefers-color-scheme:dark){body{background:#1a202c;color:#e2e8f0}
 th{background:#2d3748}th,td{border-color:#4a5568}.banner{background:#3b1f1f}}
 """
@@ -120,12 +123,33 @@ def _epoch_row(e: dict[str, Any]) -> str:
     )
 
 
+def _history_row(epoch_id: Any, history: list[dict[str, Any]] | None) -> str:
+    """The epoch's history under its row: one ``li.transition`` per state change (data-*
+    for scripts), oldest first, inside a closed ``<details>``."""
+    if history is None:
+        return ""
+    items = "".join(
+        f'<li class="transition" data-from="{_e(t["from"])}" data-to="{_e(t["to"])}">'
+        f'<span class="muted nw" title="{_e(t["at"])}">{_e(t["at"][:19].replace("T", " "))}</span> '
+        f"{_state(t['from']) if t['from'] else '<span class=muted>created</span>'} &rarr; {_state(t['to'])} "
+        f'by <span class="actor">{_e(t["actor_kind"])} <code>{_e(t["actor"])}</code></span>: '
+        f'<span class="reason">{_e(t["reason"])}</span></li>'
+        for t in history
+    )
+    return (
+        f'<tr class="history" id="history-{_e(epoch_id)}"><td></td><td colspan="9"><details>'
+        f"<summary>History ({len(history)})</summary>"
+        f'<ol class="transitions">{items}</ol></details></td></tr>'
+    )
+
+
 def render_page(
     *,
     pipeline_names: list[str],
     pipelines: list[dict[str, Any]],
     epochs: list[dict[str, Any]],
     selected: EpochFilter,
+    histories: dict[int, list[dict[str, Any]]] | None = None,
     error: str | None = None,
     lag_error: str | None = None,
 ) -> str:
@@ -133,8 +157,9 @@ def render_page(
 
     ``pipelines`` / ``epochs`` are :mod:`.views` answers (epochs oldest first: shown newest
     first); ``selected`` is the current filter (its ``pipeline``, ``state``, ``kind`` and
-    ``limit`` are shown in the form); ``error`` (e.g. the ledger is unreachable) and
-    ``lag_error`` (why lag is unknown) are shown as banners.
+    ``limit`` are shown in the form); ``histories`` (epoch id -> its transitions,
+    ``Transition.to_json``) adds a history row under each epoch; ``error`` (e.g. the
+    ledger is unreachable) and ``lag_error`` (why lag is unknown) are shown as banners.
     """
     form = (
         '<form method="get" action="">'
@@ -149,7 +174,10 @@ def render_page(
     if lag_error:
         banner += f'<div class="banner err" id="lag-error">Lag unknown: {_e(lag_error)}</div>'
     pipeline_rows = "".join(_pipeline_row(p, lag_error) for p in pipelines)
-    epoch_rows = "".join(_epoch_row(e) for e in reversed(epochs))
+    known = histories or {}
+    epoch_rows = "".join(
+        _epoch_row(e) + _history_row(e["epoch_id"], known.get(e["epoch_id"])) for e in reversed(epochs)
+    )
     empty = '<tr><td colspan="10" class="muted">no epochs</td></tr>'
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

@@ -3,8 +3,8 @@
 Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and the caller's
 :class:`~airflow_provider_eo.plugins.access.PipelineAccess`, and returns JSON-ready data
 from :mod:`airflow_provider_eo.ledger.store.queries` (``PipelineOverview.to_json``,
-``Epoch.to_summary``), so the UI and ``eo-ledger pipelines`` / ``epochs`` / ``epoch``
-always agree. A pipeline the caller may not see is absent from every answer, as if it
+``Epoch.to_summary``, ``Transition.to_json``), so the UI and ``eo-ledger pipelines`` /
+``epochs`` / ``epoch`` always agree. A pipeline the caller may not see is absent from every answer, as if it
 did not exist (its epochs are "not found"). Pipelines carry their lag per partition
 (:mod:`.lag`). Import-light (no FastAPI, no Airflow, no Kafka client): the plugin module
 is imported by every Airflow component.
@@ -78,12 +78,13 @@ def epochs(ledger: Ledger, wanted: EpochFilter, access: PipelineAccess) -> list[
 def page_data(
     ledger: Ledger, wanted: EpochFilter, access: PipelineAccess, watermarks: WatermarkSource | None
 ) -> dict[str, Any]:
-    """What the HTML page shows, in two ledger transactions and at most one watermarks
-    call, whatever the number of pipelines.
+    """What the HTML page shows, in three ledger transactions and at most one watermarks
+    call, whatever the number of pipelines and epochs.
 
     ``pipeline_names`` (every visible pipeline, for the filter), ``pipelines`` (the
     overview of ``wanted.pipeline``, or of every visible pipeline, with lag), ``epochs``
-    (:func:`epochs`) and ``lag_error`` (None, or why lag is unknown).
+    (:func:`epochs`), ``histories`` (epoch id -> its transitions, oldest first, each
+    ``Transition.to_json``) and ``lag_error`` (None, or why lag is unknown).
     """
     _check_limit(wanted)
     overviews = ledger.pipeline_overviews()
@@ -95,18 +96,22 @@ def page_data(
         if overview.name in visible and wanted.pipeline in (None, overview.name)
     ]
     highs = read_high_watermarks(watermarks, pipeline_partitions(shown))
+    found = ledger.epochs(_narrowed(wanted, access, names))
+    histories = ledger.histories([e.epoch_id for e in found])
     return {
         "pipeline_names": [name for name in names if name in visible],
         "pipelines": [with_lag(pipeline, highs) for pipeline in shown],
-        "epochs": [e.to_summary() for e in ledger.epochs(_narrowed(wanted, access, names))],
+        "epochs": [e.to_summary() for e in found],
+        "histories": {epoch_id: [t.to_json() for t in rows] for epoch_id, rows in histories.items()},
         "lag_error": highs.error,
     }
 
 
 def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
-    """``eo-ledger epoch ID``; raises ``EpochNotFound`` for an unknown id and, alike, for an
-    epoch of a pipeline the caller may not see (its existence is not revealed)."""
+    """``eo-ledger epoch ID``: ``Epoch.to_summary`` plus ``history`` (oldest first); raises
+    ``EpochNotFound`` for an unknown id and, alike, for an epoch of a pipeline the caller
+    may not see (its existence is not revealed)."""
     found = ledger.get_epoch(epoch_id)
     if found.pipeline not in access.visible([found.pipeline]):
         raise EpochNotFound(epoch_id)
-    return found.to_summary()
+    return {**found.to_summary(), "history": [t.to_json() for t in ledger.history(epoch_id)]}

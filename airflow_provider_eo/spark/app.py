@@ -5,13 +5,15 @@ Usage (arguments are names and ids only; secrets come from the environment)::
     spark-submit [spark options] airflow_provider_eo/spark/app.py \
         --pipeline NAME --epoch-id N [--pipelines-file PATH] [--fencing-token UUID] \
         [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase] \
-        [--schema-registry-conn-id schema_registry]
+        [--schema-registry-conn-id schema_registry] [--actor-kind task --actor NAME]
     python -m airflow_provider_eo.spark.app --pipeline NAME --epoch-id N   # same, Spark from pyspark
 
 Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
 ``AIRFLOW_CONN_EO_HBASE``, ``AIRFLOW_CONN_SCHEMA_REGISTRY`` for registry formats (or the ids
 given), and ``EO_PIPELINE_SPEC`` (the parsed spec,
 as JSON) or ``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given.
+``--actor`` names who the vote is recorded as in the epoch's history (``WriteEpochOperator``
+passes its task instance); without it, the driver's process.
 Exit codes: see :class:`~airflow_provider_eo.spark.driver.ExitCode`.
 """
 
@@ -30,6 +32,7 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
 )
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
+from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.logs import configure_logging
 from airflow_provider_eo.spark.pyspark_startup import prefer_installed_pyspark, skip_pyspark_testing_import
@@ -59,7 +62,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=DEFAULT_SCHEMA_REGISTRY_CONN_ID,
         help="used only when the key or value format is avro, protobuf or json_schema",
     )
+    parser.add_argument(
+        "--actor-kind",
+        default="task",
+        choices=["task", "eo-ledger", "recovery", "process"],
+        help="kind of --actor (default task)",
+    )
+    parser.add_argument("--actor", default=None, help="who the vote is recorded as (default: this process)")
     return parser.parse_args(argv)
+
+
+def actor_of(args: argparse.Namespace) -> Actor:
+    """The actor the driver's ledger changes are recorded as: ``--actor`` (of
+    ``--actor-kind``), else :meth:`Actor.process`."""
+    return Actor(args.actor_kind, args.actor) if args.actor else Actor.process()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("%s: driver up", where)
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)
-        with Ledger(ledger_dsn_from_env(args.ledger_conn_id), conn_id=args.ledger_conn_id) as ledger:
+        dsn = ledger_dsn_from_env(args.ledger_conn_id)
+        with Ledger(dsn, conn_id=args.ledger_conn_id, actor=actor_of(args)) as ledger:
             return int(
                 write_epoch(
                     ledger,

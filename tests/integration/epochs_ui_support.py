@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg2
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
@@ -86,6 +87,20 @@ class Ledgered:
 
 def detail(epoch: Epoch) -> dict[str, Any]:
     return json.loads(json.dumps(epoch.to_summary()))
+
+
+def raw_history(dsn: str, epoch_id: int) -> list[dict[str, Any]]:
+    """The epoch's rows of ``eo.epoch_transitions`` as the API prints them, read directly."""
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT from_state, to_state, at, actor_kind, actor, reason FROM eo.epoch_transitions"
+            " WHERE epoch_id = %s ORDER BY transition_id",
+            (epoch_id,),
+        )
+        found = cur.fetchall()
+    conn.close()
+    keys = ("from", "to", "at", "actor_kind", "actor", "reason")
+    return [dict(zip(keys, (*row[:2], row[2].isoformat(), *row[3:]), strict=True)) for row in found]
 
 
 def conn_json(dsn: str) -> str:

@@ -27,6 +27,7 @@ from fastapi.testclient import TestClient
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.plugins import epochs as plugin_module
 from airflow_provider_eo.plugins.app import create_app
 from eo_devtools.stack.ports import find_free_port
@@ -39,6 +40,7 @@ from tests.integration.epochs_ui_support import (
     http,
     ledgered_data,
     partitions_shown,
+    raw_history,
     rows,
 )
 
@@ -107,12 +109,37 @@ def test_epochs_json_filters_and_by_id(client: TestClient, ledgered: Ledgered) -
     assert client.get("/api/epochs", params={"state": "ABORTED"}).json() == [detail(ledgered.aborted)]
     assert client.get("/api/epochs", params={"kind": "backfill"}).json() == [detail(ledgered.backfill)]
     first = client.get(f"/api/epochs/{ledgered.committed.epoch_id}").json()
-    assert first == detail(ledgered.committed)
+    assert first == {**detail(ledgered.committed), "history": raw_history(ledgered.dsn, first["epoch_id"])}
     assert first["ranges"] == [
         {"topic": ledgered.topic, "partition": 0, "start": 0, "end": 5, "records": 5},
         {"topic": ledgered.topic, "partition": 1, "start": 0, "end": 0, "records": 0},
     ]
     assert detail(ledgered.aborted)["error"] == "worker lost"
+
+
+def test_an_epochs_history_in_the_api_and_the_page(client: TestClient, ledgered: Ledgered) -> None:
+    me = Actor.process().name  # the fixture's ledger acted as this process
+    committed = client.get(f"/api/epochs/{ledgered.committed.epoch_id}").json()["history"]
+    assert [(h["from"], h["to"], h["actor_kind"], h["actor"], h["reason"]) for h in committed] == [
+        (None, "RESERVED", "process", me, "reserved"),
+        ("RESERVED", "WRITTEN", "process", me, "voted WRITTEN by its writer"),
+        ("WRITTEN", "COMMITTED", "process", me, "committed"),
+    ]
+    aborted = client.get(f"/api/epochs/{ledgered.aborted.epoch_id}").json()["history"]
+    assert [(h["from"], h["to"], h["reason"]) for h in aborted] == [
+        (None, "RESERVED", "reserved"),
+        ("RESERVED", "ABORTED", "worker lost"),
+    ]
+    html = client.get("/", params={"pipeline": "orders"}).text
+    histories = re.findall(r'<tr class="history" id="history-(\d+)">(.*?)</tr>', html)
+    every = [ledgered.committed, ledgered.aborted, ledgered.open, ledgered.backfill]
+    assert [int(epoch_id) for epoch_id, _ in histories] == [e.epoch_id for e in reversed(every)]
+    shown = dict((int(epoch_id), row) for epoch_id, row in histories)
+    moves = re.findall(r'data-from="(\w*)" data-to="(\w+)"', shown[ledgered.aborted.epoch_id])
+    assert moves == [("", "RESERVED"), ("RESERVED", "ABORTED")]
+    assert "<summary>History (2)</summary>" in shown[ledgered.aborted.epoch_id]
+    assert '<span class="reason">worker lost</span>' in shown[ledgered.aborted.epoch_id]
+    assert f"process <code>{me}</code>" in shown[ledgered.committed.epoch_id]
 
 
 def test_errors_are_json(client: TestClient) -> None:
@@ -313,7 +340,8 @@ def test_real_api_server_serves_the_page_per_user(ledgered: Ledgered, stack: Sta
         assert status == 200 and rows(html, "epoch") == [] and rows(html, "pipeline") == []
         assert '<option value="orders"' not in html and '<option value="evil">evil</option>' in html
         # admin: everything
-        assert get(f"/api/epochs/{ledgered.evil.epoch_id}", "admin") == (200, detail(ledgered.evil))
+        evil = {**detail(ledgered.evil), "history": raw_history(ledgered.dsn, ledgered.evil.epoch_id)}
+        assert get(f"/api/epochs/{ledgered.evil.epoch_id}", "admin") == (200, evil)
         assert get("/api/epochs", "admin") == (200, [detail(e) for e in [*orders, ledgered.evil]])
         schema = json.loads(http(f"{base}/eo/api/openapi.json")[1])
         answer = schema["paths"]["/api/pipelines"]["get"]["responses"]["200"]["content"]["application/json"]

@@ -12,6 +12,7 @@ from psycopg2.extensions import parse_dsn
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Epoch, Ledger
+from airflow_provider_eo.ledger.actors import Actor
 from eo_devtools.ledger_direct import reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch
@@ -102,7 +103,20 @@ def test_pipelines_and_epochs(
         [detail(second)],
     )
     assert cli(capsys, "epochs", "--max-id", str(first.epoch_id)) == (0, [epochs[0]])
-    assert cli(capsys, "epoch", str(second.epoch_id)) == (0, detail(second))
+    code, shown = cli(capsys, "epoch", str(second.epoch_id))
+    with Ledger(ledger_dsn) as reader:
+        created = reader.history(second.epoch_id)[0].at.isoformat()
+    history = [
+        {
+            "from": None,
+            "to": "RESERVED",
+            "at": created,
+            "actor_kind": "process",
+            "actor": Actor.process().name,  # this test's ledger reserved it
+            "reason": "reserved",
+        }
+    ]
+    assert (code, shown) == (0, {**detail(second), "history": history})
     assert ranges_of(second) == [(topic, 0, 5, 7)]
 
 

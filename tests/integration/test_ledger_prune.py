@@ -118,6 +118,7 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
         "epoch_ranges": "1, 2, 3",
         "gaps": "1, 2, 3, 4",
         "dead_letters": "1, 2, 3, 4",
+        "epoch_transitions": "transition_id",
     }
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
@@ -133,10 +134,11 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 def without_epochs(
     rows: dict[str, list[tuple[Any, ...]]], gone: set[int]
 ) -> dict[str, list[tuple[Any, ...]]]:
-    """``rows`` minus the epochs ``gone`` and their ranges."""
+    """``rows`` minus the epochs ``gone``, their ranges and their history."""
     kept = dict(rows)
     kept["epochs"] = [r for r in rows["epochs"] if r[0] not in gone]
     kept["epoch_ranges"] = [r for r in rows["epoch_ranges"] if r[0] not in gone]
+    kept["epoch_transitions"] = [r for r in rows["epoch_transitions"] if r[1] not in gone]
     return kept
 
 
@@ -163,10 +165,12 @@ def test_prune_dry_run_reports_and_deletes_nothing(
                 "newest_epoch_id": h.ids["e3"],
                 "kept_referenced": 2,
                 "batches": 0,
+                "transitions": 8,  # e1, e2: reserved, written, committed; e3: reserved, aborted
             }
         ],
         "epochs": 3,
         "ranges": 6,
+        "transitions": 8,
     }
     # --keep-last alone counts every settled epoch (e1..e7): the 3 newest (e5, e6, e7) stay,
     # e4 stays for its gap; with both criteria only e1 and e2 are old AND beyond the newest 5
@@ -174,7 +178,7 @@ def test_prune_dry_run_reports_and_deletes_nothing(
     assert (code, answer["epochs"], answer["pipelines"][0]["kept_referenced"]) == (0, 3, 1)
     assert answer["pipelines"][0]["newest_epoch_id"] == h.ids["e3"]
     code, answer = cli(capsys, "prune", "--pipeline", h.name, "--older-than-days", "7", "--keep-last", "5")
-    assert (code, answer["epochs"], answer["ranges"]) == (0, 2, 4)
+    assert (code, answer["epochs"], answer["ranges"], answer["transitions"]) == (0, 2, 4, 6)
     assert (answer["pipelines"][0]["oldest_epoch_id"], answer["pipelines"][0]["newest_epoch_id"]) == (
         h.ids["e1"], h.ids["e2"],
     )  # fmt: skip
@@ -208,10 +212,13 @@ def test_prune_deletes_exactly_the_selected_epochs(
             "newest_epoch_id": h.ids["e3"],
             "kept_referenced": 2,
             "batches": 2,
+            "transitions": 8,
         }
     ]
     gone = {h.ids["e1"], h.ids["e2"], h.ids["e3"]}
-    assert snapshot(ledger_dsn) == without_epochs(before, gone)  # other's epochs untouched too
+    assert sum(r[1] in gone for r in before["epoch_transitions"]) == 8
+    # exactly the history rows of the deleted epochs went with them; others' untouched too
+    assert snapshot(ledger_dsn) == without_epochs(before, gone)
 
     with Ledger(ledger_dsn) as ledger:
         assert ledger.cursors(h.name) == cursors == {(h.topic, 0): 10, (h.topic, 1): 3}

@@ -84,6 +84,15 @@ def test_dag_test_runs_reserve_write_commit_then_skips(
             (topic, 0, 0, 3),
             (topic, 1, 0, 1),
         ]
+        # the history names each task instance Airflow ran (the write stand-in: its process)
+        task = f"eo_test_{name}/{first['run_id']}"
+        assert [(t.from_state, t.to_state, t.actor_kind) for t in ledger.history(epochs[0].epoch_id)] == [
+            (None, "RESERVED", "task"),
+            ("RESERVED", "WRITTEN", "process"),
+            ("WRITTEN", "COMMITTED", "task"),
+        ]
+        steps = ledger.history(epochs[0].epoch_id)
+        assert (steps[0].actor, steps[2].actor) == (f"{task}/reserve try 1", f"{task}/commit try 1")
     for key, value in stack.conn_env.items():
         monkeypatch.setenv(key, value)
     assert EoKafkaHook().committed_offsets(group, [(topic, 0), (topic, 1)]) == {(topic, 0): 3, (topic, 1): 1}

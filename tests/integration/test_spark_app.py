@@ -86,6 +86,16 @@ class World:
                 ledger, pipeline, ranges, dag_id="t", run_id=uuid.uuid4().hex
             ).epoch_id
 
+    def history(self, epoch_id: int) -> list[tuple[Any, ...]]:
+        """``(from, to, actor_kind, actor, reason)`` of the epoch's history rows, oldest first."""
+        with psycopg2.connect(self.ledger_dsn) as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT from_state, to_state, actor_kind, actor, reason FROM eo.epoch_transitions"
+                " WHERE epoch_id = %s ORDER BY transition_id",
+                (epoch_id,),
+            )
+            return list(cur.fetchall())
+
     def dead_letters(self, pipeline: str) -> list[tuple[Any, ...]]:
         with psycopg2.connect(self.ledger_dsn) as conn, conn.cursor() as cur:
             cur.execute(
@@ -140,8 +150,13 @@ NO_KEY = "record has no Kafka key, needed for the row key"
 
 def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: World) -> None:
     epoch_id = world.reserve("spark_dl", world.topic, 3, 10)
-    result = world.run("spark_dl", epoch_id)
+    writer = "eo_stream__spark_dl/manual__1/write try 3"  # as WriteEpochOperator passes it
+    result = world.run("spark_dl", epoch_id, "--actor-kind", "task", "--actor", writer)
     assert result.returncode == 0, result.output[-4000:]
+    # the vote is recorded once, as the write task (the driver's own transaction)
+    assert world.history(epoch_id)[1:] == [
+        ("RESERVED", "WRITTEN", "task", writer, "voted WRITTEN by its writer")
+    ]
     assert parse_dsn(world.ledger_dsn)["password"] not in result.output
     assert (
         f"epoch_id={epoch_id}: voted WRITTEN records=30 cells=30 tombstones=3 bad=6 tasks=9" in result.output

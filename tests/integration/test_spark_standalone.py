@@ -144,6 +144,8 @@ def test_an_epoch_runs_on_both_workers_and_writes_exact_cells(
             )
             write.execute(task_context())
 
+            hbase.close()  # Thrift drops a connection idle for 60 s: the write may take longer
+            hbase.open()
             scanned = dict(hbase.table(name).scan())
     finally:
         hbase.delete_table(name, disable=True)
@@ -152,6 +154,11 @@ def test_an_epoch_runs_on_both_workers_and_writes_exact_cells(
 
     with Ledger(stack.ledger_dsn) as ledger:
         epoch = ledger.get_epoch(summary["epoch_id"])
+        voted = ledger.history(summary["epoch_id"])[1:]
+    # the driver voted as the write task: WriteEpochOperator handed it its task instance
+    assert [(t.from_state, t.to_state, t.actor_kind, t.actor) for t in voted] == [
+        ("RESERVED", "WRITTEN", "task", "eo_stream/run-1/t try 1")
+    ]
     metrics = epoch.metrics or {}
     assert (epoch.state, metrics["records"], metrics["cells_written"], metrics["tasks"]) == (
         EpochState.WRITTEN,

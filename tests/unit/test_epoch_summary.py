@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_eo.assets import epoch_event_extra
-from airflow_provider_eo.cli import ledger_commands
+from airflow_provider_eo.cli import history_commands, ledger_commands
+from airflow_provider_eo.ledger.history import Transition
 from airflow_provider_eo.ledger.models import Epoch, PartitionRange
 from airflow_provider_eo.ledger.outcomes import Committed
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
@@ -147,8 +148,25 @@ def test_the_api_serves_the_ledgers_gap_and_open_epoch_shapes() -> None:
     assert schema["Gap"]["additionalProperties"] is False  # an unexpected field is an error
 
 
+VOTED = Transition(7, 42, "orders", "RESERVED", "WRITTEN", WRITTEN, "task", "d/r/write try 1", "voted")
+HISTORY = [
+    {
+        "from": "RESERVED",
+        "to": "WRITTEN",
+        "at": WRITTEN.isoformat(),
+        "actor_kind": "task",
+        "actor": "d/r/write try 1",
+        "reason": "voted",
+    }
+]
+
+
 class _OneEpochLedger:
-    """The two ``Ledger`` reads the CLI and the UI views make of one epoch."""
+    """The ``Ledger`` reads the CLI and the UI views make of one epoch."""
+
+    def history(self, epoch_id: int) -> list[Transition]:
+        assert epoch_id == EPOCH.epoch_id
+        return [VOTED]
 
     def epochs(self, wanted: Any) -> list[Epoch]:
         return [EPOCH]
@@ -162,7 +180,8 @@ class _OneEpochLedger:
 
 
 class _CommittingProtocol:
-    def commit(self, epoch_id: int, *, group_id: Any) -> Committed:
+    def commit(self, epoch_id: int, *, group_id: Any, reason: str | None = None) -> Committed:
+        assert reason == "committed by operator (eo-ledger)"
         return Committed(EPOCH, {("orders", 0): 105}, "g", already_committed=False)
 
 
@@ -171,10 +190,39 @@ def test_the_cli_and_the_ui_views_print_the_summary() -> None:
     protocol: Any = _CommittingProtocol()
     assert ledger_commands.epochs(ledger, EpochFilter()) == [SUMMARY]
     assert ledger_commands.commit(protocol, 42, "g")["epoch"] == SUMMARY
-    assert views.epoch(ledger, 42, EveryPipeline()) == SUMMARY
+    assert views.epoch(ledger, 42, EveryPipeline()) == {**SUMMARY, "history": HISTORY}
+    assert history_commands.epoch(ledger, 42) == {**SUMMARY, "history": HISTORY}
     assert views.epochs(ledger, EpochFilter(limit=50), EveryPipeline()) == [SUMMARY]
 
 
 def test_the_page_shows_the_summary_total() -> None:
     page = render_page(pipeline_names=[], pipelines=[], epochs=[SUMMARY], selected=EpochFilter(limit=50))
     assert "</span></span></td><td>10</td>" in page  # the ranges' cell, then records_total
+
+
+def test_the_api_epoch_detail_model_is_the_summary_and_its_history() -> None:
+    detail = {**SUMMARY, "history": HISTORY}
+    assert list(api_models.EpochDetail.model_fields) == [*SUMMARY, "history"]
+    assert list(VOTED.to_json()) == ["from", "to", "at", "actor_kind", "actor", "reason"]
+    assert api_models.EpochDetail.model_validate(detail).model_dump(mode="json", by_alias=True) == detail
+    schema = api_models.EpochDetail.model_json_schema(by_alias=True)["$defs"]["Transition"]
+    assert list(schema["properties"]) == list(VOTED.to_json())
+
+
+def test_the_page_shows_each_epochs_history_under_its_row() -> None:
+    page = render_page(
+        pipeline_names=[],
+        pipelines=[],
+        epochs=[SUMMARY],
+        selected=EpochFilter(limit=50),
+        histories={42: HISTORY},
+    )
+    assert (
+        '<tr class="history" id="history-42"><td></td><td colspan="9"><details><summary>History (1)</summary>'
+        '<ol class="transitions"><li class="transition" data-from="RESERVED" data-to="WRITTEN">'
+        '<span class="muted nw" title="2026-03-01T12:00:03+00:00">2026-03-01 12:00:03</span> '
+        '<span class="s s-RESERVED">RESERVED</span> &rarr; <span class="s s-WRITTEN">WRITTEN</span> '
+        'by <span class="actor">task <code>d/r/write try 1</code></span>: '
+        '<span class="reason">voted</span></li>'
+        "</ol></details></td></tr>"
+    ) in page

@@ -65,6 +65,7 @@ STORE_MAY_IMPORT = frozenset(
         "airflow_provider_eo.ledger.actors",
         "airflow_provider_eo.ledger.errors",
         "airflow_provider_eo.ledger.fencing",
+        "airflow_provider_eo.ledger.history",
         "airflow_provider_eo.ledger.models",
         "airflow_provider_eo.ledger.offsets",
         "airflow_provider_eo.ledger.states",

@@ -17,7 +17,8 @@ from airflow_provider_eo.config import (
     parse_pipelines_text,
 )
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
-from airflow_provider_eo.spark.app import parse_args
+from airflow_provider_eo.ledger.actors import Actor
+from airflow_provider_eo.spark.app import actor_of, parse_args
 from airflow_provider_eo.spark.package_zip import build_zip
 from airflow_provider_eo.spark.settings import load_pipeline, task_settings
 
@@ -134,7 +135,12 @@ def test_arguments_are_names_and_ids_only() -> None:
         "kafka_conn_id": "eo_kafka",
         "hbase_conn_id": "eo_hbase",
         "schema_registry_conn_id": "schema_registry",
+        "actor_kind": "task",
+        "actor": None,
     }
+    assert actor_of(args) == Actor.process()  # no --actor: the driver's process votes
+    named = parse_args(["--pipeline", "u", "--epoch-id", "3", "--actor", "d/r/write try 2"])
+    assert actor_of(named) == Actor.task("d", "r", "write", 2)
 
 
 def test_py_files_zip_is_importable_and_reproducible(tmp_path: Path) -> None:

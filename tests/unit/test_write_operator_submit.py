@@ -304,10 +304,13 @@ def test_num_executors_on_standalone_is_total_executor_cores(fake_spark: FakeSpa
 
 def test_client_mode_hands_the_connections_over_as_the_process_environment(fake_spark: FakeSpark) -> None:
     op = operator({"master": "spark://m:7077"}, fencing_token="42")
-    submitted = submit(op, fake_spark)
+    ti = SimpleNamespace(dag_id="eo_stream__p", run_id="manual__1", task_id="write", try_number=2)
+    op.execute({"ti": ti})  # the driver votes as this task instance
+    submitted = fake_spark.submitted()
     assert LEDGER_SECRET not in " ".join(submitted["argv"])
-    assert submitted["argv"][-7:] == [
-        spark_application_path(), "--pipeline", "p", "--epoch-id", "7", "--fencing-token", "42"
+    assert submitted["argv"][-11:] == [
+        spark_application_path(), "--pipeline", "p", "--epoch-id", "7", "--fencing-token", "42",
+        "--actor-kind", "task", "--actor", "eo_stream__p/manual__1/write try 2",
     ]  # fmt: skip
     assert LEDGER_SECRET in submitted["env"]["AIRFLOW_CONN_EO_LEDGER"]
     assert json.loads(submitted["env"][PIPELINE_SPEC_ENV])["name"] == "p"

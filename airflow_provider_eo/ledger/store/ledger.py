@@ -22,10 +22,11 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from airflow_provider_eo.ledger.actors import Actor
+from airflow_provider_eo.ledger.history import HistoryEvent, Transition
 from airflow_provider_eo.ledger.models import DeadLetter, Epoch
 from airflow_provider_eo.ledger.offsets import TopicPartition
 from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
-from airflow_provider_eo.ledger.store import dead_letters, queries, retention, transitions
+from airflow_provider_eo.ledger.store import dead_letters, history, queries, retention, transitions
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epoch, fetch_epochs
@@ -146,6 +147,28 @@ class Ledger:
         """The epoch with its ranges; raises ``EpochNotFound``."""
         with self._transaction() as cur:
             return fetch_epoch(cur, epoch_id)
+
+    def history(self, epoch_id: int) -> list[Transition]:
+        """The epoch's transitions, oldest first (its creation first); raises ``EpochNotFound``."""
+        with self._transaction() as cur:
+            fetch_epoch(cur, epoch_id)
+            return history.epoch_history(cur, epoch_id)
+
+    def histories(self, epoch_ids: Sequence[int]) -> dict[int, list[Transition]]:
+        """The transitions of each epoch of ``epoch_ids`` (oldest first) in one statement."""
+        with self._transaction() as cur:
+            return history.epochs_history(cur, epoch_ids)
+
+    def pipeline_history(self, pipeline: str, limit: int = 100) -> list[HistoryEvent]:
+        """The ``limit`` newest transitions and cursor moves of ``pipeline``, newest first;
+        raises ``LookupError`` for a pipeline the ledger does not know and ``ValueError``
+        for ``limit < 1``."""
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, not {limit}")
+        with self._transaction() as cur:
+            if not history.pipeline_known(cur, pipeline):
+                raise LookupError(f"unknown pipeline: {pipeline}")
+            return history.pipeline_history(cur, pipeline, limit)
 
     def open_epochs(self, pipeline: str, kind: EpochKind | str | None = None) -> list[Epoch]:
         """RESERVED and WRITTEN epochs of ``pipeline`` (of one kind if given), oldest first."""

@@ -12,7 +12,8 @@ given, among those matching a :class:`PrunePolicy`. What it never touches:
   which epoch lost, rejected or resolved what.
 
 A deleted epoch's history (``eo.epoch_transitions``) and replay selection go with it, in
-the same transaction.
+the same transaction; the report counts the history rows (``transitions``), a dry run
+too. Cursor moves (``eo.cursor_moves``) name no epoch and are never pruned.
 
 After a prune the committed stream ranges of a partition tile ``[first kept start,
 cursor)`` instead of ``[initial_offset, cursor)``; backfill runs older than the pruned
@@ -67,9 +68,10 @@ class PrunePolicy:
 class PruneCount:
     """What a prune of one pipeline deletes (a dry run: would delete).
 
-    ``epochs`` / ``ranges``: rows deleted; ``oldest_epoch_id`` / ``newest_epoch_id``:
-    the span of deleted ids (None when nothing); ``kept_referenced``: matching epochs kept
-    because a gap or dead letter names them; ``batches``: delete transactions run.
+    ``epochs`` / ``ranges`` / ``transitions`` (history rows): rows deleted;
+    ``oldest_epoch_id`` / ``newest_epoch_id``: the span of deleted ids (None when nothing);
+    ``kept_referenced``: matching epochs kept because a gap or dead letter names them;
+    ``batches``: delete transactions run.
     """
 
     pipeline: str
@@ -79,6 +81,7 @@ class PruneCount:
     newest_epoch_id: int | None
     kept_referenced: int
     batches: int = 0
+    transitions: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Every field, by name."""
@@ -118,17 +121,19 @@ def count_prunable(cur: Any, pipeline: str, policy: PrunePolicy) -> PruneCount:
                (SELECT count(*) FROM eo.epoch_ranges WHERE epoch_id IN (SELECT epoch_id FROM doomed)),
                (SELECT min(epoch_id) FROM doomed),
                (SELECT max(epoch_id) FROM doomed),
-               (SELECT count(*) FROM matching WHERE referenced)
+               (SELECT count(*) FROM matching WHERE referenced),
+               (SELECT count(*) FROM eo.epoch_transitions WHERE epoch_id IN (SELECT epoch_id FROM doomed))
         """,
         _params(pipeline, policy),
     )
-    epochs, ranges, oldest, newest, kept = cur.fetchone()
-    return PruneCount(pipeline, int(epochs), int(ranges), oldest, newest, int(kept))
+    epochs, ranges, oldest, newest, kept, history = cur.fetchone()
+    return PruneCount(pipeline, int(epochs), int(ranges), oldest, newest, int(kept), transitions=int(history))
 
 
-def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) -> tuple[list[int], int]:
-    """Delete the oldest ``batch_size`` prunable epochs of ``pipeline`` and their ranges,
-    in the caller's transaction; returns (deleted epoch ids, ranges deleted)."""
+def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) -> tuple[list[int], int, int]:
+    """Delete the oldest ``batch_size`` prunable epochs of ``pipeline``, their ranges and
+    history, in the caller's transaction; returns (deleted epoch ids, ranges deleted,
+    history rows deleted)."""
     cur.execute(
         f"""
         SELECT epoch_id FROM eo.epochs
@@ -141,17 +146,18 @@ def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) 
     )
     ids = [int(epoch_id) for (epoch_id,) in cur.fetchall()]
     if not ids:
-        return [], 0
+        return [], 0, 0
     cur.execute("DELETE FROM eo.epoch_ranges WHERE epoch_id = ANY(%s)", (ids,))
     ranges = int(cur.rowcount)
     # An epoch's history and replay selection go with it (migration 0004).
     cur.execute("DELETE FROM eo.epoch_transitions WHERE epoch_id = ANY(%s)", (ids,))
+    history = int(cur.rowcount)
     cur.execute("DELETE FROM eo.replay_selections WHERE epoch_id = ANY(%s)", (ids,))
     cur.execute(
         "DELETE FROM eo.epochs WHERE epoch_id = ANY(%s) AND state = ANY(%s)",
         (ids, [state.value for state in SETTLED_STATES]),
     )
-    return ids, ranges
+    return ids, ranges, history
 
 
 def prune_pipeline(
@@ -164,29 +170,31 @@ def prune_pipeline(
     with transaction() as cur:
         kept = count_prunable(cur, pipeline, policy).kept_referenced
     epochs: list[int] = []
-    ranges = batches = 0
-    for ids, deleted_ranges in _batches(transaction, pipeline, policy, batch_size):
+    ranges = batches = history = 0
+    for ids, deleted_ranges, deleted_history in _batches(transaction, pipeline, policy, batch_size):
         epochs.extend(ids)
         ranges += deleted_ranges
+        history += deleted_history
         batches += 1
         log.info(
-            "pruned pipeline=%s epochs=%s epoch_ids=%s..%s ranges=%s",
-            pipeline, len(ids), ids[0], ids[-1], deleted_ranges,
+            "pruned pipeline=%s epochs=%s epoch_ids=%s..%s ranges=%s transitions=%s",
+            pipeline, len(ids), ids[0], ids[-1], deleted_ranges, deleted_history,
         )  # fmt: skip
     return PruneCount(
-        pipeline, len(epochs), ranges, min(epochs, default=None), max(epochs, default=None), kept, batches
-    )
+        pipeline, len(epochs), ranges, min(epochs, default=None), max(epochs, default=None), kept, batches,
+        transitions=history,
+    )  # fmt: skip
 
 
 def _batches(
     transaction: Transaction, pipeline: str, policy: PrunePolicy, batch_size: int
-) -> Iterator[tuple[list[int], int]]:
+) -> Iterator[tuple[list[int], int, int]]:
     while True:
         with transaction() as cur:
-            ids, ranges = delete_batch(cur, pipeline, policy, batch_size)
+            ids, ranges, history = delete_batch(cur, pipeline, policy, batch_size)
         if not ids:
             return
-        yield ids, ranges
+        yield ids, ranges, history
 
 
 def known_pipelines(cur: Any, wanted: Sequence[str] | None) -> list[str]:

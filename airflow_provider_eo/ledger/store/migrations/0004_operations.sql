@@ -20,6 +20,8 @@ CREATE TABLE eo.epoch_transitions (
 );
 
 CREATE INDEX epoch_transitions_epoch ON eo.epoch_transitions (epoch_id, transition_id);
+-- A pipeline's newest transitions first (eo-ledger history --pipeline).
+CREATE INDEX epoch_transitions_pipeline ON eo.epoch_transitions (pipeline, transition_id);
 
 CREATE FUNCTION eo.record_epoch_transition() RETURNS trigger
 LANGUAGE plpgsql AS $$

@@ -1,0 +1,51 @@
+"""``eo-ledger epoch ID`` (with its history) and ``eo-ledger history --pipeline P``: read-only.
+
+``epoch ID`` prints ``Epoch.to_summary()`` plus ``history``: its transitions oldest first,
+each ``{from, to, at, actor_kind, actor, reason}`` (``from`` null: its creation).
+``history --pipeline P [--limit N]`` prints the pipeline's ``limit`` newest transitions
+and cursor moves (seeks, resets) merged by time, newest first
+(:meth:`Transition.to_event`, :meth:`CursorMove.to_event`). An unknown pipeline is a
+refusal (exit 2); nothing here changes the ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from airflow_provider_eo.ledger.store.ledger import Ledger
+
+DEFAULT_HISTORY_LIMIT = 100
+#: The message of ``RefusedLookup`` when ``history`` names a pipeline the ledger lacks.
+UNKNOWN_PIPELINE = "unknown pipeline {pipeline!r}: the ledger has no such pipeline (see eo-ledger pipelines)"
+
+
+def add_history_parser(sub: Any) -> None:
+    """Register ``history`` on the ``eo-ledger`` subparsers ``sub``."""
+    history = sub.add_parser("history", help="a pipeline's epoch transitions and cursor moves, newest first")
+    history.add_argument("--pipeline", required=True)
+    history.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_HISTORY_LIMIT,
+        help=f"at most N events (default {DEFAULT_HISTORY_LIMIT})",
+    )
+
+
+def epoch(ledger: Ledger, epoch_id: int) -> dict[str, Any]:
+    """``eo-ledger epoch ID``: the epoch's summary and its ``history`` (oldest first);
+    ``EpochNotFound`` for an unknown id."""
+    summary = ledger.get_epoch(epoch_id).to_summary()
+    return {**summary, "history": [transition.to_json() for transition in ledger.history(epoch_id)]}
+
+
+def pipeline_history(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) -> dict[str, Any]:
+    """``eo-ledger history``: ``{pipeline, limit, events: [...]}``; raises ``refused`` (exit
+    2) for an unknown pipeline or a limit below 1."""
+    if args.limit < 1:
+        raise refused(f"--limit must be >= 1, not {args.limit}")
+    try:
+        events = ledger.pipeline_history(args.pipeline, args.limit)
+    except LookupError:
+        raise refused(UNKNOWN_PIPELINE.format(pipeline=args.pipeline)) from None
+    return {"pipeline": args.pipeline, "limit": args.limit, "events": [event.to_event() for event in events]}
