@@ -10,6 +10,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
+from airflow_provider_eo.hooks.dead_letter_topic import dead_letter_topics
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.protocol import EpochProtocol
@@ -64,6 +65,10 @@ class PipelineOperator(BaseOperator):
 @contextmanager
 def open_protocol(ledger_conn_id: str, kafka_conn_id: str) -> Iterator[EpochProtocol]:
     """An :class:`EpochProtocol` over the two Airflow connections (Kafka is connected only
-    if a call needs it); the ledger is closed afterwards."""
+    if a call needs it; a pipeline's dead-letter topic too); the ledger is closed afterwards."""
     with EoLedgerHook(ledger_conn_id).get_ledger() as ledger:
-        yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(kafka_conn_id))
+        yield EpochProtocol(
+            ledger,
+            kafka=lambda: EoKafkaHook(kafka_conn_id),
+            dead_letter_topics=dead_letter_topics(kafka_conn_id),
+        )

@@ -18,6 +18,7 @@ from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochState, check_transition, sources_of
 from airflow_provider_eo.ledger.store.actors import label_reason
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
+from airflow_provider_eo.ledger.store.dead_letters import sequence_epoch_dead_letters
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
 
 #: The hint of a refusal whose UPDATE matched nothing although the row, read right after,
@@ -62,7 +63,8 @@ def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[
     goes to the epoch's history (None: the trigger's "committed").
 
     A stream epoch's change raises its partitions' stored cursors to its range ends in
-    the same transaction (:func:`~.cursors.advance_to_committed_ends`).
+    the same transaction (:func:`~.cursors.advance_to_committed_ends`), and the epoch's
+    dead letters get their publish order (:func:`~.dead_letters.sequence_epoch_dead_letters`).
     Raises ``IllegalTransition`` (nothing changed) from any other state.
     """
     label_reason(cur, reason)
@@ -74,6 +76,8 @@ def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[
     if changed:
         advance_to_committed_ends(cur, epoch_id)
     epoch = fetch_epoch(cur, epoch_id)
+    if changed:
+        sequence_epoch_dead_letters(cur, epoch.pipeline, epoch_id)
     if changed or epoch.state is EpochState.COMMITTED:
         return epoch, changed
     _refuse(epoch, EpochState.COMMITTED)
