@@ -1,18 +1,26 @@
 """The dead-letter topic on the real stack: its exact contents, and exactly once under
 repeated publications, crashes before and after the Kafka commit, a zombie publisher, a
-re-commit by recovery and a write retried after a killed attempt."""
+re-commit by recovery and a write retried after a killed attempt; the commit task and
+``eo-ledger dead-letters publish`` as callers."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.client_errors import EoKafkaError
+from airflow_provider_eo.hooks.dead_letter_topic import DeadLetterTopic, DeadLetterTopicMissing
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.dead_letter_publication import DeadLetterPublication, publish_dead_letters
 from airflow_provider_eo.ledger.models import OutgoingRecord
 from airflow_provider_eo.ledger.recovery_plan import Action, RunIdentity
+from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.settings import task_settings
 from airflow_provider_eo.spark.write_task import run_task
@@ -21,6 +29,7 @@ from tests.faults.crash_points import listening
 from tests.integration.dead_letter_support import TopicRecord, World, dead_letter_world
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import produce, recent_timestamp_ms
+from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
 
@@ -180,3 +189,57 @@ def test_a_write_retried_after_a_killed_attempt_publishes_each_letter_once(world
         expected(world, 0, epoch.epoch_id, "bad-0"),
         expected(world, 2, epoch.epoch_id, "bad-2"),
     ]
+
+
+def test_the_commit_task_publishes_and_its_retry_finishes_nothing_twice(world: World) -> None:
+    fill(world, ["bad-0", '{"a":1}'])
+    epoch = world.trip.reserve()
+    assert epoch is not None
+    world.trip.write(epoch.epoch_id)
+    op = CommitEpochOperator(
+        task_id="commit", pipeline=world.spec.name, spec=world.spec, epoch_id=epoch.epoch_id
+    )
+    with world.trip.connections():
+        first = op.execute(task_context())  # type: ignore[arg-type]
+        retried = op.execute(task_context())  # type: ignore[arg-type]
+    assert (first["action"], first["dead_letters"]) == ("committed", outcome(world, 1, 0, 1).to_json())
+    assert (retried["action"], retried["dead_letters"]) == ("noop", outcome(world, 0, 1, 1).to_json())
+    assert world.read() == [expected(world, 0, epoch.epoch_id, "bad-0")]
+
+
+def test_eo_ledger_dead_letters_publish(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    epoch_id = committed_epoch(world, ["bad-0", "bad-1"])  # committed, not yet published
+    entry = {
+        "name": world.spec.name, "topics": [world.source], "hbase": {"table": world.spec.hbase_table},
+        "bad_records": "dead_letter", "dead_letters": {"topic": world.dlq},
+    }  # fmt: skip
+    file = tmp_path / "pipelines.yaml"
+    file.write_text(yaml.safe_dump({"pipelines": [entry]}))
+    monkeypatch.setenv("EO_LEDGER_DSN", world.ledger_dsn)
+    monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", world.trip.env["AIRFLOW_CONN_EO_KAFKA"])
+
+    def cli(*argv: str) -> tuple[int, Any]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, json.loads(out if code == 0 else err.strip().splitlines()[-1])
+
+    publish = ("dead-letters", "publish", "--pipelines-file", str(file), "--pipeline")
+    assert cli(*publish, world.spec.name) == (0, outcome(world, 2, 0, 2).to_json())
+    assert cli(*publish, world.spec.name) == (0, outcome(world, 0, 2, 2).to_json())
+    code, refusal = cli(*publish, "nope")
+    assert (code, refusal["type"]) == (2, "Refused")
+    assert "'nope'" in refusal["error"]
+    assert world.read() == [expected(world, i, epoch_id, f"bad-{i}") for i in range(2)]
+
+
+def test_a_missing_topic_is_an_error_naming_pipeline_and_topic(world: World) -> None:
+    missing = DeadLetterTopic(world.spec.name, "no-such-dlq-topic", "g", world.topic().settings)
+    with pytest.raises(DeadLetterTopicMissing) as info:
+        missing.open()
+    assert str(info.value) == (
+        f"pipeline {world.spec.name!r}: dead-letter topic 'no-such-dlq-topic' does not exist "
+        "(create it; nothing creates it automatically)"
+    )
