@@ -24,6 +24,7 @@ from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.settings import task_settings
 from airflow_provider_eo.spark.write_task import run_task
+from eo_devtools.demo.topic_records import count_committed_records
 from tests.conftest import StackInfo
 from tests.faults.crash_points import listening
 from tests.integration.dead_letter_support import TopicRecord, World, dead_letter_world
@@ -106,6 +107,7 @@ def test_exact_contents_and_a_second_publication_adds_nothing(world: World) -> N
     assert world.read() == want
     assert world.publish() == outcome(world, 0, 2, 2)
     assert (world.read(), world.marker()) == (want, 2)
+    assert count_committed_records(world.stack.kafka_bootstrap, world.dlq) == 2  # the demo's count
 
 
 def test_a_crash_after_the_kafka_commit_is_continued_from_the_marker(world: World) -> None:
