@@ -8,8 +8,10 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import happybase
+import yaml
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from airflow_provider_eo.config import PipelineSpec
@@ -63,6 +65,17 @@ class World:
     def read(self) -> list[TopicRecord]:
         """Every record of the dead-letter topic a ``read_committed`` consumer sees."""
         return read_committed(self.stack.kafka_bootstrap, self.dlq)
+
+    def pipelines_file(self, folder: Path) -> Path:
+        """A pipelines YAML declaring this world's pipeline (for operators and eo-ledger)."""
+        assert self.spec.dead_letters is not None
+        entry = {
+            "name": self.spec.name, "topics": [self.source], "hbase": {"table": self.spec.hbase_table},
+            "bad_records": "dead_letter", "dead_letters": {"topic": self.dlq},
+        }  # fmt: skip
+        file = folder / f"{self.spec.name}.yaml"
+        file.write_text(yaml.safe_dump({"pipelines": [entry]}))
+        return file
 
     def marker(self) -> int:
         """The marker group's committed offset (0: none)."""

@@ -6,12 +6,15 @@ re-commit by recovery and a write retried after a killed attempt; the commit tas
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.client_errors import EoKafkaError
@@ -26,7 +29,7 @@ from airflow_provider_eo.spark.settings import task_settings
 from airflow_provider_eo.spark.write_task import run_task
 from eo_devtools.demo.topic_records import count_committed_records
 from tests.conftest import StackInfo
-from tests.faults.crash_points import listening
+from tests.faults.crash_points import REPO, crash_env, listening
 from tests.integration.dead_letter_support import TopicRecord, World, dead_letter_world
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import produce, recent_timestamp_ms
@@ -213,12 +216,7 @@ def test_eo_ledger_dead_letters_publish(
     world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     epoch_id = committed_epoch(world, ["bad-0", "bad-1"])  # committed, not yet published
-    entry = {
-        "name": world.spec.name, "topics": [world.source], "hbase": {"table": world.spec.hbase_table},
-        "bad_records": "dead_letter", "dead_letters": {"topic": world.dlq},
-    }  # fmt: skip
-    file = tmp_path / "pipelines.yaml"
-    file.write_text(yaml.safe_dump({"pipelines": [entry]}))
+    file = world.pipelines_file(tmp_path)
     monkeypatch.setenv("EO_LEDGER_DSN", world.ledger_dsn)
     monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", world.trip.env["AIRFLOW_CONN_EO_KAFKA"])
 
@@ -245,3 +243,35 @@ def test_a_missing_topic_is_an_error_naming_pipeline_and_topic(world: World) -> 
         f"pipeline {world.spec.name!r}: dead-letter topic 'no-such-dlq-topic' does not exist "
         "(create it; nothing creates it automatically)"
     )
+
+
+def commit_step(
+    world: World, file: Path, epoch_id: int, faults: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """The commit task in its own process (``tests.faults.steps``), ``faults`` armed (SIGKILL)."""
+    env = {**os.environ, **world.trip.env, **(crash_env(faults) if faults else {})}
+    argv = ["--pipeline", world.spec.name, "--pipelines-file", str(file), "--dag-id", "d", "--run-id", "r"]
+    return subprocess.run(
+        [sys.executable, "-m", "tests.faults.steps", "commit", *argv, "--epoch-id", str(epoch_id)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_commit_tasks_killed_before_and_after_the_kafka_commit(world: World, tmp_path: Path) -> None:
+    fill(world, ["bad-0", "bad-1"])
+    epoch = world.trip.reserve()
+    assert epoch is not None
+    world.trip.write(epoch.epoch_id)
+    file = world.pipelines_file(tmp_path)
+    killed = commit_step(world, file, epoch.epoch_id, "dead_letters.before_commit")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert world.read() == []  # COMMITTED in the ledger; the Kafka transaction never committed
+    killed = commit_step(world, file, epoch.epoch_id, "dead_letters.after_commit")  # the task's retry
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    want = [expected(world, i, epoch.epoch_id, f"bad-{i}") for i in range(2)]
+    assert (world.read(), world.marker()) == (want, 2)
+    last = commit_step(world, file, epoch.epoch_id)  # the next retry: a no-op commit, nothing to publish
+    assert last.returncode == 0, last.stderr[-2000:]
+    answer = json.loads(last.stdout.strip().splitlines()[-1])
+    assert (answer["action"], answer["dead_letters"]) == ("noop", outcome(world, 0, 2, 2).to_json())
+    assert world.read() == want
