@@ -145,8 +145,8 @@ class DeadLetterTopic:
         producer = self._producer
         if producer is None:
             raise RuntimeError("DeadLetterTopic.publish before open")
-        group_metadata = self._group_metadata()
         try:
+            group_metadata = self._group_metadata()
             producer.begin_transaction()
             for record in records:
                 self._produce(producer, record)
