@@ -6,7 +6,8 @@ The ledger DSN is never a required argument (arguments are visible to other user
 Kafka (``lag``, ``commit``) uses ``AIRFLOW_CONN_<KAFKA_CONN_ID>`` (default ``eo_kafka``).
 Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for failures,
 2 for refusals (``commit``/``abort`` without ``--yes``, ``prune`` without a pipeline
-selector or a criterion) and usage errors. ``prune`` without ``--yes`` is a dry run.
+selector or a criterion, every ``seek``/``reset`` refusal: cli/seek_commands.py) and
+usage errors. ``prune`` without ``--yes`` is a dry run.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_eo.cli import dead_letter_commands
+from airflow_provider_eo.cli import dead_letter_commands, seek_commands
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
+from airflow_provider_eo.ledger.errors import SeekRefused
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
@@ -92,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--batch-size", type=int, default=1000, help="epochs per delete transaction")
     prune.add_argument("--yes", action="store_true", help="delete (without it: report what would go)")
     dead_letter_commands.add_parser(sub)
+    seek_commands.add_parsers(sub)
     return parser
 
 
@@ -117,6 +120,8 @@ def prune_policy(args: argparse.Namespace) -> PrunePolicy:
 
 def run(args: argparse.Namespace) -> Any:
     """Execute the parsed command; returns the JSON-serializable answer."""
+    if args.command in seek_commands.COMMANDS:
+        return seek_commands.run(args, resolve_dsn(args.dsn, args.conn_id))
     if args.command in ("commit", "abort") and not args.yes:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
     if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
@@ -154,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON answer
             result = run(args)
-    except Refused as exc:
+    except (Refused, SeekRefused) as exc:
         print(json.dumps({"error": str(exc), "type": "Refused"}), file=sys.stderr)
         return 2
     except Exception as exc:

@@ -113,3 +113,9 @@ class CursorBeyondHighWatermark(LedgerError):
 
 class InvalidRanges(LedgerError):
     """Backfill ranges that are empty, negative, duplicated or outside the watermarks."""
+
+
+class SeekRefused(LedgerError):
+    """``eo-ledger seek`` / ``reset`` refused (an open epoch, a target outside the
+    watermarks, a partition that is not pinned, ...): nothing was changed, and the message
+    says what to do. The CLI answers it with exit code 2."""

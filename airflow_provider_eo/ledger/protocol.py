@@ -22,6 +22,9 @@ read-only commands only read the store: ``store.queries``).
 ``abort``           RESERVED (or, by an operator, WRITTEN) -> ABORTED
 ``recover``         settle a pipeline's open epochs left by other runs
 ``release``         settle a backfill run's own epochs when it ends
+``seek``            move a pipeline's stream cursors (an operator's act;
+                    planning: ``seek_plan``, the transaction: ``seek``)
+``reset_to_group``  move them to the consumer group's committed offsets
 ``publish_dead_letters`` send the committed dead letters the pipeline's
                     dead-letter topic lacks, exactly once
                     (``dead_letter_publication``)
@@ -37,7 +40,7 @@ resolves. See docs/DESIGN.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_eo import protocol_points
@@ -63,7 +66,7 @@ from airflow_provider_eo.ledger.fencing import (
     write_permission,
 )
 from airflow_provider_eo.ledger.models import LOGGED_RANGES, Epoch, PartitionRange, offsets_text, ranges_text
-from airflow_provider_eo.ledger.offsets import KafkaOffsets
+from airflow_provider_eo.ledger.offsets import KafkaOffsets, TopicPartition
 from airflow_provider_eo.ledger.outcomes import (
     AlreadyCommitted,
     AlreadyWritten,
@@ -81,6 +84,10 @@ from airflow_provider_eo.ledger.recovery_plan import (
     plan_recovery,
     plan_release,
 )
+from airflow_provider_eo.ledger.seek import SeekOutcome
+from airflow_provider_eo.ledger.seek import reset_to_group as reset_cursors_to_group
+from airflow_provider_eo.ledger.seek import seek as seek_cursors
+from airflow_provider_eo.ledger.seek_plan import SeekTarget
 from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.stream_reservation import reserve_stream
@@ -280,6 +287,29 @@ class EpochProtocol:
         """Settle ``run``'s own open backfill epochs (its teardown): commit WRITTEN, abort RESERVED."""
         plan = plan_release(self.ledger.open_epochs(spec.name, EpochKind.BACKFILL), run)
         return self._carry_out(spec, plan)
+
+    # -- operators moving cursors ---------------------------------------------------
+    def seek(
+        self,
+        pipeline: str,
+        target: SeekTarget,
+        *,
+        group_id: str,
+        reason: str,
+        partitions: Sequence[TopicPartition] = (),
+    ) -> SeekOutcome:
+        """Move ``pipeline``'s stream cursors (of ``partitions``; all pinned when empty) to
+        ``target``, then publish them to ``group_id`` (ledger/seek.py). Raises
+        ``SeekRefused`` (nothing changed) on an unknown pipeline, an open epoch, a partition
+        not pinned or a target outside the watermarks."""
+        return seek_cursors(self.ledger, self.kafka, pipeline, group_id, target, partitions, reason)
+
+    def reset_to_group(
+        self, pipeline: str, *, group_id: str, reason: str, partitions: Sequence[TopicPartition] = ()
+    ) -> SeekOutcome:
+        """Move ``pipeline``'s stream cursors to ``group_id``'s committed offsets (partitions
+        without one are left alone); refuses like :meth:`seek`."""
+        return reset_cursors_to_group(self.ledger, self.kafka, pipeline, group_id, partitions, reason)
 
     def _carry_out(self, spec: PipelineSpec, plan: SettlementPlan) -> Settled:
         """Carry ``plan`` out in order. A failure stops it with the earlier steps done;

@@ -14,6 +14,8 @@ STORE_TRANSITION_MODULES = frozenset(
         "airflow_provider_eo.ledger.store.transitions",
         "airflow_provider_eo.ledger.stream_reservation",
         "airflow_provider_eo.ledger.backfill_reservation",
+        "airflow_provider_eo.ledger.seek",
+        "airflow_provider_eo.ledger.store.cursor_moves",
     }
 )
 LEDGER_TRANSITIONS = frozenset({"vote_written", "mark_committed", "transaction"})

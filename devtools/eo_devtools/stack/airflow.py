@@ -37,6 +37,10 @@ class LocalAirflow:
     def _pid(service: AirflowService) -> int | None:
         return running_pid(service.pid_path)
 
+    def api_server_running(self) -> bool:
+        """Whether the API server's process is alive (its pid file names a live process)."""
+        return any(self._pid(s) is not None for s in self.services if s.port_keys)
+
     def prepare(self) -> None:
         """Metadata database and role, secrets, login file, migration (each only when needed)."""
         self.config.home.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,8 @@ ZooKeeper) are always chosen freely. ``--spark-workers N`` also runs a Spark sta
 cluster (a master and N one-core workers from the installed pyspark; ``status`` shows its
 ``spark://`` URL and the workers alive, ``env`` adds the ``spark_standalone`` connection),
 ``--spark-workers 0`` stops it; without the flag a running cluster is left as it is.
-Only ``env`` prints secrets (the ledger DSN); the
+Only ``env`` prints secrets (the ledger DSN; while Airflow runs, its ``airflow_api`` connection
+with the admin's login, which ``eo-ledger seek`` / ``reset`` use); elsewhere the
 Airflow password stays in its login file.
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote, urlsplit
 
 from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.schema_registry import CCOMPAT_PATH
@@ -49,6 +50,15 @@ def spark_standalone_connection(master_url: str) -> str:
     ``--master <host>``, here ``spark://127.0.0.1:<port>``.
     """
     return json.dumps({"conn_type": "spark", "host": master_url, "extra": {"deploy-mode": "client"}})
+
+
+def airflow_api_connection(url: str, username: str, password: str) -> str:
+    """Airflow URI connection for the stack's REST API (``airflow_api``, read by
+    ``hooks/airflow_api.py``): ``http://<user>:<password>@<host>:<port>`` with both quoted.
+    Contains the password: print it only where ``eo-stack env`` prints secrets."""
+    server = urlsplit(url)
+    login = f"{quote(username, safe='')}:{quote(password, safe='')}"
+    return f"{server.scheme}://{login}@{server.hostname}:{server.port}"
 
 
 def stack_conn_env(

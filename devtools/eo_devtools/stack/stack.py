@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from eo_devtools.stack.airflow import LocalAirflow
-from eo_devtools.stack.airflow_config import AirflowConfig
+from eo_devtools.stack.airflow_config import ADMIN_USER, AirflowConfig
 from eo_devtools.stack.airflow_services import API_PORT_KEY
-from eo_devtools.stack.connections import stack_conn_env
+from eo_devtools.stack.connections import airflow_api_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
@@ -308,12 +308,22 @@ class LocalStack:
         return registry_url(self._port("schema-registry"))
 
     def conn_env(self) -> dict[str, str]:
-        """``AIRFLOW_CONN_*`` name -> value for this stack; ``..._SPARK_STANDALONE`` while a cluster runs."""
+        """``AIRFLOW_CONN_*`` name -> value for this stack; ``..._SPARK_STANDALONE`` while a
+        cluster runs, ``..._AIRFLOW_API`` (the admin's login: ``eo-ledger seek`` asks it
+        whether a stream DAG is paused) while Airflow's API server runs."""
         recorded = self._recorded_ports()
-        return stack_conn_env(
+        env = stack_conn_env(
             self.ledger_dsn,
             self._port("kafka"),
             self.hbase_port,
             self._spark_master_url(recorded),
             schema_registry_port=recorded.get("schema-registry"),
         )
+        if API_PORT_KEY in recorded:
+            airflow = self._airflow(recorded)
+            if airflow.api_server_running():
+                password = airflow.config.secrets()["admin_password"]
+                env["AIRFLOW_CONN_AIRFLOW_API"] = airflow_api_connection(
+                    airflow.config.url, ADMIN_USER, password
+                )
+        return env
