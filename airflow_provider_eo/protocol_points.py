@@ -15,6 +15,8 @@ docs/faults.md): the product imports, reads and configures nothing for it.
 | ``spark.after_vote`` | the Spark driver: voted WRITTEN, before the application exits |
 | ``commit.before_publish`` | ``EpochProtocol.commit``: the epoch read WRITTEN, group offsets not yet published |
 | ``commit.after_publish`` | ``EpochProtocol.commit``: group offsets published, before marking COMMITTED |
+| ``dead_letters.before_commit`` | dead-letter publication (``hooks/dead_letter_topic.py``): a batch and its marker produced, Kafka transaction not committed |
+| ``dead_letters.after_commit`` | dead-letter publication (``ledger/dead_letter_publication.py``): a batch's Kafka transaction committed, nothing else done |
 """  # noqa: E501
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ POINT_NAMES = (
     "spark.after_vote",
     "commit.before_publish",
     "commit.after_publish",
+    "dead_letters.before_commit",
+    "dead_letters.after_commit",
 )
 _KNOWN = frozenset(POINT_NAMES)
 

@@ -22,9 +22,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_eo.cli import history_commands, seek_commands
+from airflow_provider_eo.cli import dead_letter_commands, history_commands, seek_commands
 from airflow_provider_eo.cli import ledger_commands as commands
-from airflow_provider_eo.cli.replay_commands import ReplayRefused, add_replay_parser, run_replay
+from airflow_provider_eo.cli.replay_commands import ReplayRefused
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.ledger.errors import SeekRefused
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
@@ -96,10 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--keep-last", type=int, help="keep the N newest settled epochs of each pipeline")
     prune.add_argument("--batch-size", type=int, default=1000, help="epochs per delete transaction")
     prune.add_argument("--yes", action="store_true", help="delete (without it: report what would go)")
-    dead = sub.add_parser("dead-letters", help="dead-lettered records of a pipeline")
-    dead.add_argument("--pipeline")
-    dead.add_argument("--limit", type=int, default=100)
-    add_replay_parser(dead.add_subparsers(dest="dead_letters_command"))
+    dead_letter_commands.add_parser(sub)
     history_commands.add_history_parser(sub)
     seek_commands.add_parsers(sub)
     return parser
@@ -155,12 +152,8 @@ def run(args: argparse.Namespace) -> Any:
             return commands.prune(
                 ledger, args.pipeline, prune_policy(args), yes=args.yes, batch=args.batch_size
             )
-        if args.command == "dead-letters" and args.dead_letters_command == "replay":
-            return run_replay(args, ledger)
-        if args.command == "dead-letters":
-            if not args.pipeline:
-                raise Refused("dead-letters needs --pipeline P")
-            return commands.dead_letters(ledger, args.pipeline, args.limit)
+        if args.command == dead_letter_commands.COMMAND:
+            return dead_letter_commands.run(args, ledger, Refused)
         protocol = EpochProtocol(ledger, kafka=lambda: commands.kafka_hook(args.kafka_conn_id))
         if args.command == "commit":
             group_id = args.group_id or commands.pipeline_group(args.pipelines_file)

@@ -88,15 +88,6 @@ def pipeline_group(pipelines_file: str | None) -> Callable[[str], str]:
     return group_of
 
 
-def dead_letters(ledger: Ledger, pipeline: str, limit: int) -> dict[str, Any]:
-    """The first ``limit`` dead letters of ``pipeline`` and their total count."""
-    return {
-        "pipeline": pipeline,
-        "count": ledger.dead_letter_count(pipeline),
-        "dead_letters": ledger.list_dead_letters(pipeline, limit),
-    }
-
-
 def prune(
     ledger: Ledger, pipelines: Sequence[str] | None, policy: PrunePolicy, *, yes: bool, batch: int
 ) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from airflow_provider_eo.config.specs import (
     DEFAULT_BATCH_BYTES,
     HBASE_KEYVALUE_MAXSIZE,
     CapsSpec,
+    DeadLettersSpec,
     PipelineSpec,
     SparkResources,
     SparkSpec,
@@ -68,6 +69,7 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         starting=_parse_starting(section.child("starting")),
         caps=_parse_caps(section.child("caps")),
         bad_records=section.choice("bad_records", ("fail", "dead_letter"), "fail"),
+        dead_letters=_parse_dead_letters(section),
         on_data_loss=section.choice("on_data_loss", ("fail", "record_gap"), "fail"),
         spark=_parse_spark(section.child("spark")),
         timeouts=parse_timeouts(section.child("timeouts")),
@@ -109,6 +111,24 @@ def _parse_topics(section: Section) -> tuple[tuple[str, ...], str | None]:
     if len(set(topics)) != len(topics):
         section.fail("topics", "lists a topic more than once")
     return tuple(topics), None
+
+
+def _parse_dead_letters(section: Section) -> DeadLettersSpec | None:
+    """``dead_letters: {topic: T}`` (optional); needs ``bad_records: dead_letter``."""
+    if section.raw("dead_letters", None) is None:
+        return None
+    child = section.child("dead_letters")
+    topic = child.string("topic")
+    if not TOPIC_RE.fullmatch(topic) or topic in (".", ".."):
+        child.fail(
+            "topic", f"must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got {topic!r}"
+        )
+    child.finish()
+    if section.raw("bad_records", "fail") != "dead_letter":
+        section.fail(
+            "dead_letters", "needs bad_records: dead_letter (with 'fail' no record is dead-lettered)"
+        )
+    return DeadLettersSpec(topic)
 
 
 def _parse_starting(section: Section) -> StartingSpec:

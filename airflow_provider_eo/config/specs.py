@@ -183,6 +183,20 @@ class BackfillSpec:
 
 
 @dataclass(frozen=True)
+class DeadLettersSpec:
+    """Where a pipeline's dead letters are published (docs/dead_letters.md): ``topic``, a
+    Kafka topic that must exist, receives each committed dead letter exactly once."""
+
+    topic: str
+
+    @staticmethod
+    def marker_group(group_id: str) -> str:
+        """The consumer group whose committed offset on ``(topic, 0)`` is the next
+        ``publish_seq`` the topic lacks: ``<group_id>.dead-letters``."""
+        return f"{group_id}.dead-letters"
+
+
+@dataclass(frozen=True)
 class PipelineSpec:
     """One declared pipeline: Kafka topics -> one HBase table/column family.
 
@@ -202,6 +216,7 @@ class PipelineSpec:
     starting: StartingSpec = field(default_factory=StartingSpec)
     caps: CapsSpec = field(default_factory=CapsSpec)
     bad_records: BadRecordPolicy = "fail"
+    dead_letters: DeadLettersSpec | None = None
     on_data_loss: DataLossPolicy = "fail"
     spark: SparkSpec = field(default_factory=SparkSpec)
     timeouts: TimeoutsSpec = field(default_factory=TimeoutsSpec)
@@ -231,5 +246,8 @@ class PipelineSpec:
             "timeouts": TimeoutsSpec(**data["timeouts"]),
             "backfill": BackfillSpec(**data["backfill"]),
             "wait": WaitSpec(**data["wait"]),
+            "dead_letters": None
+            if data.get("dead_letters") is None
+            else DeadLettersSpec(**data["dead_letters"]),
         }
         return cls(**{**data, **nested, "topics": tuple(data["topics"])})

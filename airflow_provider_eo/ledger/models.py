@@ -146,7 +146,11 @@ class DeadLetter:
     """A record that could not be mapped, kept with its raw bytes.
 
     The ledger stores one row per (pipeline, topic, partition, offset); recording the
-    same record again (a replay) overwrites it.
+    same record again (a retried write, a replay) overwrites it, unless the row already
+    belongs to a newer epoch (a zombie writer of an older epoch never wins).
+    ``error_class`` is the class name of the exception that rejected the record,
+    ``timestamp`` the record's Kafka timestamp (ms since the epoch) and ``schema_id`` the
+    Schema Registry id its value (else its key) named, when it came in a registry format.
     """
 
     pipeline: str
@@ -158,9 +162,35 @@ class DeadLetter:
     key: bytes | None = None
     value: bytes | None = None
     headers: list[tuple[str, bytes | None]] | None = None
+    error_class: str | None = None
+    timestamp: int | None = None
+    schema_id: int | None = None
 
     def headers_json(self) -> list[list[str | None]] | None:
         """Headers as JSON (values base64-encoded)."""
         if self.headers is None:
             return None
         return [[name, None if raw is None else base64.b64encode(raw).decode()] for name, raw in self.headers]
+
+
+@dataclass(frozen=True)
+class SequencedDeadLetter:
+    """A committed dead letter with its place in the pipeline's publish order
+    (``publish_seq``: 0, 1, 2, ... per pipeline, assigned when its epoch committed)."""
+
+    publish_seq: int
+    letter: DeadLetter
+
+    @property
+    def size_bytes(self) -> int:
+        """Raw key plus value length (what bounds a publication batch)."""
+        return len(self.letter.key or b"") + len(self.letter.value or b"")
+
+
+@dataclass(frozen=True)
+class OutgoingRecord:
+    """One record for a dead-letter topic: key, value and headers (header values bytes)."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]

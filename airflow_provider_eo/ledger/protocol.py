@@ -28,6 +28,9 @@ read-only commands only read the store: ``store.queries``).
 ``seek``            move a pipeline's stream cursors (an operator's act;
                     planning: ``seek_plan``, the transaction: ``seek``)
 ``reset_to_group``  move them to the consumer group's committed offsets
+``publish_dead_letters`` send the committed dead letters the pipeline's
+                    dead-letter topic lacks, exactly once
+                    (``dead_letter_publication``)
 =================  ===========================================================
 
 Every durable effect happens in the ledger (one short transaction each) or in the
@@ -53,6 +56,11 @@ from airflow_provider_eo.ledger.backfill_plan import (
     validate_backfill_ranges,
 )
 from airflow_provider_eo.ledger.backfill_reservation import reserve_backfill
+from airflow_provider_eo.ledger.dead_letter_publication import (
+    DeadLetterPublication,
+    DeadLetterTopicPort,
+    publish_dead_letters,
+)
 from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.fencing import (
     Fenced,
@@ -100,6 +108,7 @@ __all__ = [
     "AlreadyCommitted",
     "AlreadyWritten",
     "Committed",
+    "DeadLetterPublication",
     "EpochProtocol",
     "GroupId",
     "NothingToReserve",
@@ -118,13 +127,21 @@ class EpochProtocol:
 
     ``kafka`` is a zero-argument factory (e.g. a hook constructor), called at most once
     and only by an entry point that needs the broker, so the Spark driver and the CLI's
-    read-only commands never connect to Kafka.
+    read-only commands never connect to Kafka. ``dead_letter_topics`` makes a pipeline's
+    dead-letter topic (``hooks.dead_letter_topic.DeadLetterTopic``), called by each
+    :meth:`publish_dead_letters` of a pipeline that has one.
     """
 
-    def __init__(self, ledger: Ledger, kafka: Callable[[], KafkaOffsets] | None = None) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        kafka: Callable[[], KafkaOffsets] | None = None,
+        dead_letter_topics: Callable[[PipelineSpec], DeadLetterTopicPort] | None = None,
+    ) -> None:
         self.ledger = ledger
         self._kafka_factory = kafka
         self._kafka: KafkaOffsets | None = None
+        self._dead_letter_topics = dead_letter_topics
 
     @property
     def kafka(self) -> KafkaOffsets:
@@ -286,10 +303,14 @@ class EpochProtocol:
     ) -> Settled:
         """Settle ``spec``'s open epochs (of ``kind``; all kinds when None) as
         :func:`~airflow_provider_eo.ledger.recovery_plan.plan_recovery` plans, in epoch order;
-        the history records these changes as ``recovery`` by this ledger's actor."""
+        the history records these changes as ``recovery`` by this ledger's actor. Then
+        finishes any interrupted dead-letter publication (:meth:`publish_dead_letters`);
+        its failure raises (the epochs stay settled; the task's retry publishes)."""
         plan = plan_recovery(self.ledger.open_epochs(spec.name, kind), run, is_live)
         with self.ledger.acting_as(self.ledger.actor.recovering()):
-            return self._carry_out(spec, plan)
+            settled = self._carry_out(spec, plan)
+        self.publish_dead_letters(spec)
+        return settled
 
     def release(self, spec: PipelineSpec, run: RunIdentity) -> Settled:
         """Settle ``run``'s own open backfill epochs (its teardown): commit WRITTEN, abort RESERVED."""
@@ -335,6 +356,23 @@ class EpochProtocol:
             spec.name, plan.ids(Action.COMMIT), plan.ids(Action.ABORT), plan.ids(Action.KEEP),
         )  # fmt: skip
         return Settled(spec.name, plan)
+
+    # -- the dead-letter topic ------------------------------------------------------
+    def publish_dead_letters(self, spec: PipelineSpec) -> DeadLetterPublication:
+        """Publish ``spec``'s committed dead letters its dead-letter topic lacks, exactly once
+        (:func:`~airflow_provider_eo.ledger.dead_letter_publication.publish_dead_letters`).
+
+        No ``dead_letters.topic``: nothing is done (``published`` 0, ``topic`` None).
+        Raises ``DeadLetterTopicMissing`` / ``EoKafkaError`` naming pipeline and topic
+        (what was published before the failure stays published, once), ``RuntimeError``
+        when this protocol was created without ``dead_letter_topics``.
+        """
+        if spec.dead_letters is None:
+            return DeadLetterPublication(spec.name, None, 0, 0, 0)
+        if self._dead_letter_topics is None:
+            raise RuntimeError("this EpochProtocol was created without dead-letter topics")
+        topic = self._dead_letter_topics(spec)
+        return publish_dead_letters(self.ledger, spec.name, spec.dead_letters.topic, topic)
 
     def _epoch_of(self, pipeline: str, epoch_id: int) -> Epoch:
         epoch = self.ledger.get_epoch(epoch_id)

@@ -25,7 +25,10 @@ class CommitEpochOperator(PipelineOperator):
 
     Returns (XCom) the epoch's summary (``Epoch.to_summary``, ``state: "COMMITTED"``) plus
     ``action: "committed" | "noop"`` and ``published: [{topic, partition, offset}]``
-    (``operators/xcom.py``, ``commit_summary``).
+    (``operators/xcom.py``, ``commit_summary``) and ``dead_letters``: what the publication
+    to the pipeline's dead-letter topic did (``DeadLetterPublication.to_json``; it runs
+    after every commit, a no-op one too, and raises ``EoKafkaError`` after the commit if
+    the topic is unreachable or missing: the retry publishes what is left, once).
 
     Announces the epoch on ``table_asset`` (when given; it is added to the task's
     outlets): the Asset event Airflow records when this task succeeds carries the epoch
@@ -62,6 +65,8 @@ class CommitEpochOperator(PipelineOperator):
             if not outcome.already_committed:
                 stream = outcome.epoch.kind is EpochKind.STREAM
                 report_committed(outcome.epoch, (lambda: protocol.kafka) if stream else None)
+            # also after a no-op commit: a retried commit task finishes an interrupted publication
+            publication = protocol.publish_dead_letters(spec)
         if self.table_asset is not None:
             announce_commit(context, self.table_asset, outcome.epoch)
-        return commit_summary(outcome)
+        return {**commit_summary(outcome), "dead_letters": publication.to_json()}

@@ -10,6 +10,7 @@ from airflow.sdk import BaseOperator, Context
 
 from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
+from airflow_provider_eo.hooks.dead_letter_topic import dead_letter_topics
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.actors import Actor
@@ -77,9 +78,13 @@ def open_protocol(
     ledger_conn_id: str, kafka_conn_id: str, actor: Actor | None = None
 ) -> Iterator[EpochProtocol]:
     """An :class:`EpochProtocol` over the two Airflow connections (Kafka is connected only
-    if a call needs it) whose changes are recorded as ``actor``'s (None: the process's);
-    the ledger is closed afterwards."""
+    if a call needs it; a pipeline's dead-letter topic too) whose changes are recorded as
+    ``actor``'s (None: the process's); the ledger is closed afterwards."""
     with EoLedgerHook(ledger_conn_id).get_ledger() as ledger:
         if actor is not None:
             ledger.actor = actor
-        yield EpochProtocol(ledger, kafka=lambda: EoKafkaHook(kafka_conn_id))
+        yield EpochProtocol(
+            ledger,
+            kafka=lambda: EoKafkaHook(kafka_conn_id),
+            dead_letter_topics=dead_letter_topics(kafka_conn_id),
+        )

@@ -55,8 +55,17 @@ class BadRecordHandler:
         self.pending_bytes = 0
         self.count = 0
 
-    def handle(self, record: KafkaRecord, reason: str) -> None:
-        """Fail (policy ``fail``) or buffer a dead letter (policy ``dead_letter``)."""
+    def handle(
+        self,
+        record: KafkaRecord,
+        reason: str,
+        *,
+        error_class: str | None = None,
+        schema_id: int | None = None,
+    ) -> None:
+        """Fail (policy ``fail``) or buffer a dead letter (policy ``dead_letter``) carrying
+        ``error_class`` (the rejecting exception's class name), the record's timestamp and
+        ``schema_id`` (its Schema Registry id, None when it has none or none was readable)."""
         where = f"topic {record.topic} partition {record.partition} offset {record.offset}"
         if self.policy == "fail":
             raise BadRecordError(
@@ -83,6 +92,9 @@ class BadRecordHandler:
                 key=record.key,
                 value=record.value,
                 headers=list(record.headers),
+                error_class=error_class,
+                timestamp=record.timestamp_ms,
+                schema_id=schema_id,
             )
         )
         self.pending_bytes += record.size_bytes

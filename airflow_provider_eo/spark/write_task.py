@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.config.specs import MappingSpec
+from airflow_provider_eo.config.specs import REGISTRY_FORMATS, MappingSpec
 from airflow_provider_eo.errors import BadRecord, EoError
 from airflow_provider_eo.formats.factory import build_decoder
 from airflow_provider_eo.formats.registry.settings import RegistrySettings
+from airflow_provider_eo.formats.registry.wire_format import schema_id_of
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
@@ -36,7 +37,7 @@ from airflow_provider_eo.spark.dead_letters import (
 from airflow_provider_eo.spark.hbase_writer import SegmentWriter
 from airflow_provider_eo.spark.mapping import build_mapper
 from airflow_provider_eo.spark.range_reader import read_range
-from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
@@ -172,7 +173,8 @@ def run_task(
             try:
                 mutation = mapper.map(record)
             except BadRecord as bad:
-                handler.handle(record, bad.reason)
+                schema_id = registry_schema_id(mapping, record)
+                handler.handle(record, bad.reason, error_class=type(bad).__name__, schema_id=schema_id)
                 mutation = None
             if isinstance(mutation, RowDelete):
                 metrics.tombstones += 1
@@ -205,6 +207,21 @@ def run_task(
         metrics.segments,
     )
     return metrics
+
+
+def registry_schema_id(mapping: MappingSpec, record: KafkaRecord) -> int | None:
+    """The Schema Registry id a bad record names: its value's when the value format is a
+    registry format and the value is framed, else its key's likewise; None otherwise."""
+    for part, data, fmt in (
+        ("value", record.value, mapping.value_format),
+        ("key", record.key, mapping.key_format),
+    ):
+        if fmt in REGISTRY_FORMATS and data:
+            try:
+                return schema_id_of(data, part)
+            except BadRecord:
+                continue
+    return None
 
 
 def open_schema_cache(settings: TaskSettings) -> SchemaCache | None:

@@ -241,12 +241,21 @@ def test_dead_letters(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> No
         "dead_letters": [
             {
                 "pipeline": "orders", "topic": "t", "partition": 0, "offset": offset, "epoch_id": None,
-                "error": "missing field user_id", "key_b64": key, "value_b64": "e30=",
+                "error": "missing field user_id", "error_class": None, "timestamp": None,
+                "schema_id": None, "publish_seq": None, "key_b64": key, "value_b64": "e30=",
                 "headers": [["h", "dg=="]],
             }
             for offset, key in ((7, "aw=="), (8, None))
         ],
     }  # fmt: skip
+    code, listed = cli(capsys, "dead-letters", "list", "--pipeline", "orders", "--limit", "1")
+    assert (code, listed["count"], [row["offset"] for row in listed["dead_letters"]]) == (0, 2, [7])
+    code, listed = cli(capsys, "dead-letters", "--limit", "1", "list", "--pipeline", "orders")
+    assert (code, [row["offset"] for row in listed["dead_letters"]]) == (0, [7])
+    assert cli(capsys, "dead-letters", "list") == (
+        2,
+        {"error": "dead-letters needs --pipeline P", "type": "Refused"},
+    )
 
 
 def test_dsn_from_an_airflow_connection(

@@ -139,13 +139,15 @@ class World:
         }
         return EpochRoundTrip(spec, self.ledger_dsn, env)
 
-    def dead_letters(self, pipeline: str) -> list[tuple[int, str, bytes]]:
+    def dead_letters(self, pipeline: str) -> list[tuple[int, str, bytes, int | None, str | None]]:
+        """(offset, error, value, schema_id, error_class) of each dead letter."""
         with psycopg2.connect(self.ledger_dsn) as conn, conn.cursor() as cur:
             cur.execute(
-                'SELECT "offset", error, value FROM eo.dead_letters WHERE pipeline = %s ORDER BY "offset"',
+                'SELECT "offset", error, value, schema_id, error_class FROM eo.dead_letters'
+                ' WHERE pipeline = %s ORDER BY "offset"',
                 (pipeline,),
             )
-            return [(r[0], r[1], bytes(r[2])) for r in cur.fetchall()]
+            return [(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in cur.fetchall()]
 
 
 @pytest.fixture(scope="module")
@@ -223,13 +225,15 @@ def test_interleaved_schema_versions_write_exact_cells_and_replay_byte_identical
                           b"d:placed_at": ISO, b"d:coupon": b"null"},
         }  # fmt: skip
         assert world.dead_letters(table) == [
-            (4, "value: no Confluent wire-format magic byte (first byte 0x7b)", values[4]),
+            (4, "value: no Confluent wire-format magic byte (first byte 0x7b)", values[4], None, "BadRecord"),
             (
                 5,
                 f"value: schema id {UNKNOWN_ID} is unknown to the registry (HTTP 404, error code 40403)",
                 values[5],
+                UNKNOWN_ID,
+                "BadRecord",
             ),
-            (6, f"{CUT_SHORT.format(v1)}", values[6]),
+            (6, f"{CUT_SHORT.format(v1)}", values[6], v1, "BadRecord"),
         ]
         metrics = epoch.metrics or {}
         assert (metrics["schema_ids"], metrics["schema_fetches"]) == (sorted([v1, v2]), 3)

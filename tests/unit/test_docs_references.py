@@ -68,6 +68,8 @@ EXTERNAL_NAMES = frozenset(
         # confluent-kafka's and protobuf's (docs/formats.md)
         "AvroDeserializer", "ProtobufDeserializer", "SchemaRegistryClient", "MessageToDict",
         "GetMessageClass", "FileDescriptorProto", "Int64Value", "StringValue", "ListValue",
+        # confluent-kafka's transactional producer (docs/dead_letters.md)
+        "init_transactions", "send_offsets_to_transaction", "commit_transaction",
     }
 )  # fmt: skip
 CODE_ROOTS = ("airflow_provider_eo", "devtools", "tests", "benchmarks")

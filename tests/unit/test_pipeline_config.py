@@ -23,7 +23,7 @@ from airflow_provider_eo.config import (
     load_pipelines,
     parse_pipelines_text,
 )
-from airflow_provider_eo.config.specs import WaitSpec
+from airflow_provider_eo.config.specs import DeadLettersSpec, WaitSpec
 
 BASE: dict[str, Any] = {"name": "orders", "topics": ["orders"], "hbase": {"table": "orders"}}
 DROP = object()
@@ -155,6 +155,14 @@ pipelines:
 """
 
 
+def test_dead_letters_section_and_its_round_trip_through_to_dict() -> None:
+    text = document(bad_records="dead_letter", dead_letters={"topic": "orders.dead-letters"})
+    spec = parse_pipelines_text(text, "p.yaml")["orders"]
+    assert spec.dead_letters == DeadLettersSpec("orders.dead-letters")
+    assert spec.dead_letters.marker_group(spec.group_id) == "eo-orders.dead-letters"
+    assert PipelineSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
 def test_full_mapping_section_and_its_round_trip_through_to_dict() -> None:
     spec = parse_pipelines_text(NESTED_MAPPING, "p.yaml")["orders"]
     assert spec.mapping == MappingSpec(
@@ -173,6 +181,7 @@ def test_full_mapping_section_and_its_round_trip_through_to_dict() -> None:
     assert spec.mapping.value_paths == ("customer.id", "order.items", "order.total", "order.updated_at")
     assert spec.mapping.key_paths == ("region",)
     assert PipelineSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    assert spec.dead_letters is None
     assert MappingSpec(row_key="{customer.id}").row_key_includes_kafka_key is False
     assert MappingSpec().row_key_includes_kafka_key is True
     assert MappingSpec().version_field is None
@@ -190,7 +199,7 @@ def test_timestamp_forms(timestamp: Any, expected_ms: int) -> None:
 
 
 PIPELINE_KEYS = (
-    "backfill, bad_records, batch_bytes, batch_size, caps, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
+    "backfill, bad_records, batch_bytes, batch_size, caps, dead_letters, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
     "starting, timeouts, topic_pattern, topics, wait"
 )
 P = "p.yaml: pipeline 'orders': "
@@ -289,6 +298,12 @@ INVALID_PIPELINES = [
     (document(caps__max_records_per_partition=True), P + "field 'caps.max_records_per_partition': must be an integer >= 1, got True"),
     (document(caps__max_records=5), P + "field 'caps.max_records': unknown key (allowed here: max_records_per_partition, max_records_total)"),
     (document(bad_records="skip"), P + "field 'bad_records': must be one of fail, dead_letter, got 'skip'"),
+    (document(dead_letters={"topic": "dlq"}), P + "field 'dead_letters': needs bad_records: dead_letter (with 'fail' no record is dead-lettered)"),
+    (document(bad_records="dead_letter", dead_letters={"topic": "a b"}), P + "field 'dead_letters.topic': must be a Kafka topic name (at most 249 letters, digits, '.', '_', '-'), got 'a b'"),
+    (document(bad_records="dead_letter", dead_letters={}), P + "field 'dead_letters.topic': is required"),
+    (document(bad_records="dead_letter", dead_letters={"name": "x"}), P + "field 'dead_letters.topic': is required"),
+    (document(bad_records="dead_letter", dead_letters={"topic": "d", "partitions": 1}), P + "field 'dead_letters.partitions': unknown key (allowed here: topic)"),
+    (document(bad_records="dead_letter", dead_letters="dlq"), P + "field 'dead_letters': must be a mapping, got str"),
     (document(on_data_loss="ignore"), P + "field 'on_data_loss': must be one of fail, record_gap, got 'ignore'"),
     (document(spark__deploy_mode="yarn"), P + "field 'spark.deploy_mode': must be one of client, cluster, got 'yarn'"),
     (document(spark__conf="x"), P + "field 'spark.conf': must be a mapping of Spark properties, got str"),

@@ -18,6 +18,7 @@ from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochState, check_transition, sources_of
 from airflow_provider_eo.ledger.store.actors import label_reason
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
+from airflow_provider_eo.ledger.store.dead_letters import sequence_epoch_dead_letters
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
 from airflow_provider_eo.ledger.store.replay import resolve_replayed
 
@@ -63,8 +64,10 @@ def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[
     goes to the epoch's history (None: the trigger's "committed").
 
     A stream epoch's change raises its partitions' stored cursors to its range ends in
-    the same transaction (:func:`~.cursors.advance_to_committed_ends`); a replay epoch's
-    change marks the dead letters it wrote resolved by it (:func:`~.replay.resolve_replayed`).
+    the same transaction (:func:`~.cursors.advance_to_committed_ends`), the epoch's dead
+    letters get their publish order (:func:`~.dead_letters.sequence_epoch_dead_letters`),
+    and a replay epoch marks the dead letters it wrote resolved by it
+    (:func:`~.replay.resolve_replayed`).
     Raises ``IllegalTransition`` (nothing changed) from any other state.
     """
     label_reason(cur, reason)
@@ -77,6 +80,8 @@ def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[
         advance_to_committed_ends(cur, epoch_id)
         resolve_replayed(cur, epoch_id)
     epoch = fetch_epoch(cur, epoch_id)
+    if changed:
+        sequence_epoch_dead_letters(cur, epoch.pipeline, epoch_id)
     if changed or epoch.state is EpochState.COMMITTED:
         return epoch, changed
     _refuse(epoch, EpochState.COMMITTED)

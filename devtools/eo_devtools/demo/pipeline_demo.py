@@ -5,6 +5,8 @@ the README's way (:mod:`eo_devtools.demo.tables`), produce the feed's records, t
 stream DAG until the topic is drained (each run one epoch, capped by the pipeline), replay
 an old range of partition 0 through the backfill DAG, then verify every invariant against
 every record the topic holds with the feed's oracle (:mod:`eo_devtools.demo.verification`).
+A pipeline with ``dead_letters.topic`` gets that topic created too, and the report says
+how many records it holds (which must equal the ledger's dead letters).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from eo_devtools.demo.feeds import DemoFeed
 from eo_devtools.demo.sample_events import produce_records
 from eo_devtools.demo.scheduled_runs import ScheduledRuns
 from eo_devtools.demo.tables import ensure_table
-from eo_devtools.demo.topic_records import ensure_topic, read_topic
+from eo_devtools.demo.topic_records import count_committed_records, ensure_topic, read_topic
 from eo_devtools.demo.verification import Verification, verify_pipeline
 from eo_devtools.stack.hbase_admin import HBaseTableTool
 from eo_devtools.stack.stack import LocalStack
@@ -42,6 +44,7 @@ class PipelineDemo:
     stream_runs: int = 0
     failure: str | None = None
     report: Verification | None = None
+    dead_letter_topic: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -57,6 +60,7 @@ class PipelineDemo:
             "produced_this_run": self.produced,
             "stream_runs": self.stream_runs,
             **({"failure": self.failure} if self.failure else {}),
+            **({"dead_letter_topic": self.dead_letter_topic} if self.dead_letter_topic else {}),
             **figures,
         }
 
@@ -75,6 +79,8 @@ def run_pipeline_demo(
     topic = spec.topics[0]
     outcome = PipelineDemo(spec.name, topic)
     partitions = ensure_topic(stack.kafka_bootstrap, topic, partitions)
+    if spec.dead_letters is not None:  # the commit step publishes there; nothing else creates it
+        ensure_topic(stack.kafka_bootstrap, spec.dead_letters.topic, 1)
     with _thrift(stack) as hbase:
         table = ensure_table(
             HBaseTableTool(stack.state_dir),
@@ -118,7 +124,23 @@ def run_pipeline_demo(
         outcome.report = verify_pipeline(
             spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase, oracle=oracle
         )
+    if spec.dead_letters is not None:
+        _check_dead_letter_topic(stack, spec.dead_letters.topic, outcome, outcome.report)
+        say(f"{spec.name}: dead-letter topic {spec.dead_letters.topic}: {outcome.dead_letter_topic}")
     return outcome
+
+
+def _check_dead_letter_topic(
+    stack: LocalStack, topic: str, outcome: PipelineDemo, report: Verification
+) -> None:
+    """The dead-letter topic must hold each of the ledger's dead letters exactly once (each
+    demo run commits, and so publishes, all of them)."""
+    records = count_committed_records(stack.kafka_bootstrap, topic)
+    outcome.dead_letter_topic = {"topic": topic, "records": records}
+    if records != report.dead_letters:
+        report.problems.append(
+            f"dead-letter topic {topic}: {records} records != {report.dead_letters} dead letters"
+        )
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""The demo's topic: created once, and read back whole (every record the demo ever produced).
+"""The demo's topics: created once, read back whole (every record the demo ever produced), and
+the dead-letter topic's records counted.
 
 The demo serves the repository's ``demo_events`` pipeline, whose topic outlives one demo
 run; the verification compares HBase, the ledger and the consumer group with *all* its
@@ -6,6 +7,8 @@ records, so every rerun is checked as exactly as the first.
 """
 
 from __future__ import annotations
+
+import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -62,3 +65,42 @@ def read_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 1
     finally:
         consumer.close()
     return records
+
+
+def count_committed_records(bootstrap: str, topic: str, timeout_s: float = 60) -> int:
+    """How many records of ``topic`` (every partition) a ``read_committed`` consumer sees:
+    a dead-letter topic's letters (control markers and aborted records are not counted).
+
+    Raises RuntimeError when the topic cannot be read to its end within ``timeout_s``.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "eo-demo-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    count = 0
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        remaining = set(partitions)
+        deadline = time.monotonic() + timeout_s
+        while remaining:
+            message = consumer.poll(1)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"counting {topic}: partitions {sorted(remaining)} not read to their end")
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                remaining.discard(message.partition())
+            elif error is not None:
+                raise RuntimeError(f"counting {topic}: {error}")
+            else:
+                count += 1
+    finally:
+        consumer.close()
+    return count

@@ -1,0 +1,137 @@
+"""Helpers of the dead-letter topic tests: a pipeline with bad records and its dead-letter
+topic on the real stack, a ``read_committed`` reader of that topic, publications."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import happybase
+import yaml
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from airflow_provider_eo.config import PipelineSpec
+from airflow_provider_eo.hooks.client_config import KafkaClientConfig
+from airflow_provider_eo.hooks.dead_letter_topic import DeadLetterTopic
+from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.dead_letter_publication import DeadLetterPublication
+from airflow_provider_eo.ledger.protocol import EpochProtocol
+from tests.conftest import StackInfo
+from tests.integration.epoch_round_trip import (
+    EpochRoundTrip,
+    kafka_connection,
+    ledger_connection,
+    pipeline_spec,
+)
+from tests.kafka_helpers import created_topic
+
+#: What the topic holds: (key, value, headers) per record, in topic order.
+TopicRecord = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
+
+
+@dataclass
+class World:
+    """One pipeline (``bad_records: dead_letter``) reading ``source``, publishing to ``dlq``."""
+
+    stack: StackInfo
+    ledger_dsn: str
+    source: str
+    dlq: str
+    spec: PipelineSpec
+    trip: EpochRoundTrip
+
+    def topic(self) -> DeadLetterTopic:
+        """A fresh publisher of the pipeline's dead-letter topic (the stack's broker)."""
+        assert self.spec.dead_letters is not None
+        settings = KafkaClientConfig({"bootstrap.servers": self.stack.kafka_bootstrap}, 15.0)
+        group = self.spec.dead_letters.marker_group(self.spec.group_id)
+        return DeadLetterTopic(self.spec.name, self.dlq, group, settings)
+
+    def protocol(self, ledger: Ledger) -> EpochProtocol:
+        """The protocol over ``ledger`` with this world's topic (and the round trip's Kafka hook)."""
+        return EpochProtocol(
+            ledger, kafka=lambda: self.trip.kafka, dead_letter_topics=lambda _spec: self.topic()
+        )
+
+    def publish(self) -> DeadLetterPublication:
+        """One publication, as the commit step runs it."""
+        with Ledger(self.ledger_dsn) as ledger:
+            return self.protocol(ledger).publish_dead_letters(self.spec)
+
+    def read(self) -> list[TopicRecord]:
+        """Every record of the dead-letter topic a ``read_committed`` consumer sees."""
+        return read_committed(self.stack.kafka_bootstrap, self.dlq)
+
+    def pipelines_file(self, folder: Path) -> Path:
+        """A pipelines YAML declaring this world's pipeline (for operators and eo-ledger)."""
+        assert self.spec.dead_letters is not None
+        entry = {
+            "name": self.spec.name, "topics": [self.source], "hbase": {"table": self.spec.hbase_table},
+            "bad_records": "dead_letter", "dead_letters": {"topic": self.dlq},
+        }  # fmt: skip
+        file = folder / f"{self.spec.name}.yaml"
+        file.write_text(yaml.safe_dump({"pipelines": [entry]}))
+        return file
+
+    def marker(self) -> int:
+        """The marker group's committed offset (0: none)."""
+        return self.topic().marker()
+
+
+@contextmanager
+def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> Iterator[World]:
+    """A fresh source topic, dead-letter topic, HBase table and pipeline (``options``: more YAML)."""
+    suffix = uuid.uuid4().hex[:8]
+    table = f"dlq_{suffix}"
+    hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
+    hbase.create_table(table, {"d": {"max_versions": 3}})
+    try:
+        with (
+            created_topic(stack.kafka_bootstrap, prefix="dlq-src") as source,
+            created_topic(stack.kafka_bootstrap, prefix="dlq") as dlq,
+        ):
+            yaml_options = {"bad_records": "dead_letter", "dead_letters": {"topic": dlq}, **options}
+            spec = pipeline_spec(f"dlq_{suffix}", source, table, **yaml_options)
+            env = {
+                **stack.conn_env,
+                "AIRFLOW_CONN_EO_LEDGER": ledger_connection(ledger_dsn),
+                "AIRFLOW_CONN_EO_KAFKA": kafka_connection(stack.kafka_bootstrap),
+            }
+            yield World(stack, ledger_dsn, source, dlq, spec, EpochRoundTrip(spec, ledger_dsn, env))
+    finally:
+        hbase.delete_table(table, disable=True)
+        hbase.close()
+
+
+def read_committed(bootstrap: str, topic: str, partition: int = 0) -> list[TopicRecord]:
+    """Every record of ``topic[partition]`` up to its last stable offset, ``read_committed``."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eo-test-dlq-reader-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    out: list[TopicRecord] = []
+    deadline = time.monotonic() + 30
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is None:
+                continue
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return out
+                raise RuntimeError(f"read {topic}: {error}")
+            out.append((msg.key(), msg.value(), list(msg.headers() or [])))
+    finally:
+        consumer.close()
+    raise AssertionError(f"read {topic}: no end of partition within 30 s after {len(out)} records")
