@@ -19,10 +19,13 @@ Hence a record at offset ``o`` gets a version ``>= o``, and a segment that does
 not contain a later record ``o' > o`` ends before ``o'``: replays with any split
 never move a visible cell backwards.
 
-Records that produce no mutation (``None``: e.g. dead-lettered) still count as
-segment members and weigh nothing, so the boundaries are a pure function of the
-offsets and the mutations: a replay of the same range with the same mapping and
-settings writes the same segments at the same versions.
+Records that produce no mutation (``None``) still count as segment members and weigh
+nothing. A record that is not written at all (a dead letter, or a record outside a
+replay's selection: :meth:`SegmentBuilder.skip`) closes the segment before it, so every
+earlier record of the range is versioned below its offset and a later replay of it alone
+(version >= its offset) is newer than all of them. The boundaries stay a pure function
+of the offsets, the mutations and which records are skipped: a replay of the same range
+with the same mapping and settings writes the same segments at the same versions.
 
 Field versions (``mapping.version: field:<path>``: every put carries its own ``version``):
 
@@ -169,6 +172,17 @@ class SegmentBuilder:
         if segment.record_count >= self.batch_size or self._full(segment):
             done.append(segment)
             self.current = None
+        return done
+
+    def skip(self, offset: int) -> list[Segment]:
+        """A record at ``offset`` that is not written (a dead letter, or outside a replay's
+        selection): returns the segment it closes (0 or 1); the next record starts a new one.
+        Raises ValueError when offsets do not increase."""
+        if self.last_offset is not None and offset <= self.last_offset:
+            raise ValueError(f"offsets must increase: {offset} after {self.last_offset}")
+        self.last_offset = offset
+        done = [] if self.current is None else [self.current]
+        self.current = None
         return done
 
     def _check_version(self, offset: int, mutation: RowMutation) -> None:

@@ -113,7 +113,9 @@ def run_task(
     A replay task (``rng.offsets`` given) reads from its first to its last selected offset
     and maps only the selected records; any other record there is skipped (not mapped, not
     a bad record) and closes the segment being built, so a replayed record's cells get a
-    version below every record it does not write (a newer value stays visible).
+    version below every record it does not write (a newer value stays visible). A dead
+    letter closes the segment too (``SegmentBuilder.skip``), so every earlier record is
+    versioned below it and its later replay outranks them.
     """
     started = time.monotonic()
     metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
@@ -163,9 +165,8 @@ def run_task(
         )
         for record in records:
             if selected is not None and record.offset not in selected:
-                unselected = builder.finish()
-                if unselected is not None:
-                    write(unselected)
+                for segment in builder.skip(record.offset):  # the replay does not write it
+                    write(segment)
                 continue
             metrics.records += 1
             metrics.bytes += record.size_bytes
@@ -175,7 +176,9 @@ def run_task(
             except BadRecord as bad:
                 schema_id = registry_schema_id(mapping, record)
                 handler.handle(record, bad.reason, error_class=type(bad).__name__, schema_id=schema_id)
-                mutation = None
+                for segment in builder.skip(record.offset):  # a replay of it must outrank what came before
+                    write(segment)
+                continue
             if isinstance(mutation, RowDelete):
                 metrics.tombstones += 1
             for segment in builder.add(record.offset, mutation):

@@ -123,19 +123,20 @@ class World:
     dry_run: tuple[int, Any]
 
 
-@pytest.fixture(scope="module")
-def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+@contextlib.contextmanager
+def replay_world(stack: StackInfo, folder: Path, records: list[tuple[bytes, bytes]]) -> Iterator[World]:
+    """``records`` on a new one-partition topic, written by one stream epoch under the broken
+    spec (``max_record_bytes`` 64) into a new table; the fixed spec's file beside it."""
     name = f"rp_{uuid.uuid4().hex[:8]}"
     table = name
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     hbase.create_table(table, {"d": {}})
     hbase.close()
-    folder = tmp_path_factory.mktemp("replay")
     with (
         created_topic(stack.kafka_bootstrap, partitions=1, prefix="rp") as topic,
         fresh_database(stack.ledger_dsn) as dsn,
     ):
-        produce(stack.kafka_bootstrap, topic, RECORDS, partition=0)
+        produce(stack.kafka_bootstrap, topic, records, partition=0)
         env = {**stack.conn_env, "AIRFLOW_CONN_EO_LEDGER": ledger_connection(dsn)}
         broken_file, fixed_file = folder / "broken.yaml", folder / "fixed.yaml"
         broken_file.write_text(yaml.safe_dump({"pipelines": [declaration(name, topic, table, 64)]}))
@@ -148,6 +149,12 @@ def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             "--pipelines-file", str(fixed_file), "--show", "2", "--dry-run",
         )  # fmt: skip
         yield World(stack, dsn, topic, table, name, fixed_file, stream, before, dry_run)
+
+
+@pytest.fixture(scope="module")
+def world(stack: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with replay_world(stack, tmp_path_factory.mktemp("replay"), RECORDS) as built:
+        yield built
 
 
 def replay_in_process(world: World, params: dict[str, Any]) -> list[Epoch]:
@@ -310,3 +317,22 @@ def test_a_record_refailing_in_an_aborted_replay_stays_selectable(world: World) 
         )
         plan = protocol.plan_replay(spec, ReplayFilter(reason="not valid json"))
     assert plan.selected == {(world.topic, 0): (3,)}
+
+
+def test_a_replayed_record_outranks_the_older_value_written_beside_it(
+    stack: StackInfo, tmp_path: Path
+) -> None:
+    """kA's older value (offset 0) and its dead-lettered newer one (offset 1) fall in one
+    batch: the dead letter closes the segment, so offset 0 is versioned 0, not 2, and the
+    replay of offset 1 (version 1) is what the row shows afterwards."""
+    records = [(b"kA", b'{"i": 7}'), (b"kA", BIG), (b"kB", b'{"i": 2}')]
+    with replay_world(stack, tmp_path, records) as built:
+        assert built.before == {b"kA": {b"d:i": (b"7", 0)}, b"kB": {b"d:i": (b"2", 2)}}
+        replay_in_process(
+            built,
+            {"topics": [], "start_offset": None, "replay_dead_letters": {"epoch": built.stream.epoch_id}},
+        )
+        assert timed_scan(stack, built.table) == {
+            b"kA": {b"d:i": (b"0", 1), b"d:pad": (b"x" * 80, 1)},
+            b"kB": {b"d:i": (b"2", 2)},
+        }

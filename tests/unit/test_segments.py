@@ -175,3 +175,18 @@ def test_model_detects_a_wall_clock_style_versioning_bug() -> None:
     stale.last_offset = 99  # what a wall-clock timestamp would do
     model.apply(stale)
     assert model.visible() != expected_state(items)
+
+
+def test_a_skipped_record_closes_the_segment_before_it() -> None:
+    """A dead letter (or a record outside a replay's selection) at 11: the record before it
+    is stamped 10, so a later replay of 11 alone (stamped 11) outranks it."""
+    builder = SegmentBuilder(batch_size=10)
+    assert builder.add(10, put(b"r", a="old")) == []
+    closed = builder.skip(11)
+    assert (shape(closed), [s.timestamp for s in closed]) == ([(10, 10, 1, {b"r": {A: b"old"}}, {})], [10])
+    assert builder.skip(12) == []  # nothing open: nothing to close
+    assert builder.add(13, put(b"s", a="x")) == []
+    last = builder.finish()
+    assert last is not None and (last.first_offset, last.timestamp) == (13, 13)
+    with pytest.raises(ValueError, match="offsets must increase: 13 after 13"):
+        builder.skip(13)

@@ -1,8 +1,10 @@
-"""Labels a ledger transaction with its actor and reason (transaction-local settings).
+"""Labels a ledger transaction with its actor and reason (PostgreSQL settings).
 
 The history triggers of migration 0004 read ``eo.actor_kind``, ``eo.actor`` and
-``eo.reason`` (and, for seeks and resets, ``eo.cursor_move``); set outside a transaction
-they would leak, so every setting here is ``is_local``: it ends with the transaction.
+``eo.reason`` (and, for seeks and resets, ``eo.cursor_move``). The reason and the
+cursor-move kind belong to one change, so they are ``is_local``: they end with the
+transaction. The actor may also be set for the session (``session=True``): the
+connection then names it once, not in every transaction (store/connection.py).
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from airflow_provider_eo.ledger.actors import Actor
 CursorMoveKind = Literal["seek", "reset"]
 
 
-def label_actor(cur: Any, actor: Actor) -> None:
-    """Name ``actor`` as the author of every change of the current transaction."""
+def label_actor(cur: Any, actor: Actor, *, session: bool = False) -> None:
+    """Name ``actor`` as the author of every change of the current transaction (with
+    ``session``: of the connection's following transactions too, once this one commits;
+    a rollback undoes it)."""
+    local = not session
     cur.execute(
-        "SELECT set_config('eo.actor_kind', %s, true), set_config('eo.actor', %s, true)",
-        (actor.kind, actor.name),
+        "SELECT set_config('eo.actor_kind', %s, %s), set_config('eo.actor', %s, %s)",
+        (actor.kind, local, actor.name, local),
     )
 
 

@@ -26,8 +26,9 @@ class LedgerConnection:
     transaction reconnects. Connection failures raise :class:`LedgerUnavailable` naming
     the server (never the password).
 
-    Every transaction is labelled with :attr:`actor` (store/actors.py): the author the
-    history triggers record for its changes."""
+    Every transaction runs labelled with :attr:`actor` (store/actors.py), the author the
+    history triggers record for its changes: named for the session when the connection
+    opens or the actor changes, and again after a rollback (which undoes the naming)."""
 
     def __init__(
         self,
@@ -38,6 +39,7 @@ class LedgerConnection:
         actor: Actor | None = None,
     ) -> None:
         self.actor = actor or Actor.process()
+        self._session_actor: Actor | None = None  # the actor the open connection's session names
         self._connect: Callable[[], Any] = (lambda: psycopg2.connect(dsn)) if isinstance(dsn, str) else dsn
         self._conn: Any = None
         self._migrated = not auto_migrate
@@ -60,6 +62,7 @@ class LedgerConnection:
         """The open psycopg2 connection (opened and migrated if needed); hold ``lock``."""
         if self._conn is None or self._conn.closed:
             try:
+                self._session_actor = None
                 self._conn = self._connect()
             except CONNECTION_ERRORS as exc:
                 raise LedgerUnavailable(self._where, _first_line(exc)) from exc
@@ -91,11 +94,14 @@ class LedgerConnection:
             committing = False
             try:
                 with conn.cursor() as cur:
-                    label_actor(cur, self.actor)
+                    if self._session_actor != self.actor:
+                        label_actor(cur, self.actor, session=True)
+                        self._session_actor = self.actor
                     yield cur
                 committing = True
                 conn.commit()
             except BaseException as exc:
+                self._session_actor = None
                 with suppress(psycopg2.Error):
                     conn.rollback()
                 if conn.closed:
