@@ -33,6 +33,9 @@ read-only commands only read the store: ``store.queries``).
                     (``dead_letter_publication``)
 =================  ===========================================================
 
+``plan_replay``, ``replay_selection``, ``seek``, ``reset_to_group`` and
+``publish_dead_letters`` are inherited from :class:`~.operator_actions.OperatorActions`.
+
 Every durable effect happens in the ledger (one short transaction each) or in the
 consumer group; the order between them is the protocol's invariant: the group learns
 offsets only for data already in HBase, and the ledger says COMMITTED only after the
@@ -43,7 +46,7 @@ resolves. See docs/DESIGN.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_eo import protocol_points
@@ -56,11 +59,7 @@ from airflow_provider_eo.ledger.backfill_plan import (
     validate_backfill_ranges,
 )
 from airflow_provider_eo.ledger.backfill_reservation import reserve_backfill
-from airflow_provider_eo.ledger.dead_letter_publication import (
-    DeadLetterPublication,
-    DeadLetterTopicPort,
-    publish_dead_letters,
-)
+from airflow_provider_eo.ledger.dead_letter_publication import DeadLetterPublication
 from airflow_provider_eo.ledger.errors import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.fencing import (
     Fenced,
@@ -69,7 +68,8 @@ from airflow_provider_eo.ledger.fencing import (
     write_permission,
 )
 from airflow_provider_eo.ledger.models import LOGGED_RANGES, Epoch, PartitionRange, offsets_text, ranges_text
-from airflow_provider_eo.ledger.offsets import KafkaOffsets, TopicPartition
+from airflow_provider_eo.ledger.offsets import KafkaOffsets
+from airflow_provider_eo.ledger.operator_actions import DeadLetterTopics, OperatorActions
 from airflow_provider_eo.ledger.outcomes import (
     AlreadyCommitted,
     AlreadyWritten,
@@ -87,17 +87,7 @@ from airflow_provider_eo.ledger.recovery_plan import (
     plan_recovery,
     plan_release,
 )
-from airflow_provider_eo.ledger.replay import (
-    checked_replay_plan,
-    replay_plan,
-    replay_request,
-    replay_selection,
-)
-from airflow_provider_eo.ledger.replay_plan import ReplayFilter, ReplayPlan
-from airflow_provider_eo.ledger.seek import SeekOutcome
-from airflow_provider_eo.ledger.seek import reset_to_group as reset_cursors_to_group
-from airflow_provider_eo.ledger.seek import seek as seek_cursors
-from airflow_provider_eo.ledger.seek_plan import SeekTarget
+from airflow_provider_eo.ledger.replay import checked_replay_plan, replay_request
 from airflow_provider_eo.ledger.states import EpochKind, EpochState, check_transition
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.stream_reservation import reserve_stream
@@ -122,7 +112,7 @@ __all__ = [
 GroupId = str | Callable[[str], str]
 
 
-class EpochProtocol:
+class EpochProtocol(OperatorActions):
     """The epoch protocol over ``ledger`` and, where Kafka is needed, ``kafka``.
 
     ``kafka`` is a zero-argument factory (e.g. a hook constructor), called at most once
@@ -136,7 +126,7 @@ class EpochProtocol:
         self,
         ledger: Ledger,
         kafka: Callable[[], KafkaOffsets] | None = None,
-        dead_letter_topics: Callable[[PipelineSpec], DeadLetterTopicPort] | None = None,
+        dead_letter_topics: DeadLetterTopics | None = None,
     ) -> None:
         self.ledger = ledger
         self._kafka_factory = kafka
@@ -203,17 +193,6 @@ class EpochProtocol:
             ranges_text(plan.ranges, LOGGED_RANGES) or "-",
         )  # fmt: skip
         return chunks
-
-    def plan_replay(self, spec: PipelineSpec, wanted: ReplayFilter) -> ReplayPlan:
-        """What replaying the dead letters ``wanted`` selects (``ReplayPlan``: chunks,
-        selected offsets, matches already resolved and by whom). Reads the ledger only;
-        a backfill run over the same filter plans the same chunks."""
-        return replay_plan(self.ledger, spec, wanted)
-
-    def replay_selection(self, epoch_id: int) -> dict[TopicPartition, tuple[int, ...]] | None:
-        """The offsets a replay epoch writes per partition (None: a plain epoch, all of
-        its ranges). Read by the Spark driver, once per epoch."""
-        return replay_selection(self.ledger, epoch_id)
 
     def reserve_backfill(self, spec: PipelineSpec, request: BackfillRequest, run: RunIdentity) -> Reservation:
         """Reserve a backfill epoch for ``run`` over what ``request`` asks for.
@@ -317,29 +296,6 @@ class EpochProtocol:
         plan = plan_release(self.ledger.open_epochs(spec.name, EpochKind.BACKFILL), run)
         return self._carry_out(spec, plan)
 
-    # -- operators moving cursors ---------------------------------------------------
-    def seek(
-        self,
-        pipeline: str,
-        target: SeekTarget,
-        *,
-        group_id: str,
-        reason: str,
-        partitions: Sequence[TopicPartition] = (),
-    ) -> SeekOutcome:
-        """Move ``pipeline``'s stream cursors (of ``partitions``; all pinned when empty) to
-        ``target``, then publish them to ``group_id`` (ledger/seek.py). Raises
-        ``SeekRefused`` (nothing changed) on an unknown pipeline, an open epoch, a partition
-        not pinned or a target outside the watermarks."""
-        return seek_cursors(self.ledger, self.kafka, pipeline, group_id, target, partitions, reason)
-
-    def reset_to_group(
-        self, pipeline: str, *, group_id: str, reason: str, partitions: Sequence[TopicPartition] = ()
-    ) -> SeekOutcome:
-        """Move ``pipeline``'s stream cursors to ``group_id``'s committed offsets (partitions
-        without one are left alone); refuses like :meth:`seek`."""
-        return reset_cursors_to_group(self.ledger, self.kafka, pipeline, group_id, partitions, reason)
-
     def _carry_out(self, spec: PipelineSpec, plan: SettlementPlan) -> Settled:
         """Carry ``plan`` out in order. A failure stops it with the earlier steps done;
         planning again settles the rest (every step is idempotent)."""
@@ -356,23 +312,6 @@ class EpochProtocol:
             spec.name, plan.ids(Action.COMMIT), plan.ids(Action.ABORT), plan.ids(Action.KEEP),
         )  # fmt: skip
         return Settled(spec.name, plan)
-
-    # -- the dead-letter topic ------------------------------------------------------
-    def publish_dead_letters(self, spec: PipelineSpec) -> DeadLetterPublication:
-        """Publish ``spec``'s committed dead letters its dead-letter topic lacks, exactly once
-        (:func:`~airflow_provider_eo.ledger.dead_letter_publication.publish_dead_letters`).
-
-        No ``dead_letters.topic``: nothing is done (``published`` 0, ``topic`` None).
-        Raises ``DeadLetterTopicMissing`` / ``EoKafkaError`` naming pipeline and topic
-        (what was published before the failure stays published, once), ``RuntimeError``
-        when this protocol was created without ``dead_letter_topics``.
-        """
-        if spec.dead_letters is None:
-            return DeadLetterPublication(spec.name, None, 0, 0, 0)
-        if self._dead_letter_topics is None:
-            raise RuntimeError("this EpochProtocol was created without dead-letter topics")
-        topic = self._dead_letter_topics(spec)
-        return publish_dead_letters(self.ledger, spec.name, spec.dead_letters.topic, topic)
 
     def _epoch_of(self, pipeline: str, epoch_id: int) -> Epoch:
         epoch = self.ledger.get_epoch(epoch_id)

@@ -49,6 +49,7 @@ from eo_devtools.demo.verification import Verification, verify_pipeline
 from eo_devtools.stack.process import running_pid, stop_process_group
 from eo_devtools.stack.stack import SERVICES, LocalStack
 from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
+from tests.integration.dead_letter_support import read_committed
 from tests.kafka_helpers import consume_range
 from tests.spark_startup import SPARK_SUBMIT, spark_conf, spark_conf_args
 from tests.task_context import task_context
@@ -561,18 +562,38 @@ class Case:
         return sum(end - cursors.get(tp, 0) for tp, end in self.ends().items())
 
     def verify(self, produced: list[ProducedRecord] | None = None) -> Verification:
+        """Every invariant of :func:`verify_pipeline`; with a dead-letter topic, also that it
+        holds each of the ledger's dead letters exactly once (:meth:`dead_letter_topic_problems`)."""
         hbase = self.stack.hbase()
         try:
             with self.ledger() as ledger:
-                return verify_pipeline(
+                result = verify_pipeline(
                     self.spec,
                     self.produced if produced is None else produced,
                     ledger=ledger,
                     offsets=EoKafkaHook(),
                     hbase=hbase,
                 )
+                result.problems += self.dead_letter_topic_problems(ledger)
+                return result
         finally:
             hbase.close()
+
+    def dead_letter_topic_problems(self, ledger: Ledger) -> list[str]:
+        """The dead-letter topic (``read_committed``) against the ledger: one record per dead
+        letter, by the source topic/partition/offset its headers name; none without a topic."""
+        if self.spec.dead_letters is None:
+            return []
+        letters = ledger.list_dead_letters(self.spec.name)
+        expected = sorted((d["topic"], d["partition"], d["offset"]) for d in letters)
+        published = []
+        for _, _, headers in read_committed(self.stack.bootstrap, self.spec.dead_letters.topic):
+            named = {name: (raw or b"").decode() for name, raw in headers}
+            source = named["__eo.source.topic"], named["__eo.source.partition"], named["__eo.source.offset"]
+            published.append((source[0], int(source[1]), int(source[2])))
+        if sorted(published) == expected:
+            return []
+        return [f"dead-letter topic {self.spec.dead_letters.topic}: {sorted(published)} != ledger {expected}"]
 
     def hbase_cells(self) -> dict[bytes, dict[bytes, tuple[bytes, int]]]:
         """Every visible cell of the case's table: row -> column -> (value, version)."""
@@ -669,19 +690,26 @@ def new_case(
     cap: int | None = 120,
     batch_size: int = 25,
     big_records: bool = False,
+    dead_letter_topic: bool = False,
     **options: Any,
 ) -> Case:
     """A fresh pipeline ``f_<tag>_<uid>`` with its topic and table, ``records`` produced
-    (near-limit records among them with ``big_records``)."""
+    (near-limit records among them with ``big_records``); with ``dead_letter_topic``, its
+    dead letters are published to a topic of its own (checked by :meth:`Case.verify`)."""
     uid = uuid.uuid4().hex[:6]
     name = f"f_{tag}_{uid}"
     topic = f"eo-fault-{tag}-{uid}"
+    topics = [topic]
+    if dead_letter_topic:
+        options["dead_letters"] = {"topic": f"{topic}-dead-letters"}
+        topics.append(f"{topic}-dead-letters")
     entry = pipeline_entry(name, batch_size=batch_size, **{"topics": [topic], **options})
     if cap is not None:
         entry["caps"] = {"max_records_total": cap}
     spec, pipelines_file = declare_pipeline(stack, workdir, entry)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    for created in topics:
+        admin.create_topics([NewTopic(created, partitions if created == topic else 1, 1)])[created].result(30)
     case = Case(stack, spec, pipelines_file, workdir, partitions=partitions, big_records=big_records)
     if records:
         case.produce(records, seed)

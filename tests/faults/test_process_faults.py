@@ -21,7 +21,7 @@ def test_spark_driver_sigkill_mid_write(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(order=1, fault="Spark driver (Python) SIGKILLed mid-write, after HBase rows appeared")
-    case = new_case(fault_stack, tmp_path, "drvkill", records=200, cap=None, seed=34)
+    case = new_case(fault_stack, tmp_path, "drvkill", records=200, cap=None, seed=34, dead_letter_topic=True)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
     proc = case.start_write(epoch_id, faults="spark.task.after_segment:hang", **hang_env(15))
     case.wait_for_rows()
@@ -47,7 +47,7 @@ def test_after_last_hbase_batch_before_vote(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(order=2, fault="Spark driver SIGKILLed after the last HBase batch, before the vote")
-    case = new_case(fault_stack, tmp_path, "prevote", records=200, cap=None)
+    case = new_case(fault_stack, tmp_path, "prevote", records=200, cap=None, dead_letter_topic=True)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
     rc = case.write(epoch_id, faults="spark.after_last_batch")
     assert rc != 0
@@ -68,7 +68,7 @@ def test_after_last_hbase_batch_before_vote(
 
 def test_after_vote_before_commit(fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(order=3, fault="Spark driver SIGKILLed right after the vote (WRITTEN), before commit")
-    case = new_case(fault_stack, tmp_path, "postvote", records=200, cap=120)
+    case = new_case(fault_stack, tmp_path, "postvote", records=200, cap=120, dead_letter_topic=True)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
     rc = case.write(epoch_id, faults="spark.after_vote")
     assert rc != 0
@@ -91,7 +91,7 @@ def test_after_publishing_offsets_before_committed(
     report.update(
         order=4, fault="commit task SIGKILLed after publishing group offsets, before marking COMMITTED"
     )
-    case = new_case(fault_stack, tmp_path, "postpub", records=200, cap=120)
+    case = new_case(fault_stack, tmp_path, "postpub", records=200, cap=120, dead_letter_topic=True)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
     assert case.write(epoch_id) == 0
     step = case.step("commit", "fault-run", epoch_id=epoch_id, faults="commit.after_publish")
@@ -119,7 +119,7 @@ def test_reserve_killed_after_insert(
     fault_stack: FaultStack, airflow: AirflowRunner, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(order=5, fault="reserve task SIGKILLed after its insert, before the task returns")
-    case = new_case(fault_stack, tmp_path, "reskill", records=150, cap=None)
+    case = new_case(fault_stack, tmp_path, "reskill", records=150, cap=None, dead_letter_topic=True)
     step = case.step("reserve", "fault-run", faults="reserve.after_insert")
     assert step.returncode == SIGKILLED, step.output[-3000:]
     with case.ledger() as ledger:
@@ -146,7 +146,7 @@ def test_task_cleared_and_rerun_while_epoch_open(
         fault="write killed before the vote, then the write task cleared and re-run; a Python worker of an "
         "executor SIGKILLed mid-write, then the whole run cleared and re-run",
     )
-    case = new_case(fault_stack, tmp_path, "clear", records=200, cap=100)
+    case = new_case(fault_stack, tmp_path, "clear", records=200, cap=100, dead_letter_topic=True)
     # Task cleared: the same run re-runs reserve (gets its open epoch back) and write.
     first = case.reserve("run-a")
     assert first is not None

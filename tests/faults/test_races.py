@@ -20,7 +20,7 @@ def test_two_stream_runs_racing(fault_stack: FaultStack, tmp_path: Path, report:
     report.update(
         order=9, fault="two stream runs reserving for the same pipeline at the same instant (2 rounds)"
     )
-    case = new_case(fault_stack, tmp_path, "race", records=200, cap=None)
+    case = new_case(fault_stack, tmp_path, "race", records=200, cap=None, dead_letter_topic=True)
     winners = []
     for round_no in range(2):
         argv = [sys.executable, "-m", "tests.faults.steps", "reserve", "--pipeline", case.name]
@@ -65,7 +65,7 @@ def test_zombie_writer_after_abort_and_rereserve(
         fault="zombie: a Spark job stalls mid-write, its epoch is aborted, re-reserved, rewritten and newer "
         "epochs committed; then the zombie resumes writing its old range and votes",
     )
-    case = new_case(fault_stack, tmp_path, "zombie", records=160, cap=120)
+    case = new_case(fault_stack, tmp_path, "zombie", records=160, cap=120, dead_letter_topic=True)
     summary = case.reserve("zombie-run")
     assert summary is not None
     zombie_epoch = int(summary["epoch_id"])
@@ -105,7 +105,7 @@ def test_backfill_concurrent_with_stream_overlapping(
         order=11,
         fault="backfill over [0, high) written concurrently with a stream epoch over an overlapping range",
     )
-    case = new_case(fault_stack, tmp_path, "bfill", records=200, cap=120)
+    case = new_case(fault_stack, tmp_path, "bfill", records=200, cap=120, dead_letter_topic=True)
     stream = case.reserve("stream-run")
     assert stream is not None
     backfill_op = ReserveBackfillEpochOperator(
