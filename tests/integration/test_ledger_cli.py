@@ -242,7 +242,8 @@ def test_dead_letters(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> No
             {
                 "pipeline": "orders", "topic": "t", "partition": 0, "offset": offset, "epoch_id": None,
                 "error": "missing field user_id", "error_class": None, "timestamp": None,
-                "schema_id": None, "publish_seq": None, "key_b64": key, "value_b64": "e30=",
+                "schema_id": None, "publish_seq": None, "resolved_by_epoch": None, "resolved_at": None,
+                "key_b64": key, "value_b64": "e30=",
                 "headers": [["h", "dg=="]],
             }
             for offset, key in ((7, "aw=="), (8, None))

@@ -68,10 +68,11 @@ def count_dead_letters(cur: Any, pipeline: str, epoch_id: int | None = None) -> 
 
 
 def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """JSON-serializable dead letters (key/value base64) ordered by topic, partition, offset."""
+    """JSON-serializable dead letters (key/value base64) ordered by topic, partition, offset;
+    ``resolved_by_epoch`` / ``resolved_at``: the replay that wrote it (None: unresolved)."""
     cur.execute(
         'SELECT topic, "partition", "offset", epoch_id, error, key, value, headers, recorded_at,'
-        " error_class, record_timestamp, schema_id, publish_seq"
+        " error_class, record_timestamp, schema_id, publish_seq, resolved_by_epoch, resolved_at"
         ' FROM eo.dead_letters WHERE pipeline = %s ORDER BY topic, "partition", "offset" LIMIT %s',
         (pipeline, limit),
     )
@@ -87,6 +88,8 @@ def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list
             "timestamp": timestamp,
             "schema_id": schema_id,
             "publish_seq": publish_seq,
+            "resolved_by_epoch": resolved_by,
+            "resolved_at": None if resolved_at is None else resolved_at.isoformat(),
             "key_b64": None if key is None else base64.b64encode(bytes(key)).decode(),
             "value_b64": None if value is None else base64.b64encode(bytes(value)).decode(),
             "headers": headers,
@@ -94,7 +97,7 @@ def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list
         }
         for (
             topic, partition, offset, epoch_id, error, key, value, headers, recorded_at,
-            error_class, timestamp, schema_id, publish_seq,
+            error_class, timestamp, schema_id, publish_seq, resolved_by, resolved_at,
         ) in cur.fetchall()
     ]  # fmt: skip
 
