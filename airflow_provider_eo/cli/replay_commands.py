@@ -22,6 +22,7 @@ the resolving epochs); nothing matching at all; neither ``--dry-run`` nor ``--ye
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from airflow_provider_eo.dag_ids import backfill_dag_id
@@ -99,10 +100,17 @@ def run_replay(
     answer |= {"dry_run": bool(args.dry_run), "dag_id": dag_id, "conf": conf, "dag_run_id": None}
     if not args.dry_run:
         from airflow_provider_eo.hooks.airflow_api import AirflowApi
+        from airflow_provider_eo.hooks.connections import ConnectionNotFound
         from airflow_provider_eo.ledger.actors import Actor
 
         note = f"eo-ledger dead-letters replay by {Actor.cli().name}: {answer['records']} record(s)"
-        answer["dag_run_id"] = AirflowApi(args.airflow_conn_id).trigger_dag_run(dag_id, conf, note)
+        try:
+            answer["dag_run_id"] = AirflowApi(args.airflow_conn_id).trigger_dag_run(dag_id, conf, note)
+        except ConnectionNotFound as exc:
+            raise refused(
+                f"cannot trigger {dag_id} ({exc}): set the connection, or trigger {dag_id} from the "
+                f"Airflow UI with the run conf {json.dumps(conf)}"
+            ) from exc
     return answer
 
 

@@ -277,6 +277,16 @@ def test_refusals_change_nothing(world: World) -> None:
     )
     code, answer = cli(world.dsn, *base, "--pipeline", world.name, "--partition", "0", "--dry-run")
     assert (code, answer["error"]) == (2, "replay: a partition or offset range needs its topic")
+    with pytest.MonkeyPatch.context() as patch:  # no airflow_api connection: say how else to trigger
+        patch.delenv("AIRFLOW_CONN_AIRFLOW_API", raising=False)
+        code, answer = cli(world.dsn, *base, "--pipeline", world.name, "--reason", "JSON", "--yes")
+    dag_id = f"eo_backfill__{world.name}"
+    assert (code, answer["error"]) == (
+        2,
+        f"cannot trigger {dag_id} (connection 'airflow_api' not found: AIRFLOW_CONN_AIRFLOW_API is not "
+        f"set): set the connection, or trigger {dag_id} from the Airflow UI with the run conf "
+        '{"replay_dead_letters": {"reason": "JSON"}}',
+    )
 
     # the broken record can still be selected by its reason and by its offset range
     code, answer = cli(world.dsn, *base, "--pipeline", world.name, "--reason", "json", "--dry-run")
