@@ -85,17 +85,26 @@ class AirflowApi:
         return self._token
 
     def _send(self, method: str, path: str, body: Any, token: str | None) -> tuple[int, str]:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        request = urllib.request.Request(f"{self.url}{path}", data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return int(response.status), response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return int(exc.code), exc.read().decode(errors="replace")
-        except (urllib.error.URLError, OSError) as exc:
-            raise AirflowApiError(f"Airflow API {method} {self.url}{path}: unreachable: {exc}") from exc
+        return send_json(self.url, method, path, body, token, self.timeout_s)
+
+
+def send_json(
+    url: str, method: str, path: str, body: Any, token: str | None, timeout_s: float
+) -> tuple[int, str]:
+    """``method`` on ``url + path`` with ``body`` as JSON (None: no body) and ``token`` as a
+    bearer token; returns (HTTP status, body text), error statuses included. Raises
+    ``AirflowApiError`` when the server cannot be reached."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Accept": "application/json"}
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"{url}{path}", data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError) as exc:
+        raise AirflowApiError(f"Airflow API {method} {url}{path}: unreachable: {exc}") from exc

@@ -12,10 +12,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from typing import Any
 from urllib.parse import quote, urlsplit
 
-import psycopg2
 import pytest
 import yaml
 
@@ -27,22 +25,13 @@ from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow.conftest import PipelineFactory
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
+from tests.integration.dead_letter_support import dead_letter_rows
 from tests.integration.epoch_round_trip import EpochRoundTrip
 from tests.kafka_helpers import produce
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 
 BIG = json.dumps({"i": 1, "pad": "x" * 80}).encode()
-
-
-def dead_letters(dsn: str, pipeline: str) -> list[tuple[Any, ...]]:
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            'SELECT "offset", epoch_id, resolved_by_epoch FROM eo.dead_letters'
-            " WHERE pipeline = %s ORDER BY 1",
-            (pipeline,),
-        )
-        return cur.fetchall()
 
 
 def test_replay_command_triggers_the_backfill_dag_that_replays_and_resolves(
@@ -57,7 +46,10 @@ def test_replay_command_triggers_the_backfill_dag_that_replays_and_resolves(
     produce(stack.kafka_bootstrap, topic, [(b"k0", b'{"i": 0}'), (b"k1", BIG), (b"k2", BIG)], partition=0)
     stream = EpochRoundTrip(pipe.spec, stack.ledger_dsn, stack.conn_env).run_stream_epoch()
     assert stream is not None
-    assert dead_letters(stack.ledger_dsn, name) == [(1, stream.epoch_id, None), (2, stream.epoch_id, None)]
+    assert [row[:3] for row in dead_letter_rows(stack.ledger_dsn, name)] == [
+        (1, stream.epoch_id, None),
+        (2, stream.epoch_id, None),
+    ]
 
     (declared,) = yaml.safe_load(pipe.file.read_text())["pipelines"]
     airflow_server.add_pipeline({**declared, "mapping": {"max_record_bytes": 4096}})  # the fix
@@ -92,7 +84,7 @@ def test_replay_command_triggers_the_backfill_dag_that_replays_and_resolves(
     (replay,) = ledger.epochs(EpochFilter(pipeline=name, kind=EpochKind.BACKFILL))
     assert (replay.state, replay.run_id) == (EpochState.COMMITTED, run_id)
     assert [(r.start, r.end) for r in replay.ranges] == [(2, 3)]
-    assert dead_letters(stack.ledger_dsn, name) == [
+    assert [row[:3] for row in dead_letter_rows(stack.ledger_dsn, name)] == [
         (1, stream.epoch_id, None),
         (2, stream.epoch_id, replay.epoch_id),
     ]

@@ -12,10 +12,8 @@ replays the malformed one by its reason: it fails again and stays one unresolved
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import happybase
-import psycopg2
 import pytest
 
 from airflow_provider_eo.dag_ids import backfill_dag_id
@@ -24,6 +22,7 @@ from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow.conftest import PipelineFactory
 from tests.conftest import StackInfo
+from tests.integration.dead_letter_support import dead_letter_rows, replay_selection_rows
 from tests.integration.epoch_round_trip import EpochRoundTrip
 from tests.kafka_helpers import produce
 
@@ -34,26 +33,6 @@ BIG = json.dumps({"i": 1, "pad": "x" * 80}).encode()
 
 def timed_scan(hbase: happybase.Connection, table: str) -> dict[bytes, dict[bytes, tuple[bytes, int]]]:
     return {row: dict(cells) for row, cells in hbase.table(table).scan(include_timestamp=True)}
-
-
-def dead_letters(dsn: str, pipeline: str) -> list[tuple[Any, ...]]:
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            'SELECT "offset", epoch_id, resolved_by_epoch, resolved_at IS NOT NULL FROM eo.dead_letters'
-            ' WHERE pipeline = %s ORDER BY "offset"',
-            (pipeline,),
-        )
-        return cur.fetchall()
-
-
-def selection(dsn: str, epoch_id: int) -> list[tuple[str, int, int]]:
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            'SELECT topic, "partition", "offset" FROM eo.replay_selections WHERE epoch_id = %s'
-            " ORDER BY 1, 2, 3",
-            (epoch_id,),
-        )
-        return cur.fetchall()
 
 
 def test_trigger_form_replays_the_dead_letters_of_an_epoch(
@@ -69,7 +48,7 @@ def test_trigger_form_replays_the_dead_letters_of_an_epoch(
     )
     stream = EpochRoundTrip(pipe.spec, stack.ledger_dsn, stack.conn_env).run_stream_epoch()
     assert stream is not None and (stream.metrics or {})["bad_records"] == 2
-    assert dead_letters(stack.ledger_dsn, name) == [
+    assert [row[:4] for row in dead_letter_rows(stack.ledger_dsn, name)] == [
         (1, stream.epoch_id, None, False),
         (2, stream.epoch_id, None, False),
     ]
@@ -83,7 +62,7 @@ def test_trigger_form_replays_the_dead_letters_of_an_epoch(
     (replay,) = ledger.epochs(EpochFilter(pipeline=name, kind=EpochKind.BACKFILL))
     assert (replay.state, replay.run_id) == (EpochState.COMMITTED, outcome.run_id)
     assert [(r.topic, r.partition, r.start, r.end) for r in replay.ranges] == [(topic, 0, 1, 3)]
-    assert selection(stack.ledger_dsn, replay.epoch_id) == [(topic, 0, 1), (topic, 0, 2)]
+    assert replay_selection_rows(stack.ledger_dsn, replay.epoch_id) == [(topic, 0, 1), (topic, 0, 2)]
     metrics = replay.metrics or {}
     assert (metrics["records"], metrics["skipped_offsets"], metrics["bad_records"]) == (2, 0, 1)
 
@@ -92,7 +71,7 @@ def test_trigger_form_replays_the_dead_letters_of_an_epoch(
     assert (after[b"k0"], after[b"k3"]) == (before[b"k0"], before[b"k3"])  # values and versions
     # offsets 1 and 2 are both selected: one segment, versioned by its last offset (2)
     assert after[b"k1"] == {b"d:i": (b"1", 2), b"d:pad": (b"x" * 80, 2)}
-    assert dead_letters(stack.ledger_dsn, name) == [
+    assert [row[:4] for row in dead_letter_rows(stack.ledger_dsn, name)] == [
         (1, stream.epoch_id, replay.epoch_id, True),
         (2, replay.epoch_id, None, False),
     ]
@@ -104,8 +83,8 @@ def test_trigger_form_replays_the_dead_letters_of_an_epoch(
     assert again.state == "success", again.log[-6000:]
     _, second = ledger.epochs(EpochFilter(pipeline=name, kind=EpochKind.BACKFILL))
     assert (second.state, second.run_id) == (EpochState.COMMITTED, again.run_id)
-    assert selection(stack.ledger_dsn, second.epoch_id) == [(topic, 0, 2)]
-    assert dead_letters(stack.ledger_dsn, name) == [
+    assert replay_selection_rows(stack.ledger_dsn, second.epoch_id) == [(topic, 0, 2)]
+    assert [row[:4] for row in dead_letter_rows(stack.ledger_dsn, name)] == [
         (1, stream.epoch_id, replay.epoch_id, True),
         (2, second.epoch_id, None, False),
     ]

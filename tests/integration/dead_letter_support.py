@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import happybase
+import psycopg2
 import yaml
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -135,3 +137,30 @@ def read_committed(bootstrap: str, topic: str, partition: int = 0) -> list[Topic
     finally:
         consumer.close()
     raise AssertionError(f"read {topic}: no end of partition within 30 s after {len(out)} records")
+
+
+def dead_letter_rows(dsn: str, pipeline: str) -> list[tuple[Any, ...]]:
+    """``(offset, epoch_id, resolved_by_epoch, resolved, the error's first 30 characters)``
+    per dead letter of ``pipeline``, by offset, read straight from ``eo.dead_letters``."""
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            'SELECT "offset", epoch_id, resolved_by_epoch, resolved_at IS NOT NULL, left(error, 30)'
+            ' FROM eo.dead_letters WHERE pipeline = %s ORDER BY "offset"',
+            (pipeline,),
+        )
+        rows: list[tuple[Any, ...]] = cur.fetchall()
+    conn.close()
+    return rows
+
+
+def replay_selection_rows(dsn: str, epoch_id: int) -> list[tuple[str, int, int]]:
+    """``(topic, partition, offset)`` of ``eo.replay_selections`` for ``epoch_id``, in order."""
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            'SELECT topic, "partition", "offset" FROM eo.replay_selections WHERE epoch_id = %s'
+            " ORDER BY 1, 2, 3",
+            (epoch_id,),
+        )
+        rows: list[tuple[str, int, int]] = cur.fetchall()
+    conn.close()
+    return rows

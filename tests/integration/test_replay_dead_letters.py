@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import happybase
-import psycopg2
 import pytest
 import yaml
 
@@ -39,6 +38,7 @@ from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.ledger.replay_plan import ReplayFilter
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.conftest import StackInfo
+from tests.integration.dead_letter_support import dead_letter_rows, replay_selection_rows
 from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection
 from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import created_topic, produce
@@ -76,30 +76,6 @@ def timed_scan(stack: StackInfo, table: str) -> TimedRows:
         return {row: dict(cells) for row, cells in connection.table(table).scan(include_timestamp=True)}
     finally:
         connection.close()
-
-
-def dead_letter_rows(dsn: str, pipeline: str) -> list[tuple[Any, ...]]:
-    """``(offset, epoch_id, resolved_by_epoch, resolved, error prefix)`` per dead letter."""
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            'SELECT "offset", epoch_id, resolved_by_epoch, resolved_at IS NOT NULL, left(error, 30)'
-            ' FROM eo.dead_letters WHERE pipeline = %s ORDER BY "offset"',
-            (pipeline,),
-        )
-        return cur.fetchall()
-
-
-def selections(dsn: str, epoch_ids: list[int]) -> dict[int, list[tuple[str, int, int]]]:
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            'SELECT epoch_id, topic, "partition", "offset" FROM eo.replay_selections'
-            " WHERE epoch_id = ANY(%s) ORDER BY 1, 2, 3, 4",
-            (epoch_ids,),
-        )
-        found: dict[int, list[tuple[str, int, int]]] = {}
-        for epoch_id, topic, partition, offset in cur.fetchall():
-            found.setdefault(epoch_id, []).append((topic, partition, offset))
-        return found
 
 
 def cli(dsn: str, *argv: str) -> tuple[int, Any]:
@@ -226,10 +202,10 @@ def test_replay_writes_exactly_the_fixed_records_and_resolves_them(world: World)
 
     # the replay epochs: backfills over [min, max + 1) of their selections, in the ledger
     assert [(r.start, r.end) for e in (first, second) for r in e.ranges] == [(1, 4), (4, 5)]
-    assert selections(world.dsn, [first.epoch_id, second.epoch_id]) == {
-        first.epoch_id: [(world.topic, 0, 1), (world.topic, 0, 3)],
-        second.epoch_id: [(world.topic, 0, 4)],
-    }
+    assert [replay_selection_rows(world.dsn, e.epoch_id) for e in (first, second)] == [
+        [(world.topic, 0, 1), (world.topic, 0, 3)],
+        [(world.topic, 0, 4)],
+    ]
     metrics = [(e.metrics or {}) for e in (first, second)]
     assert [(m["records"], m["skipped_offsets"], m["bad_records"]) for m in metrics] == [(2, 1, 1), (1, 0, 0)]
 

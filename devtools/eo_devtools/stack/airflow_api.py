@@ -3,18 +3,19 @@
 Authentication as a user would script it: ``POST /auth/token`` with the username and
 password returns a JWT, sent as ``Authorization: Bearer``; a 401 later (an expired
 token) logs in again once. Errors raise :class:`AirflowApiError` with the status and
-the body. Uses only the standard library.
+the body. HTTP goes through the provider's `send_json` (an unreachable server: its
+``AirflowApiError``).
 """
 
 from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from airflow_provider_eo.hooks.airflow_api import send_json
 
 FINISHED_STATES = frozenset({"success", "failed"})
 POLL_S = 0.25
@@ -46,18 +47,7 @@ class AirflowClient:
         return cls(login["url"], login["username"], login["password"])
 
     def _send(self, method: str, path: str, body: Any, token: str | None) -> tuple[int, str]:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        request = urllib.request.Request(f"{self.url}{path}", data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode(errors="replace")
+        return send_json(self.url, method, path, body, token, timeout_s=30)
 
     def token(self) -> str:
         """A JWT for the user (``POST /auth/token``), cached until the API refuses it."""
