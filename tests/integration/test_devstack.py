@@ -18,6 +18,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import happybase
 import psutil
@@ -194,7 +195,7 @@ def test_second_up_keeps_the_same_processes_and_ports(state_dir: Path) -> None:
     assert without_rss(json.loads(result.stdout)) == without_rss(before)
 
 
-def test_env_prints_the_five_connections_in_shell_syntax(state_dir: Path) -> None:
+def test_env_prints_the_six_connections_in_shell_syntax(state_dir: Path) -> None:
     env = exported_env(state_dir)
     ports = {name: s["port"] for name, s in status(state_dir).items()}
     assert set(env) == {
@@ -203,7 +204,13 @@ def test_env_prints_the_five_connections_in_shell_syntax(state_dir: Path) -> Non
         "AIRFLOW_CONN_EO_HBASE",
         "AIRFLOW_CONN_SCHEMA_REGISTRY",
         "AIRFLOW_CONN_SPARK_DEFAULT",
+        "AIRFLOW_CONN_AIRFLOW_API",  # while the stack's Airflow API server runs (eo-ledger seek, replay)
     }
+    login = json.loads((state_dir / "airflow" / "login.json").read_text())
+    assert env["AIRFLOW_CONN_AIRFLOW_API"] == (
+        f"http://{quote(login['username'], safe='')}:{quote(login['password'], safe='')}"
+        f"@127.0.0.1:{ports['airflow-api-server']}"
+    )
     assert env["AIRFLOW_CONN_EO_LEDGER"].startswith("postgresql://eo:")
     assert env["AIRFLOW_CONN_EO_LEDGER"].endswith(f"@127.0.0.1:{ports['postgres']}/eo")
     assert json.loads(env["AIRFLOW_CONN_EO_KAFKA"]) == {
