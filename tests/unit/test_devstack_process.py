@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from eo_devtools.stack.ports import PortBusyError, ensure_port_free, find_free_port, is_port_in_use
+from eo_devtools.stack.ports import (
+    LISTEN_PORT_RANGE,
+    PortBusyError,
+    ensure_port_free,
+    ephemeral_range,
+    find_free_port,
+    is_port_in_use,
+)
 from eo_devtools.stack.process import (
     ServiceStartError,
     group_members,
@@ -112,3 +119,12 @@ def test_stop_ends_a_sigstopped_process_with_its_first_signal(tmp_path: Path) ->
     stop_process_group(pid, first_signal=signal.SIGTERM, grace_s=5)
     assert group_members(pid) == []
     assert log.read_text().splitlines() == ["ready", "terminated by SIGTERM"]
+
+
+def test_free_ports_lie_outside_the_kernels_ephemeral_range() -> None:
+    """A restarted service keeps its port: no outgoing connection may have taken it meanwhile."""
+    low, high = ephemeral_range()
+    ports = {find_free_port() for _ in range(50)}
+    assert all(not low <= port <= high for port in ports), sorted(ports)
+    assert all(LISTEN_PORT_RANGE[0] <= port <= LISTEN_PORT_RANGE[1] for port in ports)
+    assert len(ports) > 40  # drawn at random, so concurrent stacks rarely meet
