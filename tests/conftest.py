@@ -92,10 +92,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     close_driver_archive()  # the session's Spark class-data archive (tests/spark_startup.py)
 
 
+LONG_MODE_ENV = "EO_FAULT_LONG"
+"""Set to 1 to run the tests marked ``long_faults`` (the fault suite's long mode, docs/faults.md)."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use the session's real Airflow run last, one after the other: its
-    scheduler, dag-processor and triggerer then never share the 2 cores with the rest."""
+    scheduler, dag-processor and triggerer then never share the 2 cores with the rest.
+    Tests marked ``long_faults`` are skipped unless ``EO_FAULT_LONG=1``."""
     items.sort(key=lambda item: "airflow_server" in getattr(item, "fixturenames", ()))
+    if os.environ.get(LONG_MODE_ENV) != "1":
+        skip = pytest.mark.skip(reason=f"long mode: set {LONG_MODE_ENV}=1 (docs/faults.md)")
+        for item in items:
+            if item.get_closest_marker("long_faults"):
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
