@@ -16,6 +16,9 @@ ZooKeeper) are always chosen freely. ``--spark-workers N`` also runs a Spark sta
 cluster (a master and N one-core workers from the installed pyspark; ``status`` shows its
 ``spark://`` URL and the workers alive, ``env`` adds the ``spark_standalone`` connection),
 ``--spark-workers 0`` stops it; without the flag a running cluster is left as it is.
+``--kafka-brokers N``, ``--hbase-regionservers N`` and ``--thrift-servers N`` choose the
+topology (:mod:`.topology`, docs/scale.md); it is recorded, so a later ``up`` without the
+flags keeps it; changing it needs ``down`` first.
 Only ``env`` prints secrets (the ledger DSN; while Airflow runs, its ``airflow_api`` connection
 with the admin's login, which ``eo-ledger seek`` / ``reset`` use); elsewhere the
 Airflow password stays in its login file.
@@ -29,12 +32,14 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from eo_devtools.stack.ports import PortBusyError
 from eo_devtools.stack.process import ServiceStartError
 from eo_devtools.stack.service import MissingBinaryError
 from eo_devtools.stack.stack import LocalStack
+from eo_devtools.stack.topology import Topology
 
 DEFAULT_STATE_DIR = ".eo-state"
 
@@ -69,7 +74,27 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
     )
+    for flag, what in (
+        ("--kafka-brokers", "Kafka brokers (a KRaft cluster when more than 1)"),
+        ("--hbase-regionservers", "HBase region servers in the master's JVM"),
+        ("--thrift-servers", "HBase Thrift servers"),
+    ):
+        parser.add_argument(
+            flag, type=int, default=None, metavar="N", help=f"up: run N {what} (default: as recorded, else 1)"
+        )
     return parser
+
+
+def requested_topology(args: argparse.Namespace, recorded: Topology) -> Topology | None:
+    """The topology the flags ask for (unset flags keep ``recorded``'s counts); None without a flag."""
+    asked = {
+        "kafka_brokers": args.kafka_brokers,
+        "hbase_regionservers": args.hbase_regionservers,
+        "thrift_servers": args.thrift_servers,
+    }
+    if all(value is None for value in asked.values()):
+        return None
+    return replace(recorded, **{name: value for name, value in asked.items() if value is not None})
 
 
 def airflow_hint(status: dict[str, dict[str, object]]) -> str | None:
@@ -107,7 +132,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in ("up", "status"):
             if args.command == "up":
-                status = stack.up(airflow=not args.no_airflow, spark_workers=args.spark_workers)
+                status = stack.up(
+                    airflow=not args.no_airflow,
+                    spark_workers=args.spark_workers,
+                    topology=requested_topology(args, stack.topology),
+                )
             else:
                 status = stack.status()
             print(json.dumps(status, indent=2))

@@ -63,7 +63,7 @@ def airflow_api_connection(url: str, username: str, password: str) -> str:
 
 def stack_conn_env(
     ledger_dsn: str,
-    kafka_port: int,
+    kafka_bootstrap: str,
     hbase_port: int,
     spark_master_url: str | None = None,
     *,
@@ -76,7 +76,7 @@ def stack_conn_env(
     """
     env = {
         "AIRFLOW_CONN_EO_LEDGER": ledger_dsn,
-        "AIRFLOW_CONN_EO_KAFKA": kafka_connection(f"{LOOPBACK}:{kafka_port}"),
+        "AIRFLOW_CONN_EO_KAFKA": kafka_connection(kafka_bootstrap),
         "AIRFLOW_CONN_EO_HBASE": hbase_connection(LOOPBACK, hbase_port),
         "AIRFLOW_CONN_SPARK_DEFAULT": spark_connection(),
     }

@@ -8,6 +8,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
 
+from eo_devtools.stack.topology import Topology, instance_name, instance_port_key
+
 
 class MissingBinaryError(RuntimeError):
     """A program a service needs is not installed; the message says what to install."""
@@ -20,11 +22,14 @@ class Service(ABC):
     :attr:`port`); the stack hands every service the whole ``ports`` map, so a service
     can also reach the ports of the services it depends on. Subclasses describe how to
     prepare, start and probe the service; the stack (:mod:`.stack`) does the process
-    handling.
+    handling. ``topology`` is the stack's (:mod:`.topology`); ``replica_index`` says which
+    instance of a replicated service this is (1 for the first, which keeps the plain name).
     """
 
     name: str = ""
     port_keys: tuple[str, ...] = ()
+    topology: Topology = Topology()
+    replica_index: int = 1
     stop_signal: int = signal.SIGTERM
     stop_grace_s: float = 15.0
     startup_timeout_s: float = 30.0
@@ -32,6 +37,18 @@ class Service(ABC):
     def __init__(self, state_dir: Path, ports: Mapping[str, int]) -> None:
         self.state_dir = state_dir
         self.ports = dict(ports)
+
+    @classmethod
+    def configured(cls, topology: Topology, index: int = 1) -> type[Service]:
+        """This service class for ``topology``, as instance ``index``: a subclass whose
+        ``name`` and ``port_keys`` are the instance's (:func:`.topology.instance_name`)."""
+        attributes = {
+            "name": instance_name(cls.name, index),
+            "port_keys": tuple(instance_port_key(cls.name, key, index) for key in cls.port_keys),
+            "topology": topology,
+            "replica_index": index,
+        }
+        return type(cls.__name__, (cls,), attributes)
 
     @property
     def port(self) -> int:

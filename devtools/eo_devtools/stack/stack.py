@@ -2,7 +2,7 @@
 (Apicurio, :mod:`.schema_registry`) under one state dir, and optionally Airflow itself
 (:mod:`.airflow`) on top of them.
 
-Layout of the state dir: ``stack.json`` (ports), ``pids/<service>.pid``,
+Layout of the state dir: ``stack.json`` (ports and the topology, :mod:`.topology`), ``pids/<service>.pid``,
 ``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``kafka/``, ``hbase/``,
 ``schema-registry/`` (its working directory; its storage is in memory),
 ``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs),
@@ -39,6 +39,7 @@ from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import start_service, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
 from eo_devtools.stack.spark_services import MASTER, executor_python, master_url, recorded_workers
+from eo_devtools.stack.topology import Topology, TopologyError
 
 SERVICE_CLASSES: Mapping[str, type[Service]] = {
     "postgres": PostgresService,
@@ -48,6 +49,7 @@ SERVICE_CLASSES: Mapping[str, type[Service]] = {
     "schema-registry": SchemaRegistryService,
 }
 SERVICES: tuple[str, ...] = tuple(SERVICE_CLASSES)
+"""The base services, in start order; a topology may run several instances (:func:`service_classes`)."""
 PORT_ENV_VARS: Mapping[str, str] = {
     "postgres": "EO_STACK_POSTGRES_PORT",
     "kafka": "EO_STACK_KAFKA_PORT",
@@ -59,6 +61,17 @@ PORT_ENV_VARS: Mapping[str, str] = {
 REPO_DAGS_DIR = Path(__file__).resolve().parents[3] / "dags"
 """The repository's DAG folder: what the stack's Airflow serves unless told otherwise."""
 AIRFLOW_DATABASE = "airflow"
+
+
+def service_classes(topology: Topology) -> dict[str, type[Service]]:
+    """Instance name -> configured service class for ``topology``, in start order: each base
+    service of :data:`SERVICES` followed by its further instances (``kafka``, ``kafka-2``, ...)."""
+    classes: dict[str, type[Service]] = {}
+    for base in SERVICE_CLASSES.values():
+        for index in range(1, topology.replicas(base.name) + 1):
+            configured = base.configured(topology, index)
+            classes[configured.name] = configured
+    return classes
 
 
 class LocalStack:
@@ -92,15 +105,32 @@ class LocalStack:
             return {}
         return {name: int(port) for name, port in data.get("ports", {}).items()}
 
+    def _recorded_topology(self) -> Topology:
+        try:
+            data: dict[str, Any] = json.loads(self._state_file.read_text())
+        except FileNotFoundError:
+            return Topology()
+        return Topology.from_record(data.get("topology"))
+
+    @property
+    def topology(self) -> Topology:
+        """The topology recorded by the last ``up`` (the default before any)."""
+        return self._recorded_topology()
+
+    def _classes(self) -> dict[str, type[Service]]:
+        return service_classes(self._recorded_topology())
+
     def _service(self, name: str, ports: Mapping[str, int]) -> Service:
-        return SERVICE_CLASSES[name](self.state_dir, ports)
+        return self._classes()[name](self.state_dir, ports)
 
     def _pid(self, name: str) -> int | None:
         return running_pid(self.state_dir / "pids" / f"{name}.pid")
 
-    def _choose_ports(self, recorded: Mapping[str, int]) -> dict[str, int]:
+    def _choose_ports(
+        self, recorded: Mapping[str, int], classes: Mapping[str, type[Service]]
+    ) -> dict[str, int]:
         """Port key -> port: a running service keeps its ports, then requests, env, record, free."""
-        owners = [(name, cls.port_keys) for name, cls in SERVICE_CLASSES.items()]
+        owners = [(name, cls.port_keys) for name, cls in classes.items()]
         owners.append(("airflow-api-server", (API_PORT_KEY,)))
         chosen: dict[str, int] = {}
         for name, keys in owners:
@@ -128,21 +158,35 @@ class LocalStack:
             yield
 
     # -- lifecycle -----------------------------------------------------------
-    def up(self, *, airflow: bool = False, spark_workers: int | None = None) -> dict[str, dict[str, Any]]:
+    def up(
+        self, *, airflow: bool = False, spark_workers: int | None = None, topology: Topology | None = None
+    ) -> dict[str, dict[str, Any]]:
         """Start every missing service and wait until all answer; return :meth:`status`.
 
         ``airflow``: also start Airflow's api-server, scheduler, dag-processor and triggerer
         (the ``eo-stack up`` default; the Python API's callers, e.g. the tests, opt in).
         ``spark_workers``: N > 0 runs the Spark standalone cluster with N workers
         (:meth:`spark_up`), 0 stops it, None keeps a cluster already recorded as it is.
+        ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
+        None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
+        topology of services still running (``down`` first).
         """
         with self._locked():
             self.state_dir.chmod(0o755)  # PostgreSQL's OS user must be able to enter it
             (self.state_dir / "pids").mkdir(exist_ok=True)
             recorded = self._recorded_ports()
-            ports = self._choose_ports(recorded)
-            self._write_ports({**ports, **{k: v for k, v in recorded.items() if is_spark_key(k)}})
-            services = [self._service(name, ports) for name in SERVICES]
+            recorded_topology = self._recorded_topology()
+            topology = topology or recorded_topology
+            running = [name for name in service_classes(recorded_topology) if self._pid(name) is not None]
+            if topology != recorded_topology and running:
+                raise TopologyError(
+                    f"the local stack in {self.state_dir} runs {recorded_topology.describe()} "
+                    f"({', '.join(running)} running); run eo-stack down first to get {topology.describe()}"
+                )
+            classes = service_classes(topology)
+            ports = self._choose_ports(recorded, classes)
+            self._write_state({**ports, **{k: v for k, v in recorded.items() if is_spark_key(k)}}, topology)
+            services = [cls(self.state_dir, ports) for cls in classes.values()]
             for service in services:  # fail before starting anything: a port taken, a binary missing
                 if self._pid(service.name) is None:
                     for key in service.port_keys:
@@ -160,8 +204,12 @@ class LocalStack:
                 self._airflow(self._recorded_ports()).up()
         return self.status()
 
+    def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
+        state = {"ports": dict(ports), "topology": topology.to_record()}
+        self._state_file.write_text(json.dumps(state, indent=2) + "\n")
+
     def _write_ports(self, ports: Mapping[str, int]) -> None:
-        self._state_file.write_text(json.dumps({"ports": dict(ports)}, indent=2) + "\n")
+        self._write_state(ports, self._recorded_topology())
 
     def _ensure_running(self, service: Service) -> None:
         pid = self._pid(service.name)
@@ -178,8 +226,8 @@ class LocalStack:
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
-            for name in reversed(SERVICES):
-                stop_service(self._service(name, recorded))
+            for cls in reversed(self._classes().values()):
+                stop_service(cls(self.state_dir, recorded))
 
     def status(self) -> dict[str, dict[str, Any]]:
         """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}; state is running|stopped.
@@ -192,9 +240,9 @@ class LocalStack:
         """
         recorded = self._recorded_ports()
         result: dict[str, dict[str, Any]] = {}
-        for name, cls in SERVICE_CLASSES.items():
+        for name, cls in self._classes().items():
             pid = self._pid(name)
-            service = self._service(name, recorded)
+            service = cls(self.state_dir, recorded)
             answers = pid is not None and all(key in recorded for key in cls.port_keys) and service.healthy()
             result[name] = status_entry(service, pid, healthy=answers)
         if "schema-registry" in recorded:
@@ -206,8 +254,9 @@ class LocalStack:
         return result
 
     def is_up(self) -> bool:
-        """True when every service of :data:`SERVICES` is running and healthy (Airflow aside)."""
-        return all(s["healthy"] for name, s in self.status().items() if name in SERVICE_CLASSES)
+        """True when every service of the topology is running and healthy (Airflow aside)."""
+        classes = self._classes()
+        return all(s["healthy"] for name, s in self.status().items() if name in classes)
 
     # -- Spark standalone cluster ----------------------------------------------
     def spark_up(self, workers: int = 2) -> dict[str, dict[str, Any]]:
@@ -260,7 +309,7 @@ class LocalStack:
             postgres_dsn=postgres.dsn(),
             conn_env=stack_conn_env(
                 postgres.dsn(),
-                ports["kafka"],
+                self._bootstrap(ports),
                 ports["hbase-thrift"],
                 self._spark_master_url(ports),
                 schema_registry_port=ports.get("schema-registry"),
@@ -290,9 +339,15 @@ class LocalStack:
         assert isinstance(service, PostgresService)
         return service.dsn()
 
+    def _bootstrap(self, ports: Mapping[str, int]) -> str:
+        brokers = [name for name in self._classes() if name == "kafka" or name.startswith("kafka-")]
+        return ",".join(f"{LOOPBACK}:{ports[name]}" for name in brokers)
+
     @property
     def kafka_bootstrap(self) -> str:
-        return f"{LOOPBACK}:{self._port('kafka')}"
+        """``host:port`` of every broker, comma-separated (``bootstrap.servers``)."""
+        self._port("kafka")
+        return self._bootstrap(self._recorded_ports())
 
     @property
     def hbase_host(self) -> str:
@@ -300,7 +355,15 @@ class LocalStack:
 
     @property
     def hbase_port(self) -> int:
+        """The first Thrift server's port."""
         return self._port("hbase-thrift")
+
+    @property
+    def hbase_thrift_ports(self) -> list[int]:
+        """Every Thrift server's port, the first one first."""
+        recorded = self._recorded_ports()
+        self._port("hbase-thrift")
+        return [recorded[name] for name in self._classes() if name.startswith("hbase-thrift")]
 
     @property
     def schema_registry_url(self) -> str:
@@ -314,7 +377,7 @@ class LocalStack:
         recorded = self._recorded_ports()
         env = stack_conn_env(
             self.ledger_dsn,
-            self._port("kafka"),
+            self.kafka_bootstrap,
             self.hbase_port,
             self._spark_master_url(recorded),
             schema_registry_port=recorded.get("schema-registry"),
