@@ -6,6 +6,7 @@ server that accepts and closes at once (no HBase needed: every attempt fails).
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -14,10 +15,11 @@ from collections.abc import Iterator
 import pytest
 
 from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, hbase_endpoints
-from airflow_provider_eo.hooks.connections import EoConnection
+from airflow_provider_eo.hooks.connections import EoConnection, parse_connection
 from airflow_provider_eo.spark.hbase_writer import HBaseWriteError, SegmentWriter
 from airflow_provider_eo.spark.segments import Segment
 from airflow_provider_eo.spark.thrift_endpoints import ThriftEndpoints, endpoint_text, spark_task_index
+from eo_devtools.stack.connections import stack_conn_env
 
 
 def _conn(host: str | None = "t1", port: int | None = 9091, **extra: object) -> EoConnection:
@@ -157,3 +159,13 @@ def test_attempts_cover_every_server() -> None:
     servers = [("127.0.0.1", port) for port in range(1, 7)]
     assert SegmentWriter({}, "t", attempts=4, servers=servers).attempts == 6
     assert SegmentWriter({"host": "h", "port": 1}, "t", attempts=1).attempts == 1
+
+
+def test_stack_connection_lists_every_thrift_server() -> None:
+    several = stack_conn_env("postgresql://u@h/eo", "127.0.0.1:1", [7001, 7002])["AIRFLOW_CONN_EO_HBASE"]
+    assert json.loads(several)["extra"]["servers"] == "127.0.0.1:7001,127.0.0.1:7002"
+    conn = parse_connection("eo_hbase", several)
+    assert hbase_endpoints(conn) == (("127.0.0.1", 7001), ("127.0.0.1", 7002))
+    single = stack_conn_env("postgresql://u@h/eo", "127.0.0.1:1", 7001)["AIRFLOW_CONN_EO_HBASE"]
+    assert "servers" not in json.loads(single)["extra"]
+    assert hbase_endpoints(parse_connection("eo_hbase", single)) == (("127.0.0.1", 7001),)
