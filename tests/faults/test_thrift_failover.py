@@ -2,8 +2,9 @@
 through the other (long mode: an extra Thrift server JVM).
 
 The suite's stack runs one Thrift server (``hbase-thrift``); this test starts a second
-ThriftServer JVM on the same HBase (:class:`SecondThriftServer`, its own port, pid and log
-file in the stack's state dir) and lists both in the ``eo_hbase`` connection
+ThriftServer JVM on the same HBase (the stack's ``hbase-thrift-2`` instance, as
+``eo-stack up --thrift-servers 2`` runs it: its own port, pid and log file in the stack's
+state dir; cheaper than a second stack) and lists both in the ``eo_hbase`` connection
 (``extra.servers``). Task ``i`` of the epoch starts on server ``i mod 2``; the second server
 is killed with ``kill -9`` while both tasks stand after their first HBase segment and is
 not restarted. The task that used it must fail over to the first server with one failed
@@ -26,24 +27,22 @@ from airflow_provider_eo.spark.driver import ExitCode
 from eo_devtools.stack.hbase import HBaseThriftService
 from eo_devtools.stack.ports import LOOPBACK, find_free_port
 from eo_devtools.stack.process import stop_process_group
+from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import start_service, stop_service
+from eo_devtools.stack.topology import Topology
 from tests.faults.harness import Case, FaultStack, hang_env, new_case
 from tests.faults.test_service_faults import HANG, _final_epochs, _record_verified_end
 
 pytestmark = pytest.mark.long_faults
 
 
-class SecondThriftServer(HBaseThriftService):
-    """Another Thrift1 server JVM on the stack's HBase (not one of the stack's services)."""
-
-    name = "hbase-thrift-failover"
-    port_keys = ("hbase-thrift-failover",)
-
-
 @pytest.fixture
-def second_thrift(fault_stack: FaultStack) -> Iterator[SecondThriftServer]:
-    """A running second Thrift server; stopped (if still alive) after the test."""
-    service = SecondThriftServer(fault_stack.local.state_dir, {"hbase-thrift-failover": find_free_port()})
+def second_thrift(fault_stack: FaultStack) -> Iterator[Service]:
+    """A running second Thrift server: the stack's ``hbase-thrift-2`` instance
+    (:mod:`eo_devtools.stack.topology`), started beside the suite's one-server stack and
+    stopped (if still alive) after the test."""
+    cls = HBaseThriftService.configured(Topology(thrift_servers=2), 2)
+    service = cls(fault_stack.local.state_dir, {cls.port_keys[0]: find_free_port()})
     start_service(service)
     try:
         yield service
@@ -52,7 +51,7 @@ def second_thrift(fault_stack: FaultStack) -> Iterator[SecondThriftServer]:
 
 
 @pytest.fixture
-def two_servers(fault_stack: FaultStack, second_thrift: SecondThriftServer) -> Iterator[tuple[str, str]]:
+def two_servers(fault_stack: FaultStack, second_thrift: Service) -> Iterator[tuple[str, str]]:
     """The suite's ``eo_hbase`` connection listing both servers (the stack's first), for this
     test only; yields the two servers as ``host:port``."""
     first = f"{fault_stack.local.hbase_host}:{fault_stack.local.hbase_port}"
@@ -73,7 +72,7 @@ def _by_partition(case: Case) -> dict[int, list[tuple[int, bytes | None, bytes |
 
 def test_thrift_server_kill9_mid_write_tasks_fail_over(
     fault_stack: FaultStack,
-    second_thrift: SecondThriftServer,
+    second_thrift: Service,
     two_servers: tuple[str, str],
     tmp_path: Path,
     report: dict[str, Any],
