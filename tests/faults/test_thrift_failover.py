@@ -113,9 +113,17 @@ def test_thrift_server_kill9_mid_write_tasks_fail_over(
     cells = case.hbase_cells()
     assert cells == control.hbase_cells()
 
-    more = case.produce(40, seed=45)  # later epochs: a task starts on the dead server, fails over
-    epochs = case.drain()
-    assert epochs == 1 and len(more) == 40
+    # A later epoch with the server still dead: its task 1 starts there and fails over at once.
+    case.produce(40, seed=45)
+    later = int(case.reserve("later-run")["epoch_id"])  # type: ignore[index]
+    proc = case.start_write(later)
+    rc_later, output = proc.wait(), proc.output()
+    assert rc_later == ExitCode.OK, output[-3000:]
+    assert output.count("HBase write failed") == 1, output[-3000:]
+    assert output.count(f"attempt=1/4 failover={second}->{first}: ") == 1, output[-3000:]
+    case.commit(later, "later-run")
+    epochs = 1 + case.drain()
+    assert epochs == 1
     _final_epochs(case, epoch_id, rc)
     report["observed"] = (
         f"spark-submit exit 0: the task on the killed server failed one call (attempt 1/4, failover "
@@ -127,6 +135,6 @@ def test_thrift_server_kill9_mid_write_tasks_fail_over(
         case,
         fault_stack,
         report,
-        recovery=f"none needed: epoch {epoch_id} committed; {epochs} more epoch drained with the server "
-        "still dead",
+        recovery=f"none needed: epoch {epoch_id} committed; {epochs} more epoch written with the server "
+        "still dead (its task on that server failed over on its first call)",
     )
