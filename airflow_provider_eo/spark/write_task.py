@@ -41,6 +41,7 @@ from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutatio
 from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.thrift_endpoints import spark_task_index
 from airflow_provider_eo.spark.worker_gc import task_gc
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class TaskSettings:
     hbase_kwargs: dict[str, Any] = field(repr=False)
     ledger_dsn: str = field(repr=False)
     schema_registry: RegistrySettings | None = field(repr=False, default=None)
+    hbase_servers: tuple[tuple[str, int], ...] = ()  # every Thrift server (empty: hbase_kwargs')
 
 
 @dataclass
@@ -106,10 +108,14 @@ class TaskMetrics:
 
 
 def run_task(
-    settings: TaskSettings, rng: TaskRange, dead_letter_sink: DeadLetterSink | None = None
+    settings: TaskSettings,
+    rng: TaskRange,
+    dead_letter_sink: DeadLetterSink | None = None,
+    task_index: int = 0,
 ) -> TaskMetrics:
     """Write ``rng`` completely or raise; returns the task's metrics.
 
+    ``task_index`` picks the task's first Thrift server (``SegmentWriter``).
     A replay task (``rng.offsets`` given) reads from its first to its last selected offset
     and maps only the selected records; any other record there is skipped (not mapped, not
     a bad record) and closes the segment being built, so a replayed record's cells get a
@@ -139,7 +145,9 @@ def run_task(
         flush_every=settings.batch_size,
         flush_bytes=settings.batch_bytes,
     )
-    writer = SegmentWriter(settings.hbase_kwargs, settings.hbase_table)
+    writer = SegmentWriter(
+        settings.hbase_kwargs, settings.hbase_table, servers=settings.hbase_servers, task_index=task_index
+    )
     writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
     builder = SegmentBuilder(settings.batch_size, settings.batch_bytes)
 
@@ -239,7 +247,8 @@ def open_schema_cache(settings: TaskSettings) -> SchemaCache | None:
 
 
 def task_partition_function(settings: TaskSettings) -> Any:
-    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange.
+    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange,
+    so the partition id (0 outside Spark) is the task index.
 
     An ``EoError`` of a task is raised again as ``ExecutorTaskError`` (the task still
     fails); any other exception propagates unchanged.
@@ -249,10 +258,11 @@ def task_partition_function(settings: TaskSettings) -> Any:
         from airflow_provider_eo.spark.logs import configure_logging
 
         configure_logging()
+        index = spark_task_index()
         for rng in ranges:
             try:
                 with task_gc():
-                    metrics = run_task(settings, rng)
+                    metrics = run_task(settings, rng, task_index=index)
             except EoError as exc:
                 data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
                 raise ExecutorTaskError(data) from exc
