@@ -20,14 +20,13 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.config.specs import REGISTRY_FORMATS, MappingSpec
+from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.errors import BadRecord, EoError
 from airflow_provider_eo.formats.factory import build_decoder
 from airflow_provider_eo.formats.registry.settings import RegistrySettings
-from airflow_provider_eo.formats.registry.wire_format import schema_id_of
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
@@ -37,15 +36,13 @@ from airflow_provider_eo.spark.dead_letters import (
 from airflow_provider_eo.spark.hbase_writer import SegmentWriter
 from airflow_provider_eo.spark.mapping import build_mapper
 from airflow_provider_eo.spark.range_reader import read_range
-from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.task_schemas import open_schema_cache, registry_schema_id
 from airflow_provider_eo.spark.thrift_endpoints import spark_task_index
 from airflow_provider_eo.spark.worker_gc import task_gc
-
-if TYPE_CHECKING:
-    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +125,7 @@ def run_task(
     fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
     log.info("task start %s", fields)
     mapping = settings.mapping
-    schema_cache = open_schema_cache(settings)
+    schema_cache = open_schema_cache(settings.schema_registry)
     mapper = build_mapper(
         mapping,
         settings.column_family,
@@ -218,32 +215,6 @@ def run_task(
         metrics.segments,
     )
     return metrics
-
-
-def registry_schema_id(mapping: MappingSpec, record: KafkaRecord) -> int | None:
-    """The Schema Registry id a bad record names: its value's when the value format is a
-    registry format and the value is framed, else its key's likewise; None otherwise."""
-    for part, data, fmt in (
-        ("value", record.value, mapping.value_format),
-        ("key", record.key, mapping.key_format),
-    ):
-        if fmt in REGISTRY_FORMATS and data:
-            try:
-                return schema_id_of(data, part)
-            except BadRecord:
-                continue
-    return None
-
-
-def open_schema_cache(settings: TaskSettings) -> SchemaCache | None:
-    """The task's :class:`~airflow_provider_eo.formats.registry.schema_cache.SchemaCache`
-    (None when the pipeline needs no registry); imported only then, so a JSON pipeline's
-    executors never import the registry client."""
-    if settings.schema_registry is None:
-        return None
-    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
-
-    return SchemaCache.from_settings(settings.schema_registry)
 
 
 def task_partition_function(settings: TaskSettings) -> Any:
