@@ -86,6 +86,7 @@ def run(stack: LocalStack, *, quick: bool) -> dict[str, Any]:
             "reserve_commit_ms": latency(result.samples),
             "steady_reserve_commit_ms": latency([s for s in result.samples if s.round > 0]),
             "first_reserve_commit_ms": latency([s for s in result.samples if s.round == 0]),
+            "slowest": slowest(result.samples),
             "lock_waits": sampler.summary(),
             "rolled_back_retried": result.rollbacks,
             "retries": result.retries,
@@ -121,11 +122,29 @@ def latency(samples: list[EpochSample]) -> dict[str, float]:
         "ledger_p50": round(
             statistics.median(s.total_ms - s.reserve_broker_ms - s.commit_broker_ms for s in samples), 1
         ),
+        "reserve_p99": round(percentile(sorted(s.reserve_ms for s in samples), 0.99), 1),
+        "reserve_broker_p99": round(percentile(sorted(s.reserve_broker_ms for s in samples), 0.99), 1),
+        "commit_p99": round(percentile(sorted(s.commit_ms for s in samples), 0.99), 1),
+        "commit_broker_p99": round(percentile(sorted(s.commit_broker_ms for s in samples), 0.99), 1),
+        "over_1s": sum(1 for total in totals if total > 1000),
         "ledger_p99": round(
             percentile(sorted(s.total_ms - s.reserve_broker_ms - s.commit_broker_ms for s in samples), 0.99),
             1,
         ),
     }
+
+
+def slowest(samples: list[EpochSample], count: int = 5) -> list[dict[str, Any]]:
+    """The ``count`` slowest epochs: reserve, commit, the ledger's rest and each broker call."""
+    return [
+        {
+            "round": s.round,
+            "total_ms": round(s.total_ms, 1),
+            "ledger_ms": round(s.total_ms - s.reserve_broker_ms - s.commit_broker_ms, 1),
+            **s.calls,
+        }
+        for s in sorted(samples, key=lambda s: -s.total_ms)[:count]
+    ]
 
 
 def percentile(ordered: list[float], share: float) -> float:

@@ -19,13 +19,16 @@ the ledger's end state stay whole, and the count says it happened.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import time
 import traceback
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
+from queue import Empty
 from typing import Any
 
 from psycopg2.extensions import TransactionRollbackError
@@ -65,6 +68,7 @@ class EpochSample:
     reserve_broker_ms: float
     commit_ms: float
     commit_broker_ms: float
+    calls: dict[str, float] = field(default_factory=dict)  # broker call -> ms ("reserve.watermarks")
 
     @property
     def total_ms(self) -> float:
@@ -87,6 +91,33 @@ class FleetResult:
         return sum(self.rollbacks.values())
 
 
+class CallTimedHook(TimedHook):
+    """:class:`TimedHook` that also keeps each broker call's ms by name (where a tail is)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[str, float] = {}
+
+    def _call(self, name: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self.calls[name] = self.calls.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+    def list_partitions(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("list_partitions", super().list_partitions, *args, **kwargs)
+
+    def watermarks(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("watermarks", super().watermarks, *args, **kwargs)
+
+    def committed_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("committed_offsets", super().committed_offsets, *args, **kwargs)
+
+    def commit_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("commit_offsets", super().commit_offsets, *args, **kwargs)
+
+
 def run_fleet(fleet: Fleet, timeout_s: float = 1800) -> FleetResult:
     """Run ``fleet``; raises ``RuntimeError`` with a worker's traceback if one failed."""
     context = multiprocessing.get_context("fork")
@@ -101,7 +132,7 @@ def run_fleet(fleet: Fleet, timeout_s: float = 1800) -> FleetResult:
     try:
         barrier.wait()  # every worker connected and migrated: start together
         started = time.perf_counter()
-        reports = [queue.get(timeout=timeout_s) for _ in workers]
+        reports = _collect(queue, workers, timeout_s)
         wall_s = time.perf_counter() - started
     finally:
         for process in workers:
@@ -118,11 +149,40 @@ def run_fleet(fleet: Fleet, timeout_s: float = 1800) -> FleetResult:
     return FleetResult(samples, wall_s, dict(rollbacks))
 
 
+def _collect(queue: Any, workers: list[Any], timeout_s: float) -> list[dict[str, Any]]:
+    """Every worker's report; a worker that exits without one (a crash) is an error
+    report naming its exit code."""
+    reports: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(reports) < len(workers):
+        try:
+            reports.append(queue.get(timeout=1))
+            continue
+        except Empty:
+            pass
+        if all(not process.is_alive() for process in workers):
+            with suppress(Empty):  # a report still in the pipe
+                while True:
+                    reports.append(queue.get(timeout=5))
+            if len(reports) < len(workers):
+                codes = {process.name: process.exitcode for process in workers}
+                reports.append(
+                    {"error": f"{len(workers) - len(reports)} worker(s) exited without a report: {codes}"}
+                )
+            return reports
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fleet not done within {timeout_s:g} s ({len(reports)} reports)")
+    return reports
+
+
 def _worker(fleet: Fleet, index: int, barrier: Any, queue: Any) -> None:
     """One worker process: its pipelines' epochs, round by round; reports through ``queue``."""
     os.environ.update(fleet.conn_env)
     rollbacks: Counter[str] = Counter()
     try:
+        _ = TimedHook().settings  # configures Airflow's logging in this process: then quiet it
+        for name in ("airflow_provider_eo", "airflow.task.hooks"):  # per-epoch log lines
+            logging.getLogger(name).setLevel(logging.WARNING)
         with Ledger(fleet.dsn) as ledger:
             ledger.migrate()
             barrier.wait()
@@ -140,7 +200,7 @@ def _epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Counter
     """Reserve, vote and commit one epoch of ``spec`` as the operators do (a fresh
     protocol and hook for the reserve and for the commit)."""
     run = RunIdentity(DAG_ID, f"{spec.name}-{round_no}")
-    reserving = TimedHook()
+    reserving = CallTimedHook()
     _ = reserving.settings  # the Airflow connection lookup is task start-up, not measured
     started = time.perf_counter()
     outcome = _retried(
@@ -151,7 +211,7 @@ def _epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Counter
         raise RuntimeError(f"{spec.name} round {round_no}: nothing reserved ({outcome})")
     epoch = outcome.epoch
     _retried(rollbacks, lambda: ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {}))
-    committing = TimedHook()
+    committing = CallTimedHook()
     _ = committing.settings
     started = time.perf_counter()
     _retried(
@@ -161,8 +221,17 @@ def _epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Counter
         ),
     )
     commit_ms = (time.perf_counter() - started) * 1000
+    calls = {f"reserve.{name}": ms for name, ms in reserving.calls.items()}
+    calls.update({f"commit.{name}": ms for name, ms in committing.calls.items()})
     return EpochSample(
-        spec.name, epoch.epoch_id, round_no, reserve_ms, reserving.broker_ms, commit_ms, committing.broker_ms
+        spec.name,
+        epoch.epoch_id,
+        round_no,
+        reserve_ms,
+        reserving.broker_ms,
+        commit_ms,
+        committing.broker_ms,
+        {name: round(ms, 1) for name, ms in calls.items()},
     )
 
 
