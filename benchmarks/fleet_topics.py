@@ -37,12 +37,12 @@ def fleet_topics(
     """``pipelines`` topics of ``partitions`` partitions with ``records`` records in each
     partition, and a spec per topic (caps: one record per partition, the partition count
     per epoch, so each of ``records`` epochs has a non-empty range on every partition)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
     run = uuid.uuid4().hex[:8]
     topics = [(f"{prefix}-{run}-{i:03d}", partitions) for i in range(pipelines)]
     per_request = max(1, PARTITIONS_PER_REQUEST // partitions)
     small_index = {"segment.index.bytes": "65536", "segment.bytes": str(16 * 1024 * 1024)}
     try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
         started = time.perf_counter()
         for first in range(0, len(topics), per_request):
             batch = [
@@ -56,9 +56,11 @@ def fleet_topics(
         started = time.perf_counter()
         _produce(bootstrap, topics, records)
         produce_s = time.perf_counter() - started
+        del admin  # no live client while the fleet forks its workers (librdkafka is not fork-safe)
         specs = [_spec(f"{prefix}-{run}-{i:03d}", name, partitions) for i, (name, _) in enumerate(topics)]
         yield FleetTopics(specs, round(create_s, 1), round(produce_s, 1))
     finally:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
         names = [name for name, _ in topics]
         for first in range(0, len(names), per_request):
             for future in admin.delete_topics(

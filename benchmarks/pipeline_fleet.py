@@ -2,7 +2,8 @@
 the ``many_pipelines`` benchmark section and of tests/integration/test_many_pipelines.py.
 
 :func:`run_fleet` forks ``processes`` workers (like Airflow's workers, each with its own
-ledger connection); worker ``k`` drives the pipelines ``specs[k::processes]``, round by
+ledger connection; the parent must hold no live Kafka client then: librdkafka is not
+fork-safe); worker ``k`` drives the pipelines ``specs[k::processes]``, round by
 round: every round it runs one epoch of each of its pipelines, as the operators do it,
 through the real protocol: ``EpochProtocol.reserve_stream`` with a fresh ``EoKafkaHook``
 (the broker's metadata and watermarks), the writer's vote (``Ledger.vote_written``, the
@@ -19,6 +20,8 @@ the ledger's end state stay whole, and the count says it happened.
 
 from __future__ import annotations
 
+import faulthandler
+import gc
 import logging
 import multiprocessing
 import os
@@ -121,6 +124,7 @@ class CallTimedHook(TimedHook):
 def run_fleet(fleet: Fleet, timeout_s: float = 1800) -> FleetResult:
     """Run ``fleet``; raises ``RuntimeError`` with a worker's traceback if one failed."""
     context = multiprocessing.get_context("fork")
+    gc.collect()  # no librdkafka client of this process may live on in the children
     barrier = context.Barrier(fleet.processes + 1, timeout=300)
     queue = context.Queue()
     workers = [
@@ -177,6 +181,7 @@ def _collect(queue: Any, workers: list[Any], timeout_s: float) -> list[dict[str,
 
 def _worker(fleet: Fleet, index: int, barrier: Any, queue: Any) -> None:
     """One worker process: its pipelines' epochs, round by round; reports through ``queue``."""
+    faulthandler.enable()  # a crash in a native library prints where it happened
     os.environ.update(fleet.conn_env)
     rollbacks: Counter[str] = Counter()
     try:
