@@ -1,8 +1,9 @@
 """Many pipelines on one ledger (issue 25): 100 pipelines of 64 partitions each reserving
 and committing concurrently from 8 processes against the stack's PostgreSQL.
 
-The driver is :mod:`benchmarks.pipeline_fleet` (the real protocol with the operators'
-``EoKafkaHook``, one fresh hook per reserve and per commit); the ledger is a scratch
+The driver is :mod:`benchmarks.pipeline_fleet` and :mod:`benchmarks.fleet_epoch` (the real
+protocol with the operators' ``EoKafkaHook``, one fresh hook per reserve and per commit); the ledger
+is a scratch
 database on the stack's PostgreSQL. The watermarks come from real topics on the stack's
 broker, one topic of 64 partitions per pipeline (6,400 partitions; their creation time is
 reported), so each reserve asks the broker what the operators ask it; the broker's share
@@ -13,7 +14,8 @@ the start barrier to the last worker's end), p50/p99 of reserve + commit (and of
 steady epochs, those after each pipeline's first which pins its partitions), the ledger's
 and the broker's medians, lock waits sampled from ``pg_stat_activity`` every 10 ms
 (:mod:`benchmarks.ledger_contention`), the database's deadlock count and the rolled-back
-transactions the driver had to retry (by SQLSTATE), the ledger's tables' growth per
+transactions the driver had to retry (by SQLSTATE) and the worker processes that crashed
+and were replaced (``worker_crashes``: by exit code, -11 a segfault), the ledger's tables' growth per
 epoch, and the invariants of the ledger afterwards (no overlapping ranges, cursors at
 the end of each pipeline's last committed range, every epoch COMMITTED).
 """
@@ -27,9 +29,10 @@ from typing import Any
 
 import psycopg2
 
+from benchmarks.fleet_epoch import EpochSample
 from benchmarks.fleet_topics import fleet_topics
 from benchmarks.ledger_contention import WaitSampler, database_counters, server_settings, table_sizes
-from benchmarks.pipeline_fleet import EpochSample, Fleet, run_fleet
+from benchmarks.pipeline_fleet import Fleet, run_fleet
 from benchmarks.scratch_resources import scratch_database
 from eo_devtools.stack.stack import LocalStack
 
@@ -90,6 +93,7 @@ def run(stack: LocalStack, *, quick: bool) -> dict[str, Any]:
             "lock_waits": sampler.summary(),
             "rolled_back_retried": result.rollbacks,
             "retries": result.retries,
+            "worker_crashes": result.crashes,  # exit code -> workers replaced (a task's retry)
             "database": {key: after[key] - before[key] for key in after},
             "invariants": invariants,
             "tables": sizes,

@@ -96,7 +96,7 @@ def table(report: Mapping[str, Any]) -> str:
             f" {fleet['processes']} processes: {fleet['epochs_per_s']} epochs/s, reserve + commit"
             f" p50 {fleet['reserve_commit_ms']['p50']} ms p99 {fleet['reserve_commit_ms']['p99']} ms,"
             f" lock waits {fleet['lock_waits']['lock_wait_backend_samples']}, retries {fleet['retries']},"
-            f" deadlocks {fleet['database']['deadlocks']}"
+            f" deadlocks {fleet['database']['deadlocks']}, worker crashes {fleet.get('worker_crashes')}"
         )
     for key in ("reserve_commit_ms", "standalone", "memory", "epoch_overhead_parts"):
         if key in report:

@@ -6,7 +6,9 @@ from 4 processes through the real protocol and ``EoKafkaHook``. Afterwards the l
 holds exactly 30 epochs, all COMMITTED; per pipeline and partition the committed ranges
 tile ``[0, 3)`` one record per epoch without overlap; every cursor is the end of its last
 committed range, and the consumer group holds the same offsets. The driver's count of
-rolled-back transactions (serialization failures, deadlocks) is reported and is 0.
+rolled-back transactions (serialization failures, deadlocks) is reported and is 0. (A
+worker that crashes is replaced by the driver, as Airflow retries a task; the ledger's end
+state must be the same either way.)
 """
 
 from __future__ import annotations
