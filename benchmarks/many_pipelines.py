@@ -2,12 +2,12 @@
 and committing concurrently from 8 processes against the stack's PostgreSQL.
 
 The driver is :mod:`benchmarks.pipeline_fleet` and :mod:`benchmarks.fleet_epoch` (the real
-protocol with the operators' ``EoKafkaHook``, one fresh hook per reserve and per commit); the ledger
-is a scratch
-database on the stack's PostgreSQL. The watermarks come from real topics on the stack's
-broker, one topic of 64 partitions per pipeline (6,400 partitions; their creation time is
-reported), so each reserve asks the broker what the operators ask it; the broker's share
-of each step is measured apart (``*_broker_ms``) so the ledger's own share is known.
+protocol with the operators' ``EoKafkaHook``, one fresh hook per reserve and per commit);
+the ledger is a scratch database on the stack's PostgreSQL. The watermarks come from real
+topics on the stack's broker, one topic of 64 partitions per pipeline (6,400 partitions;
+their creation time is reported), so each reserve asks the broker what the operators ask
+it; the broker's share of each step is measured apart (``*_broker_ms``) so the ledger's
+own share is known.
 
 Reported under ``many_pipelines``: epochs per second (all epochs over the wall time from
 the start barrier to the last worker's end), p50/p99 of reserve + commit (and of the
