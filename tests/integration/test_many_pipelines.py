@@ -13,13 +13,18 @@ state must be the same either way.)
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import Counter
 from collections.abc import Iterator
 
+import psycopg2
 import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from benchmarks.fleet_epoch import retried
 from benchmarks.fleet_topics import FleetTopics, fleet_topics
 from benchmarks.many_pipelines import ledger_invariants
 from benchmarks.pipeline_fleet import Fleet, FleetResult, run_fleet
@@ -78,3 +83,43 @@ def test_ranges_tile_each_partition_and_cursors_are_exact(
         "overlapping_ranges": 0,
         "cursor_mismatches": 0,
     }
+
+
+def test_a_deadlock_victim_is_retried_and_counted(ledger_dsn: str) -> None:
+    """The driver's retry of a rolled-back transaction, on a real deadlock: the victim's
+    step runs again and ``40P01`` is counted once (PostgreSQL picks the backend whose
+    ``deadlock_timeout`` ends first: the one that started waiting first)."""
+    with psycopg2.connect(ledger_dsn) as setup, setup.cursor() as cur:
+        cur.execute("CREATE TABLE fleet_deadlock (id int PRIMARY KEY, n int NOT NULL)")
+        cur.execute("INSERT INTO fleet_deadlock VALUES (1, 0), (2, 0)")
+    holder, victim = psycopg2.connect(ledger_dsn), psycopg2.connect(ledger_dsn)
+    victim_waits = threading.Event()
+    try:
+        holder_cur = holder.cursor()
+        holder_cur.execute("UPDATE fleet_deadlock SET n = n + 1 WHERE id = 1")
+
+        def holder_closes_the_cycle() -> None:
+            victim_waits.wait(10)
+            time.sleep(0.5)  # the victim waits first, so its deadlock check runs first
+            holder_cur.execute("UPDATE fleet_deadlock SET n = n + 1 WHERE id = 2")
+            holder.commit()
+
+        closer = threading.Thread(target=holder_closes_the_cycle)
+        closer.start()
+
+        def step() -> None:
+            with victim, victim.cursor() as cur:  # commits, or rolls back on the error
+                cur.execute("UPDATE fleet_deadlock SET n = n + 10 WHERE id = 2")
+                victim_waits.set()
+                cur.execute("UPDATE fleet_deadlock SET n = n + 10 WHERE id = 1")
+
+        rollbacks: Counter[str] = Counter()
+        retried(rollbacks, step)
+        closer.join(10)
+        assert rollbacks == {"40P01": 1}
+        with victim, victim.cursor() as cur:
+            cur.execute("SELECT id, n FROM fleet_deadlock ORDER BY id")
+            assert cur.fetchall() == [(1, 11), (2, 11)]
+    finally:
+        holder.close()
+        victim.close()
