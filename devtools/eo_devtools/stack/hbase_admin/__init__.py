@@ -1,7 +1,8 @@
 """What HBase's Thrift1 API cannot do, for the demo and the tests: families with
 ``KEEP_DELETED_CELLS``, pre-split tables, flush + major compaction with a bounded wait, raw
 scans (delete markers included), and the region layout: live region servers, a table's
-regions, a split or a move that returns once the regions are open again. One copy: the demo creates its tables through it, the tests assert with it.
+regions, a split or a move that returns once the regions are open again. One copy: the demo
+creates its tables through it, the tests assert with it.
 
 :class:`HBaseTableTool` runs ``HBaseTableTool.java`` (HBase's own Java ``Admin`` API) with
 the HBase client jars the local stack already resolved and the stack's ``hbase/conf`` dir
