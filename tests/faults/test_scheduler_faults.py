@@ -121,6 +121,16 @@ def kill_tree(root: int) -> list[int]:
     return victims
 
 
+def _assert_write_retried_once(states: dict[str, tuple[str | None, int]]) -> None:
+    """Every task succeeded, the write on its second try. The other tasks' tries are not
+    fixed: on a loaded machine a task's first call to a just-started execution API may time
+    out (``httpx.ReadTimeout``), and Airflow retries it, as it should."""
+    assert {task: state for task, (state, _) in states.items()} == dict.fromkeys(
+        ("recover", "reserve", "write", "commit"), "success"
+    )
+    assert states["write"] == ("success", 2)
+
+
 def _committed_epoch(case: Case, run_id: str) -> Any:
     with case.ledger() as ledger:
         epochs = ledger.epochs(EpochFilter(pipeline=case.name))
@@ -163,11 +173,9 @@ def test_write_task_process_tree_killed(
         killed = kill_tree(task_pid if tree == "task" else supervisor)
         release.touch()  # try 2's Spark workers pass the fault point at once
         assert airflow.wait_for_run(case.dag_id, run_id) == "success", airflow.log("scheduler")[-3000:]
-        assert pg_airflow.task_states(case.dag_id, run_id) == {
-            "recover": ("success", 1), "reserve": ("success", 1), "write": ("success", 2),
-            "commit": ("success", 1),
-        }  # fmt: skip
-        assert pg_airflow.earlier_tries(case.dag_id, run_id) == [("write", 1, "failed")]
+        _assert_write_retried_once(pg_airflow.task_states(case.dag_id, run_id))
+        earlier = pg_airflow.earlier_tries(case.dag_id, run_id)
+        assert [t for t in earlier if t[0] == "write"] == [("write", 1, "failed")], earlier
         timed_out = "heartbeat timeout" in pg_airflow.events(case.dag_id, run_id, "write")
         assert timed_out == (tree == "worker")
     epoch = _committed_epoch(case, run_id)
@@ -220,10 +228,8 @@ def test_scheduler_killed_during_write_then_restarted(
         states = pg_airflow.task_states(case.dag_id, run_id)
         earlier = pg_airflow.earlier_tries(case.dag_id, run_id)
         events = pg_airflow.events(case.dag_id, run_id, "write")
-    assert states == {
-        "recover": ("success", 1), "reserve": ("success", 1), "write": ("success", 2),
-        "commit": ("success", 1),
-    }  # fmt: skip
+    _assert_write_retried_once(states)
+    earlier = [t for t in earlier if t[0] == "write"]
     assert [(task, tries) for task, tries, _ in earlier] == [("write", 1)], earlier
     epoch = _committed_epoch(case, run_id)
     report["observed"] = (
