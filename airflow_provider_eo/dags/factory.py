@@ -6,7 +6,12 @@ DAG ids (``<name>`` is the pipeline name):
   schedule, ``max_active_runs=1`` (``wait``: defers in the triggerer while nothing is pending);
 * both the stream and the backfill DAG bound the write task (``execution_timeout``) and
   the run (``dagrun_timeout``) by the pipeline's ``timeouts``, so a hung Spark job or a
-  run whose worker died never holds an open epoch forever;
+  run whose worker died never holds an open epoch forever; every other task is bounded
+  by :data:`STEP_TIMEOUTS` (a ledger or Kafka call that hangs fails its try and is
+  retried instead of waiting for the run's timeout);
+* the stream DAG's tasks retry by :data:`DEFAULT_ARGS` (2 retries after 10-20 s, then
+  20-40 s: Airflow's exponential backoff with its jitter); the backfill DAG's do not
+  (a failed chunk is cleared or run again by hand, docs/operators.md);
 * ``eo_backfill__<name>``: a historical range, from the Trigger form or, one run per
   interval, from Airflow's Backfill dialog (the interval's Kafka timestamps are the
   range), as ``backfill`` epochs beside the stream (no cursor or group offsets move),
@@ -42,7 +47,24 @@ from airflow_provider_eo.operators.wait import WaitForRecordsOperator
 from airflow_provider_eo.operators.write import WriteEpochOperator
 
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
-DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=30)}
+DEFAULT_ARGS: dict[str, Any] = {
+    "retries": 2,
+    "retry_delay": timedelta(seconds=10),
+    "retry_exponential_backoff": 2.0,
+    "max_retry_delay": timedelta(minutes=1),
+}
+"""Every step is safe to retry (the same epoch and token come back) and a transient outage
+lasts seconds: the first retry comes soon. A killed task is retried once Airflow sees it
+dead (``task_instance_heartbeat_timeout``, docs/scale.md "Airflow settings that recover fast")."""
+STEP_TIMEOUTS: dict[str, timedelta] = {
+    "recover": timedelta(minutes=10),
+    "reserve": timedelta(minutes=5),
+    "commit": timedelta(minutes=5),
+    "plan": timedelta(minutes=5),
+    "release": timedelta(minutes=5),
+}
+"""``execution_timeout`` of the steps that only talk to the ledger and Kafka (the write's is
+the pipeline's ``timeouts.write_minutes``)."""
 EPOCH_ID_FROM = "{{{{ ti.xcom_pull(task_ids='{task}')['epoch_id'] }}}}"
 TOKEN_FROM = "{{{{ ti.xcom_pull(task_ids='{task}')['fencing_token'] }}}}"
 # What the Airflow UI shows for the write and commit task instances without opening a log
@@ -110,9 +132,15 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
         ),
     ) as dag:
         recover = RecoverEpochsOperator(
-            task_id="recover", kind="stream", table_asset=asset_for(spec), **common
+            task_id="recover",
+            kind="stream",
+            table_asset=asset_for(spec),
+            execution_timeout=STEP_TIMEOUTS["recover"],
+            **common,
         )
-        reserve = ReserveEpochOperator(task_id="reserve", **common)
+        reserve = ReserveEpochOperator(
+            task_id="reserve", execution_timeout=STEP_TIMEOUTS["reserve"], **common
+        )
         write = WriteEpochOperator(
             task_id="write",
             epoch_id=EPOCH_ID_FROM.format(task="reserve"),
@@ -126,6 +154,7 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             epoch_id=EPOCH_ID_FROM.format(task="reserve"),
             map_index_template=EPOCH_LABEL,
             table_asset=asset_for(spec),
+            execution_timeout=STEP_TIMEOUTS["commit"],
             **common,
         )
         if spec.wait.enabled:  # defer in the triggerer while nothing is past the cursors
@@ -164,7 +193,7 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
             spec, "Backfill: rewrite a historical range; the stream cursor and group offsets stay put."
         ),
     ) as dag:
-        plan = PlanBackfillOperator(task_id="plan", **common)
+        plan = PlanBackfillOperator(task_id="plan", execution_timeout=STEP_TIMEOUTS["plan"], **common)
 
         @task_group(group_id="chunk")
         def chunk(ranges: Any) -> None:
@@ -181,12 +210,18 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
                 epoch_id=CHUNK_EPOCH_ID,
                 map_index_template=CHUNK_LABEL,
                 table_asset=asset_for(spec),
+                execution_timeout=STEP_TIMEOUTS["commit"],
                 **common,
             )
             write >> commit
 
         chunks = chunk.expand(ranges=plan.output)
-        release = ReleaseEpochOperator(task_id="release", table_asset=asset_for(spec), **common)
+        release = ReleaseEpochOperator(
+            task_id="release",
+            table_asset=asset_for(spec),
+            execution_timeout=STEP_TIMEOUTS["release"],
+            **common,
+        )
         plan >> chunks >> release.as_teardown(setups=plan)
     return dag
 
@@ -213,6 +248,7 @@ def build_recovery_dag(specs: list[PipelineSpec], pipelines_file: str) -> DAG:
                 pipelines_file=pipelines_file,
                 kind=None,
                 table_asset=asset_for(spec),
+                execution_timeout=STEP_TIMEOUTS["recover"],
             )
     return dag
 

@@ -145,7 +145,32 @@ def test_timeouts_bound_the_write_task_and_the_run(pipelines_file: Path) -> None
         assert clicks.get_task(f"{group}write").execution_timeout == timedelta(minutes=5)
         assert manual.dagrun_timeout == timedelta(minutes=240)  # the defaults
         assert manual.get_task(f"{group}write").execution_timeout == timedelta(minutes=60)
-        assert manual.get_task(f"{group}commit").execution_timeout is None
+        assert manual.get_task(f"{group}commit").execution_timeout == timedelta(minutes=5)
+
+
+def test_every_step_is_bounded_and_the_stream_steps_retry_soon(pipelines_file: Path) -> None:
+    """The values docs/scale.md ("Airflow settings that recover fast") recommends: each
+    step's try is bounded; the stream DAG's steps retry twice, after 10 s then 20 s (before
+    Airflow's jitter), at most a minute apart; the backfill DAG's steps do not retry."""
+    dags = build_dags(pipelines_file)
+    stream, backfill, recovery = dags["eo_stream__clicks"], dags["eo_backfill__clicks"], dags[RECOVERY_DAG_ID]
+    minutes = {
+        task.task_id: task.execution_timeout / timedelta(minutes=1)  # type: ignore[operator]
+        for dag in (stream, backfill, recovery)
+        for task in dag.tasks
+        if dag is not stream or task.task_id != "wait"
+    }
+    assert minutes == {
+        "recover": 10, "reserve": 5, "write": 5, "commit": 5,
+        "plan": 5, "chunk.write": 5, "chunk.commit": 5, "release": 5,
+        "recover__orders": 10, "recover__clicks": 10, "recover__manual": 10,
+    }  # fmt: skip
+    retries = {
+        (task.retries, task.retry_delay, task.retry_exponential_backoff, task.max_retry_delay)
+        for task in stream.tasks
+    }
+    assert retries == {(2, timedelta(seconds=10), 2.0, timedelta(minutes=1))}
+    assert {task.retries for task in backfill.tasks} == {0}
 
 
 def test_backfill_trigger_form_params(pipelines_file: Path) -> None:

@@ -6,7 +6,15 @@ in parallel) and waits until the API server reports each of them healthy; a fail
 ``up`` stops what it started. ``down`` stops every service's whole process group (all at
 once: each shutdown takes 0.5-2 s on its own), then the task processes Airflow ran in
 groups of their own (and the Spark jobs they started), found by an environment variable
-every service passes on; it returns when none is left. The
+every service passes on; it returns when none is left.
+
+A service killed outside ``down`` (``kill -9`` of the scheduler) leaves its children
+behind: LocalExecutor workers stay in the dead scheduler's process group and session,
+task processes in groups of their own but the same session, and ``setproctitle`` has
+erased the marker from most of their environments. Both ``down`` and ``up`` (before it
+starts a new process for that service) therefore also SIGKILL what is left in the
+session of every service whose recorded pid is dead (:meth:`LocalAirflow.leftovers`):
+the kernel keeps that session id from being reused while a member lives. The
 local stack (:mod:`.stack`) runs one with AIRFLOW_HOME ``<state>/airflow``; the tests'
 ``airflow_server`` fixture runs another with its own DAG folder and database.
 """
@@ -20,7 +28,17 @@ from typing import Any
 from eo_devtools.stack.airflow_config import AirflowConfig
 from eo_devtools.stack.airflow_metadata import ensure_database, migrate
 from eo_devtools.stack.airflow_services import AIRFLOW_SERVICES, SERVICE_MARKER, AirflowService
-from eo_devtools.stack.process import kill_with_groups, processes_with_env, running_pid, stop_process_group
+from eo_devtools.stack.process import (
+    cmdline,
+    has_env,
+    is_running,
+    kill_with_groups,
+    processes_with_env,
+    read_pid,
+    running_pid,
+    session_members,
+    stop_process_group,
+)
 from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 
 SERVICE_NAMES: tuple[str, ...] = tuple(cls.name for cls in AIRFLOW_SERVICES)
@@ -49,8 +67,29 @@ class LocalAirflow:
         self.config.write_login()
         migrate(self.config)
 
+    def leftovers(self, service: AirflowService) -> list[int]:
+        """What a dead ``service`` left running: the live members of the session of its
+        recorded pid once that pid is dead ([] while it runs or when none is recorded).
+
+        Only members that carry :data:`SERVICE_MARKER` for this home or whose title is an
+        Airflow one (``airflow worker -- LocalExecutor``, ``airflow supervisor: ...``: renamed
+        by ``setproctitle``, which erased the marker) count, a guard against a pid file far
+        older than its session."""
+        pid = read_pid(service.pid_path)
+        return [] if pid is None or is_running(pid) else self._session_leftovers(pid)
+
+    def _session_leftovers(self, sid: int) -> list[int]:
+        home = str(self.config.home)
+        return [
+            member
+            for member in session_members(sid)
+            if has_env(member, SERVICE_MARKER, home) or cmdline(member).startswith("airflow ")
+        ]
+
     def up(self) -> None:
-        """Start every service that is not running and wait until all are healthy."""
+        """Start every service that is not running and wait until all are healthy; first
+        SIGKILL what a dead service left behind (:meth:`leftovers`: a killed scheduler's
+        LocalExecutor workers and tasks), so it never runs beside its successor."""
         self.prepare()
         (self.config.state_dir / "pids").mkdir(parents=True, exist_ok=True)
         started: list[int] = []
@@ -59,6 +98,7 @@ class LocalAirflow:
             for service in self.services:
                 pid = self._pid(service)
                 if pid is None:
+                    kill_with_groups(self.leftovers(service))
                     pid = launch(service)
                     started.append(pid)
                 pids[service.name] = pid
@@ -71,12 +111,17 @@ class LocalAirflow:
             raise
 
     def down(self) -> None:
-        """Stop every service (whole process groups, all at once), then SIGKILL what their
-        tasks left in process groups of their own (a Spark job outliving its task); returns
-        when none of their processes is left."""
+        """Stop every service (whole process groups, all at once), then SIGKILL what is
+        left in their sessions (a dead service's workers and tasks: :meth:`leftovers`) and
+        what carries the marker in process groups of their own (a Spark job outliving its
+        task); returns when none of their processes is left."""
+        recorded = {service.name: read_pid(service.pid_path) for service in self.services}
         with ThreadPoolExecutor(len(self.services), thread_name_prefix="airflow-stop") as pool:
             list(pool.map(stop_service, reversed(self.services)))  # re-raises a stop's error
-        kill_with_groups(processes_with_env(SERVICE_MARKER, str(self.config.home)))
+        left = [
+            member for sid in recorded.values() if sid is not None for member in self._session_leftovers(sid)
+        ]
+        kill_with_groups(left + processes_with_env(SERVICE_MARKER, str(self.config.home)))
 
     def status(self) -> dict[str, dict[str, Any]]:
         """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}, like the stack's;

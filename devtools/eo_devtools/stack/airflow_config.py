@@ -37,6 +37,21 @@ FAST_SETTINGS: Mapping[str, str] = {
 }
 """Short intervals for tests: new pipelines appear within seconds, dead tasks are noticed soon."""
 
+RECOVERY_SETTINGS: Mapping[str, str] = {
+    # a task whose supervisor stopped heartbeating (killed, its host gone) is failed, and
+    # retried, after 60 s instead of 300 s; the supervisor beats every 5 s (12 missed beats)
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
+    "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "5",
+    # after a scheduler died, its successor resets the tasks it queued or ran once the dead
+    # one's heartbeat is 30 s old, looking every 30 s instead of every 300 s
+    "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "30",
+    "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "30",
+}
+"""What a deployment of this provider should set so a killed task or scheduler costs about a
+minute, not five (every Airflow process gets them; docs/scale.md, "Airflow settings that
+recover fast", measures both). ``settings`` override them (:data:`FAST_SETTINGS` for tests)."""
+
 LOW_LATENCY_SETTINGS: Mapping[str, str] = {
     # an idle scheduler loop sleeps this long (default 1 s) before it looks again: the wait
     # between a task's success and its downstream task being queued
@@ -75,7 +90,8 @@ class AirflowConfig:
     ``database`` names both the metadata database and its owner role on the PostgreSQL
     that ``postgres_dsn`` (a superuser DSN: secret) reaches; ``conn_env`` are the
     ``AIRFLOW_CONN_*`` variables every process gets; ``settings`` extra ``AIRFLOW__*``
-    variables (e.g. :data:`FAST_SETTINGS`).
+    variables (e.g. :data:`FAST_SETTINGS`) over :data:`RECOVERY_SETTINGS`, which every
+    process gets.
     """
 
     state_dir: Path
@@ -132,6 +148,7 @@ class AirflowConfig:
         secret = self.secrets()
         bin_dir = str(Path(sys.executable).parent)  # the venv's spark-submit for the tasks
         env = {
+            **RECOVERY_SETTINGS,  # unless this process's environment sets them
             **os.environ,
             **self.conn_env,
             "PATH": os.pathsep.join(p for p in (bin_dir, os.environ.get("PATH", "")) if p),

@@ -95,8 +95,9 @@ def running_pid(pid_path: Path) -> int | None:
     return pid if pid is not None and is_running(pid) else None
 
 
-def group_members(pgid: int) -> list[int]:
-    """Pids of live (non-zombie) processes whose process group is ``pgid``."""
+def _members(field: int, value: int) -> list[int]:
+    """Pids of live (non-zombie) processes whose ``/proc/<pid>/stat`` field ``field``
+    (counted after the state: 2 = process group, 3 = session) is ``value``."""
     members = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -105,9 +106,46 @@ def group_members(pgid: int) -> list[int]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+        if int(fields[field]) == value and fields[0] not in ("Z", "X"):
             members.append(int(entry.name))
     return members
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of live (non-zombie) processes whose process group is ``pgid``."""
+    return _members(2, pgid)
+
+
+def session_members(sid: int) -> list[int]:
+    """Pids of live (non-zombie) processes whose session is ``sid``.
+
+    A service starts in a session of its own (:func:`start_process`), and what it starts
+    stays in that session even in a process group of its own (Airflow's task processes),
+    unless it calls ``setsid``. The kernel does not hand out a pid while a live process
+    still uses it as its session id, so once the leader ``sid`` is dead, every member
+    found is a leftover of that leader.
+    """
+    return _members(3, sid)
+
+
+def has_env(pid: int, name: str, value: str) -> bool:
+    """True when ``pid``'s environment (as the kernel shows it) holds ``name=value``.
+
+    False for a process that renamed itself: ``setproctitle`` overwrites the environment's
+    memory (Airflow's LocalExecutor workers and task processes do)."""
+    try:
+        return f"{name}={value}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+
+
+def cmdline(pid: int) -> str:
+    """``pid``'s command line, arguments joined by spaces ('' when it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
 
 
 def processes_with_env(name: str, value: str) -> list[int]:
@@ -116,16 +154,12 @@ def processes_with_env(name: str, value: str) -> list[int]:
     Finds what a service started in a process group of its own (Airflow runs each task in
     one) after the service itself is gone: the environment is inherited, the group is not.
     """
-    marker = f"{name}={value}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        try:
-            if marker in (entry / "environ").read_bytes().split(b"\0") and is_running(int(entry.name)):
-                found.append(int(entry.name))
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
+        if has_env(int(entry.name), name, value) and is_running(int(entry.name)):
+            found.append(int(entry.name))
     return found
 
 

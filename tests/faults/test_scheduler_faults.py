@@ -1,0 +1,296 @@
+"""Faults under a real scheduler (LocalExecutor) that Airflow recovers from by itself (long mode).
+
+Nobody aborts, clears or marks anything: the run succeeds through Airflow's own retries,
+its heartbeat timeout and its adoption of a dead scheduler's tasks, and the harness checks
+the exact HBase cells, ledger rows and group offsets (:meth:`Case.verify`).
+
+* a running write task's process tree SIGKILLed: the task process with its spark-submit
+  (the supervisor, a LocalExecutor worker, sees it die and fails the try), or the worker
+  too (nothing reports: the heartbeat timeout fails the try);
+* the scheduler SIGKILLed while an epoch's write runs, then restarted: its successor resets
+  the tasks the dead one ran once its heartbeat is old (``orphaned_tasks_check_interval``),
+  with the dead scheduler's workers left running or killed with its session (what
+  ``eo-stack up`` and a service manager do);
+* the time from a write task's kill to its epoch committed, with Airflow's defaults and
+  with the settings docs/scale.md recommends (:data:`RECOVERY_SETTINGS`, the factory's
+  retry delays): printed, and in the report row; no assertion on it.
+
+The write is held at the ``spark.task.after_segment`` fault point while the fault
+strikes, and released once the retry is under way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from eo_devtools.stack.airflow_config import RECOVERY_SETTINGS
+from eo_devtools.stack.process import session_members
+from tests.faults.airflow_services import (
+    AirflowServices,
+    PostgresAirflow,
+    alive,
+    descendants,
+    parent_pid,
+    wait_until,
+)
+from tests.faults.crash_points import crash_env
+from tests.faults.harness import Case, FaultStack, hang_env, new_case
+from tests.faults.test_process_faults import _verified
+
+pytestmark = [pytest.mark.long_faults]
+
+HANG = "spark.task.after_segment:hang"
+AIRFLOW_DEFAULTS = {
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "300",
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "10",
+    "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "5",
+    "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "30",
+    "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "300",
+}
+"""Airflow 3's own values of the settings :data:`RECOVERY_SETTINGS` changes."""
+ADOPTION_SETTINGS = {
+    "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "10",
+    "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "5",
+}
+"""The fault suite's short version of the dead-scheduler settings (30 s and 30 s recommended)."""
+
+
+def _home(fault_stack: FaultStack, base: Path, retry_delay_s: int | None) -> Iterator[PostgresAirflow]:
+    airflow = PostgresAirflow.create(fault_stack, base, retry_delay_s)
+    try:
+        yield airflow
+    finally:
+        airflow.drop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def pg_airflow(
+    fault_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PostgresAirflow]:
+    """The product's DAGs with a 1 s ``retry_delay`` on the fault stack's PostgreSQL."""
+    yield from _home(fault_stack, tmp_path_factory.mktemp("airflow-sched"), 1)
+
+
+@pytest.fixture(scope="module")
+def product_airflow(
+    fault_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PostgresAirflow]:
+    """The product's DAGs exactly as the factory builds them (its retry delays)."""
+    yield from _home(fault_stack, tmp_path_factory.mktemp("airflow-product"), None)
+
+
+def _write_ti(airflow: PostgresAirflow, case: Case, run_id: str) -> tuple[int, int]:
+    """(pid, try_number) of the run's write task instance."""
+    ((pid, tries),) = airflow.query(
+        "SELECT pid, try_number FROM task_instance WHERE dag_id = %s AND run_id = %s AND task_id = 'write'",
+        case.dag_id,
+        run_id,
+    )
+    return int(pid), int(tries)
+
+
+def kill_tree(root: int) -> list[int]:
+    """SIGSTOP ``root`` and its descendants until no new one appears, then SIGKILL them all
+    (nothing forks in between); returns their pids."""
+    victims: list[int] = []
+    while True:
+        found = [pid for pid in [root, *descendants(root)] if pid not in victims]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        victims += found
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    wait_until("the killed tree gone", lambda: not any(alive(pid) for pid in victims))
+    return victims
+
+
+def _assert_write_retried_once(states: dict[str, tuple[str | None, int]]) -> None:
+    """Every task succeeded, the write on its second try. The other tasks' tries are not
+    fixed: on a loaded machine a task's first call to a just-started execution API may time
+    out (``httpx.ReadTimeout``), and Airflow retries it, as it should."""
+    assert {task: state for task, (state, _) in states.items()} == dict.fromkeys(
+        ("recover", "reserve", "write", "commit"), "success"
+    )
+    assert states["write"] == ("success", 2)
+
+
+def _committed_epoch(case: Case, run_id: str) -> Any:
+    with case.ledger() as ledger:
+        epochs = ledger.epochs(EpochFilter(pipeline=case.name))
+    assert [(e.state, e.dag_id, e.run_id, e.record_count) for e in epochs] == [
+        (EpochState.COMMITTED, case.dag_id, run_id, 200)
+    ]
+    return epochs[0]
+
+
+def _finish(case: Case, report: dict[str, Any]) -> None:
+    assert case.drain() == 0  # the run took everything: nothing left for a next epoch
+    verification = case.verify()
+    assert verification.problems == []
+    report["verified"] = _verified(verification)
+
+
+@pytest.mark.parametrize("tree", ["task", "worker"])
+def test_write_task_process_tree_killed(
+    fault_stack: FaultStack, pg_airflow: PostgresAirflow, tmp_path: Path, report: dict[str, Any], tree: str
+) -> None:
+    """The write task's process tree SIGKILLed mid-write: ``task`` = the task process and its
+    spark-submit (with Spark's Python workers), ``worker`` = also the LocalExecutor worker
+    that supervises it. Try 1 fails (the supervisor reports the exit; or, supervisor gone,
+    the heartbeat timeout), try 2 writes the same epoch under the same token, the run commits."""
+    report.update(
+        order=40,
+        fault=f"a running write task's process tree SIGKILLed under a real scheduler (LocalExecutor): "
+        f"{'the task process and its spark-submit' if tree == 'task' else 'its LocalExecutor worker too'}",
+    )
+    case = new_case(fault_stack, tmp_path, f"sk{tree}", records=200, cap=None)
+    release = tmp_path / "release"
+    run_id = f"tree-{tree}"
+    with AirflowServices.running(pg_airflow, case, {**crash_env(HANG), **hang_env(600, release)}) as airflow:
+        airflow.wait_for_dag(case.dag_id)
+        airflow.trigger(case.dag_id, run_id)
+        airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
+        task_pid, tries = _write_ti(pg_airflow, case, run_id)
+        supervisor = parent_pid(task_pid)
+        assert tries == 1 and supervisor is not None and parent_pid(supervisor) == airflow.scheduler_pid
+        killed = kill_tree(task_pid if tree == "task" else supervisor)
+        release.touch()  # try 2's Spark workers pass the fault point at once
+        assert airflow.wait_for_run(case.dag_id, run_id) == "success", airflow.log("scheduler")[-3000:]
+        _assert_write_retried_once(pg_airflow.task_states(case.dag_id, run_id))
+        earlier = pg_airflow.earlier_tries(case.dag_id, run_id)
+        assert [t for t in earlier if t[0] == "write"] == [("write", 1, "failed")], earlier
+        timed_out = "heartbeat timeout" in pg_airflow.events(case.dag_id, run_id, "write")
+        assert timed_out == (tree == "worker")
+    epoch = _committed_epoch(case, run_id)
+    how = "the heartbeat timeout failed try 1" if timed_out else "the supervisor failed try 1 at once"
+    report["observed"] = (
+        f"{len(killed)} processes killed; {how}; try 2 wrote epoch {epoch.epoch_id} (same token), "
+        "run success, epoch COMMITTED"
+    )
+    report["recovery"] = "Airflow: a retry in the same run; nobody touched anything"
+    _finish(case, report)
+
+
+@pytest.mark.parametrize("leftovers", ["live-on", "killed"])
+def test_scheduler_killed_during_write_then_restarted(
+    fault_stack: FaultStack,
+    pg_airflow: PostgresAirflow,
+    tmp_path: Path,
+    report: dict[str, Any],
+    leftovers: str,
+) -> None:
+    """The scheduler SIGKILLed while the write runs (held at the fault point), a new one
+    started: ``live-on`` leaves the dead scheduler's LocalExecutor workers (and the write)
+    running, ``killed`` kills its whole session first (``eo-stack up``, a service manager).
+    The new scheduler resets the dead one's running write once its heartbeat is old; try 2
+    writes the same epoch under the same token and the run commits."""
+    report.update(
+        order=41,
+        fault="the scheduler SIGKILLed while an epoch's write runs, then restarted; the dead scheduler's "
+        + ("workers left running" if leftovers == "live-on" else "whole session killed before the restart"),
+    )
+    case = new_case(fault_stack, tmp_path, f"ss{leftovers[:4]}", records=200, cap=None)
+    release = tmp_path / "release"
+    run_id = f"sched-{leftovers}"
+    faults = {**crash_env(HANG), **hang_env(600, release)}
+    with AirflowServices.running(pg_airflow, case, faults, ADOPTION_SETTINGS) as airflow:
+        airflow.wait_for_dag(case.dag_id)
+        airflow.trigger(case.dag_id, run_id)
+        airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
+        task_pid, _ = _write_ti(pg_airflow, case, run_id)
+        dead = airflow.kill_scheduler()
+        assert alive(task_pid)  # the worker and its task outlive the scheduler
+        if leftovers == "killed":
+            for pid in session_members(dead):
+                os.kill(pid, signal.SIGKILL)
+            wait_until("the dead scheduler's session gone", lambda: session_members(dead) == [])
+        airflow.restart_scheduler()
+        wait_until("write try 2", lambda: _write_ti(pg_airflow, case, run_id)[1] == 2, 180)
+        release.touch()
+        assert airflow.wait_for_run(case.dag_id, run_id) == "success", airflow.log("scheduler")[-3000:]
+        states = pg_airflow.task_states(case.dag_id, run_id)
+        earlier = pg_airflow.earlier_tries(case.dag_id, run_id)
+        events = pg_airflow.events(case.dag_id, run_id, "write")
+    _assert_write_retried_once(states)
+    earlier = [t for t in earlier if t[0] == "write"]
+    assert [(task, tries) for task, tries, _ in earlier] == [("write", 1)], earlier
+    epoch = _committed_epoch(case, run_id)
+    report["observed"] = (
+        f"write try 1 ended {earlier[0][2]} (events {sorted(set(events))}); try 2 wrote epoch "
+        f"{epoch.epoch_id} (same token), run success, epoch COMMITTED"
+    )
+    report["recovery"] = "Airflow: the new scheduler reset the dead one's task; a retry in the same run"
+    _finish(case, report)
+
+
+@pytest.mark.parametrize("settings", ["airflow-defaults", "recommended"])
+def test_time_from_write_kill_to_epoch_committed(
+    fault_stack: FaultStack,
+    product_airflow: PostgresAirflow,
+    tmp_path: Path,
+    report: dict[str, Any],
+    settings: str,
+) -> None:
+    """A figure, not a bound: the write's LocalExecutor worker with its task and Spark job
+    SIGKILLed mid-write; seconds until the epoch is COMMITTED, with Airflow's defaults and
+    with :data:`RECOVERY_SETTINGS`, both with the factory's retries and retry delays."""
+    values = AIRFLOW_DEFAULTS if settings == "airflow-defaults" else dict(RECOVERY_SETTINGS)
+    report.update(order=42, fault=f"write kill to epoch committed, {settings} ({values})")
+    case = new_case(fault_stack, tmp_path, f"kt{settings[:3]}", records=200, cap=None)
+    release = tmp_path / "release"
+    run_id = f"kill-time-{settings}"
+    faults = {**crash_env(HANG), **hang_env(1200, release)}
+    with AirflowServices.running(product_airflow, case, faults, values) as airflow:
+        airflow.wait_for_dag(case.dag_id)
+        airflow.trigger(case.dag_id, run_id)
+        airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
+        task_pid, _ = _write_ti(product_airflow, case, run_id)
+        supervisor = parent_pid(task_pid)
+        assert supervisor is not None
+        killed_at = datetime.datetime.now(datetime.UTC)
+        started = time.monotonic()
+        kill_tree(supervisor)
+        release.touch()
+        assert airflow.wait_for_run(case.dag_id, run_id, timeout=1200) == "success"
+        (failed_at,) = product_airflow.query(
+            "SELECT min(dttm) FROM log WHERE dag_id = %s AND run_id = %s AND task_id = 'write'"
+            " AND event = 'heartbeat timeout'",
+            case.dag_id,
+            run_id,
+        )[0]
+        ((retry_start, retry_end),) = product_airflow.query(
+            "SELECT start_date, end_date FROM task_instance WHERE dag_id = %s AND run_id = %s"
+            " AND task_id = 'write'",
+            case.dag_id,
+            run_id,
+        )
+    waited = time.monotonic() - started
+    epoch = _committed_epoch(case, run_id)
+    figures = {
+        "failed (heartbeat timeout)": (failed_at - killed_at).total_seconds(),
+        "try 2 started": (retry_start - killed_at).total_seconds(),
+        "try 2 ended": (retry_end - killed_at).total_seconds(),
+        "epoch committed": (epoch.committed_at - killed_at).total_seconds(),
+    }
+    shown = ", ".join(f"{what} +{seconds:.0f} s" for what, seconds in figures.items())
+    print(f"\n{settings}: kill -> {shown} (waited {waited:.0f} s)")
+    report["observed"] = f"{settings}: kill -> {shown}"
+    report["recovery"] = "Airflow: heartbeat timeout, a retry in the same run"
+    _finish(case, report)
