@@ -36,7 +36,7 @@ from eo_devtools.stack.postgres import PostgresService
 from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
 from eo_devtools.stack.service import Service
-from eo_devtools.stack.service_process import start_service, status_entry, stop_service, wait_healthy
+from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
 from eo_devtools.stack.spark_services import MASTER, executor_python, master_url, recorded_workers
 from eo_devtools.stack.topology import Topology, TopologyError
@@ -192,8 +192,11 @@ class LocalStack:
                     for key in service.port_keys:
                         ensure_port_free(ports[key], f"{service.name} ({key})")
                     service.preflight()
+            groups: dict[str, list[Service]] = {}
             for service in services:
-                self._ensure_running(service)
+                groups.setdefault(service.launch_group(), []).append(service)
+            for group in groups.values():
+                self._ensure_running(group)
             workers = recorded_workers(recorded) if spark_workers is None else spark_workers
             cluster = SparkCluster(self.state_dir)
             if workers > 0:
@@ -211,11 +214,10 @@ class LocalStack:
     def _write_ports(self, ports: Mapping[str, int]) -> None:
         self._write_state(ports, self._recorded_topology())
 
-    def _ensure_running(self, service: Service) -> None:
-        pid = self._pid(service.name)
-        if pid is None:
-            start_service(service)
-        else:
+    def _ensure_running(self, group: list[Service]) -> None:
+        """Launch every service of ``group`` that is not running, then wait for each in turn."""
+        pids = [self._pid(service.name) or launch(service) for service in group]
+        for service, pid in zip(group, pids, strict=True):
             wait_healthy(service, pid)
             service.after_start()
 
