@@ -14,8 +14,8 @@ import base64
 import logging
 import subprocess
 import uuid
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
