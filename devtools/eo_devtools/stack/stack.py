@@ -8,7 +8,9 @@ Layout of the state dir: ``stack.json`` (ports and the topology, :mod:`.topology
 ``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs),
 ``spark/`` (the optional standalone cluster, :mod:`.spark_cluster`).
 ``up`` is idempotent: running healthy services are left alone (same pids, same ports).
-Services start in the order of :data:`SERVICES` and stop in reverse; Airflow starts
+Services start in the order of :data:`SERVICES` and stop in reverse (the services of one
+:meth:`.service.Service.launch_group`, the nodes of a Kafka cluster, are all launched before
+the stack waits for any); Airflow starts
 after them (``up(airflow=True)``: its metadata DB is database ``airflow`` of the stack's
 PostgreSQL, its DAG folder the repository's ``dags/``) and stops before them. The Spark
 cluster (``up(spark_workers=N)`` or :meth:`LocalStack.spark_up`) starts after the services and
