@@ -70,6 +70,12 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "Socket timeout of Thrift calls",
                         "schema": {"type": ["integer", "null"]},
                     },
+                    "servers": {
+                        "label": "Thrift servers",
+                        "description": "Every Thrift server, host:port,host:port (host/port is the first); "
+                        "Spark write tasks spread over them and fail over to the next one",
+                        "schema": {"type": ["string", "null"]},
+                    },
                 },
             },
             {

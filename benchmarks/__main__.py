@@ -9,6 +9,8 @@ Sections (each a ratio or a figure measured against a baseline in this run):
   format) vs the same records in JSON, alternated in the same run, median of 3 each;
 * ``reserve_commit``: reserve + commit at 100, 1,000 and 10,000 partitions, and after
   100,000 epochs of history (``--quick``: fewer);
+* ``many_pipelines``: 100 pipelines of 64 partitions each reserving and committing at once
+  from 8 processes on one ledger: epochs/s, p50/p99 reserve + commit, lock waits, retries;
 * ``epoch_overhead``: one 1-record epoch under a real Airflow scheduler, broken down;
 * ``standalone``: the write step on a Spark standalone cluster with 1 and 2 workers.
 

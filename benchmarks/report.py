@@ -89,6 +89,15 @@ def table(report: Mapping[str, Any]) -> str:
             f" (its tasks {big['tasks_ratio_vs_bound_100kb']}x);"
             f" peak RSS 900 KB vs 300 B {big['rss_ratio_900k_vs_small']}x"
         )
+    fleet = report.get("many_pipelines")
+    if fleet:
+        lines.append(
+            f"many pipelines, {fleet['pipelines']} x {fleet['partitions_per_pipeline']} partitions from"
+            f" {fleet['processes']} processes: {fleet['epochs_per_s']} epochs/s, reserve + commit"
+            f" p50 {fleet['reserve_commit_ms']['p50']} ms p99 {fleet['reserve_commit_ms']['p99']} ms,"
+            f" lock waits {fleet['lock_waits']['lock_wait_backend_samples']}, retries {fleet['retries']},"
+            f" deadlocks {fleet['database']['deadlocks']}, worker crashes {fleet.get('worker_crashes')}"
+        )
     for key in ("reserve_commit_ms", "standalone", "memory", "epoch_overhead_parts"):
         if key in report:
             lines.append(f"{key}: {json.dumps(report[key])}")

@@ -17,7 +17,16 @@ from benchmarks.report import machine, merge_reports, table, write_report
 from benchmarks.targets import check_targets
 from eo_devtools.stack.stack import LocalStack
 
-SECTIONS = ("write", "memory", "avro", "big_records", "reserve_commit", "standalone", "epoch_overhead")
+SECTIONS = (
+    "write",
+    "memory",
+    "avro",
+    "big_records",
+    "reserve_commit",
+    "many_pipelines",
+    "standalone",
+    "epoch_overhead",
+)
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
 
@@ -71,6 +80,10 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
         from benchmarks import reserve_commit
 
         report.update(reserve_commit.run(stack, quick=args.quick))
+    if "many_pipelines" in args.sections:
+        from benchmarks import many_pipelines
+
+        report.update(many_pipelines.run(stack, quick=args.quick))
     if "standalone" in args.sections:
         from benchmarks import standalone
 

@@ -78,6 +78,13 @@ TARGETS = (
         "reserve + commit flat in epoch history (100k epochs)",
         "history",
     ),
+    Target(
+        "many_pipelines.reserve_commit_ms.p99",
+        "<",
+        500,
+        "reserve + commit p99 < 500 ms: 100 pipelines x 64 partitions from 8 processes",
+        "many_pipelines.lock_waits",
+    ),
     Target("epoch_overhead_s", "<=", 15, "one-epoch fixed overhead <= 15 s", "epoch_overhead_parts.summary"),
     Target("memory_ratio_10m_1m", "<=", 1.2, "write-step peak memory at 10M <= 1.2x at 1M", "memory"),
     Target(

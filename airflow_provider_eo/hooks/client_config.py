@@ -6,6 +6,8 @@ Returned values can hold secrets (passwords, SASL credentials): never log them.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,16 +95,100 @@ def postgres_dsn(conn: EoConnection) -> str:
     return str(make_dsn(**{k: v for k, v in params.items() if v not in (None, "")}))
 
 
+#: ``extra`` key (and UI form field ``extra__eo_hbase__servers``) listing every Thrift server.
+HBASE_SERVERS_KEY = "servers"
+
+#: One Thrift server: (host, port).
+Endpoint = tuple[str, int]
+
+
+def _hbase_extra(conn: EoConnection) -> dict[str, Any]:
+    """``extra`` with UI form field keys (``extra__eo_hbase__<name>``) folded in, empty values dropped."""
+    return {k.removeprefix("extra__eo_hbase__"): v for k, v in conn.extra.items() if v not in (None, "")}
+
+
+def parse_endpoint(conn_id: str, entry: object) -> Endpoint:
+    """``host:port`` (``[v6-address]:port`` for IPv6; ``host`` alone means port 9090).
+
+    Raises ``ValueError`` naming the connection and the entry when it is not one.
+    """
+    bad = f"HBase connection {conn_id!r}: bad Thrift server {entry!r} in extra.servers"
+    if not isinstance(entry, str) or not entry.strip():
+        raise ValueError(f"{bad}: expected 'host:port'")
+    text = entry.strip()
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        port_text = rest.removeprefix(":") if sep and rest.startswith(":") else None
+        if not sep or (rest and port_text is None):
+            raise ValueError(f"{bad}: expected '[address]:port'")
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            host, port_text = text, None
+        elif ":" in host:
+            raise ValueError(f"{bad}: write an IPv6 address as '[address]:port'")
+    if not host:
+        raise ValueError(f"{bad}: no host")
+    if port_text is None:
+        return host, DEFAULT_HBASE_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"{bad}: port must be a number from 1 to 65535")
+    return host, int(port_text)
+
+
+def _looks_like_json_list(text: str) -> bool:
+    """``["...`` or ``[]`` (not ``[::1]:9090``, an IPv6 entry)."""
+    text = text.strip()
+    return text.startswith("[") and text[1:].lstrip()[:1] in ('"', "]", "")
+
+
+def hbase_endpoints(conn: EoConnection) -> tuple[Endpoint, ...]:
+    """Every Thrift server of the HBase connection, in order, without duplicates.
+
+    The first is host/port (defaults ``localhost``, 9090); then the entries of
+    ``extra.servers`` that are not already listed. ``servers`` is ``"host:port,host:port"``
+    (comma- or whitespace-separated), a JSON list of such strings, or such a list stored
+    as JSON in ``extra``. Without host, the first entry of ``servers`` comes first.
+    Raises ``ValueError`` naming the connection and the bad entry (:func:`parse_endpoint`),
+    or when ``servers`` is neither a string nor a list of strings.
+    """
+    raw = _hbase_extra(conn).get(HBASE_SERVERS_KEY)
+    if isinstance(raw, str) and _looks_like_json_list(raw):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"HBase connection {conn.conn_id!r}: extra.servers is not valid JSON: {exc}"
+            ) from None
+    if raw is None:
+        entries: Sequence[object] = ()
+    elif isinstance(raw, str):
+        entries = raw.replace(",", " ").split()
+    elif isinstance(raw, list):
+        entries = list(raw)
+    else:
+        raise ValueError(
+            f"HBase connection {conn.conn_id!r}: extra.servers must be 'host:port,host:port' or a "
+            f"JSON list of 'host:port' strings, not {type(raw).__name__}"
+        )
+    servers = [parse_endpoint(conn.conn_id, entry) for entry in entries]
+    if conn.host or not servers:
+        servers.insert(0, (conn.host or "localhost", int(conn.port or DEFAULT_HBASE_PORT)))
+    return tuple(dict.fromkeys(servers))
+
+
 def hbase_connection_kwargs(conn: EoConnection) -> dict[str, Any]:
     """Keyword arguments for ``happybase.Connection`` (and ``ConnectionPool``).
 
-    ``host`` (default localhost), ``port`` (default 9090); ``extra``: ``transport``
-    (buffered|framed, default buffered), ``protocol`` (binary|compact, default binary),
-    ``table_prefix``, ``table_prefix_separator`` (default ``_``), ``timeout_ms``
-    (socket timeout, default none), ``compat`` (default 0.98). UI form fields stored as
-    ``extra__eo_hbase__<name>`` are accepted too.
+    ``host``/``port``: the first Thrift server of :func:`hbase_endpoints` (by default
+    host/port, else ``localhost``:9090); ``extra``: ``servers`` (every Thrift server, see
+    :func:`hbase_endpoints`; validated here, used by the Spark writer to spread tasks and
+    fail over), ``transport`` (buffered|framed, default buffered), ``protocol``
+    (binary|compact, default binary), ``table_prefix``, ``table_prefix_separator``
+    (default ``_``), ``timeout_ms`` (socket timeout, default none), ``compat`` (default
+    0.98). UI form fields stored as ``extra__eo_hbase__<name>`` are accepted too.
     """
-    extra = {k.removeprefix("extra__eo_hbase__"): v for k, v in conn.extra.items() if v not in (None, "")}
+    extra = _hbase_extra(conn)
     transport = str(extra.get("transport", "buffered"))
     protocol = str(extra.get("protocol", "binary"))
     if transport not in ("buffered", "framed"):
@@ -110,9 +196,10 @@ def hbase_connection_kwargs(conn: EoConnection) -> dict[str, Any]:
     if protocol not in ("binary", "compact"):
         raise ValueError(f"HBase connection {conn.conn_id!r}: protocol must be binary or compact")
     timeout = extra.get("timeout_ms")
+    host, port = hbase_endpoints(conn)[0]
     return {
-        "host": conn.host or "localhost",
-        "port": int(conn.port or DEFAULT_HBASE_PORT),
+        "host": host,
+        "port": port,
         "timeout": int(timeout) if timeout not in (None, "") else None,
         "transport": transport,
         "protocol": protocol,

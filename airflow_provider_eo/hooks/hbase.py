@@ -15,9 +15,11 @@ from airflow_provider_eo.hooks.ui import field_behaviour
 class EoHBaseHook(BaseHook):
     """Builds happybase clients from an ``eo_hbase`` connection.
 
-    host/port of the Thrift server; ``extra``: ``transport`` (buffered|framed),
-    ``protocol`` (binary|compact), ``table_prefix``, ``table_prefix_separator``,
-    ``timeout_ms``, ``compat``. Any conn_type is accepted for the connection id.
+    host/port of the Thrift server; ``extra``: ``servers`` (every Thrift server, for the
+    Spark writer's spreading and failover; the hook uses the first), ``transport``
+    (buffered|framed), ``protocol`` (binary|compact), ``table_prefix``,
+    ``table_prefix_separator``, ``timeout_ms``, ``compat``. Any conn_type is accepted
+    for the connection id.
 
     :param hbase_conn_id: connection id (default ``eo_hbase``).
     """

@@ -4,11 +4,14 @@ Every offset-versioned mutation of a :class:`Segment` carries the segment's time
 offset of its last record); field-versioned cells carry their own version, one call per
 distinct version (:meth:`Segment.calls`). Writing a segment again therefore writes
 identical cells at identical versions: a call that failed for a reason a retry can cure
-(:data:`RETRYABLE_ERRORS`) is retried as-is (reconnecting first; the calls of the segment
-already done are not sent again), and after ``attempts``
-failures :class:`HBaseWriteError` names the table, the offsets and the last error (its
-cause). Any other error fails at once as :class:`HBaseWriteError` with the error as its
-cause. The table prefix of the connection is applied like happybase does.
+(:data:`RETRYABLE_ERRORS`) is retried as-is (reconnecting first, to the NEXT Thrift server
+of the connection's list: :mod:`~airflow_provider_eo.spark.thrift_endpoints`; the calls of
+the segment already done are not sent again), and after ``attempts`` failures (at least
+one per server) :class:`HBaseWriteError` names the table, the offsets and the last error (its
+cause). Each failed attempt logs one warning line: table, offsets, versions, attempt and
+``failover=<from>-><to>`` (or ``reconnect=<server>`` with a single server), no secrets.
+Any other error fails at once as :class:`HBaseWriteError` with the error as its cause.
+The table prefix of the connection is applied like happybase does.
 
 Before the first segment that touches a column family is sent, the family is checked
 against the table's descriptors (Thrift1 ``getColumnDescriptors``, read once per
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import happybase
@@ -33,7 +36,9 @@ from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TTransportException
 
 from airflow_provider_eo.errors import EoError, error_text
+from airflow_provider_eo.hooks.client_config import Endpoint
 from airflow_provider_eo.spark.segments import Segment, WriteCall
+from airflow_provider_eo.spark.thrift_endpoints import ThriftEndpoints
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,9 @@ RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
     TProtocolException,
     HBaseIOError,
 )
+
+#: Longest sleep between two attempts of one segment, in seconds.
+MAX_BACKOFF_S = 8.0
 
 #: ``timeToLive`` of a family without a TTL (HBase's ``HConstants.FOREVER``).
 TTL_FOREVER = 2**31 - 1
@@ -113,6 +121,10 @@ class SegmentWriter:
 
     ``connection_kwargs`` are ``happybase.Connection`` arguments (see
     ``hooks.client_config.hbase_connection_kwargs``); they may hold secrets: not logged.
+    ``servers`` (``hooks.client_config.hbase_endpoints``; empty: the kwargs' host/port) are
+    the Thrift servers, ``task_index`` picks the first one (index modulo their number).
+    ``attempts`` per segment is raised to the number of servers when lower; the sleep before
+    attempt ``k + 1`` is ``backoff_s * 2**(k - 1)``, at most :data:`MAX_BACKOFF_S`.
     """
 
     def __init__(
@@ -121,10 +133,13 @@ class SegmentWriter:
         table: str,
         attempts: int = 4,
         backoff_s: float = 0.5,
+        *,
+        servers: Sequence[Endpoint] = (),
+        task_index: int = 0,
     ) -> None:
-        self.connection_kwargs = dict(connection_kwargs)
+        self.endpoints = ThriftEndpoints(connection_kwargs, servers, task_index)
         self.table = table
-        self.attempts = attempts
+        self.attempts = max(attempts, len(self.endpoints))
         self.backoff_s = backoff_s
         self._connection: happybase.Connection | None = None
         self._table_name: bytes | None = None
@@ -133,7 +148,7 @@ class SegmentWriter:
 
     def _connect(self) -> tuple[happybase.Connection, bytes]:
         if self._connection is None or self._table_name is None:
-            connection = happybase.Connection(autoconnect=False, **self.connection_kwargs)
+            connection = happybase.Connection(autoconnect=False, **self.endpoints.connection_kwargs())
             connection.open()
             self._connection = connection
             self._table_name = connection.table(self.table).name  # with the table prefix
@@ -172,18 +187,20 @@ class SegmentWriter:
             except RETRYABLE_ERRORS as exc:  # the call is idempotent
                 last_error = exc
                 self.close()
+                moved = self.endpoints.failover_text(*self.endpoints.advance())
                 log.warning(
-                    "HBase write failed table=%s offsets=[%d,%d] %s attempt=%d/%d: %s",
+                    "HBase write failed table=%s offsets=[%d,%d] %s attempt=%d/%d %s: %s",
                     self.table,
                     segment.first_offset,
                     segment.last_offset,
                     versions,
                     attempt,
                     self.attempts,
+                    moved,
                     type(exc).__name__,
                 )
                 if attempt < self.attempts:
-                    time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                    time.sleep(min(MAX_BACKOFF_S, self.backoff_s * 2 ** (attempt - 1)))
             except Exception as exc:  # no retry cures it: an illegal argument, a bug
                 self.close()
                 raise HBaseWriteError(

@@ -25,7 +25,12 @@ from airflow_provider_eo.formats.registry.settings import (
     registry_formats,
     registry_settings,
 )
-from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, kafka_client_config, postgres_dsn
+from airflow_provider_eo.hooks.client_config import (
+    hbase_connection_kwargs,
+    hbase_endpoints,
+    kafka_client_config,
+    postgres_dsn,
+)
 from airflow_provider_eo.hooks.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
@@ -89,10 +94,12 @@ def task_settings(
 
     Raises ``PipelineConfigError`` when the Kafka connection's fetch sizes cannot carry a
     record of ``mapping.max_record_bytes`` (``config.size_limits.check_consumer_sizes``), and
-    ``ConnectionNotFound`` for a missing connection (the registry's only when a format needs it).
+    ``ConnectionNotFound`` for a missing connection (the registry's only when a format needs it),
+    ``ValueError`` for a bad HBase connection setting (``extra.servers`` among them).
     """
     kafka = kafka_client_config(connection_from_env(kafka_conn_id))
     check_consumer_sizes(spec, kafka.config)
+    hbase = connection_from_env(hbase_conn_id)
     return TaskSettings(
         pipeline=spec.name,
         epoch_id=epoch_id,
@@ -105,7 +112,8 @@ def task_settings(
         hbase_keyvalue_maxsize=spec.hbase_keyvalue_maxsize,
         read_timeout_s=kafka.timeout_s,
         kafka_config=kafka.config,
-        hbase_kwargs=hbase_connection_kwargs(connection_from_env(hbase_conn_id)),
+        hbase_kwargs=hbase_connection_kwargs(hbase),
+        hbase_servers=hbase_endpoints(hbase),
         ledger_dsn=ledger_dsn_from_env(ledger_conn_id),
         schema_registry=schema_registry_from_env(spec, schema_registry_conn_id),
     )

@@ -20,14 +20,13 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.config.specs import REGISTRY_FORMATS, MappingSpec
+from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.errors import BadRecord, EoError
 from airflow_provider_eo.formats.factory import build_decoder
 from airflow_provider_eo.formats.registry.settings import RegistrySettings
-from airflow_provider_eo.formats.registry.wire_format import schema_id_of
 from airflow_provider_eo.spark.dead_letters import (
     BadRecordHandler,
     BadRecordPolicy,
@@ -37,14 +36,13 @@ from airflow_provider_eo.spark.dead_letters import (
 from airflow_provider_eo.spark.hbase_writer import SegmentWriter
 from airflow_provider_eo.spark.mapping import build_mapper
 from airflow_provider_eo.spark.range_reader import read_range
-from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.task_schemas import open_schema_cache, registry_schema_id
+from airflow_provider_eo.spark.thrift_endpoints import spark_task_index
 from airflow_provider_eo.spark.worker_gc import task_gc
-
-if TYPE_CHECKING:
-    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +68,7 @@ class TaskSettings:
     hbase_kwargs: dict[str, Any] = field(repr=False)
     ledger_dsn: str = field(repr=False)
     schema_registry: RegistrySettings | None = field(repr=False, default=None)
+    hbase_servers: tuple[tuple[str, int], ...] = ()  # every Thrift server (empty: hbase_kwargs')
 
 
 @dataclass
@@ -106,10 +105,14 @@ class TaskMetrics:
 
 
 def run_task(
-    settings: TaskSettings, rng: TaskRange, dead_letter_sink: DeadLetterSink | None = None
+    settings: TaskSettings,
+    rng: TaskRange,
+    dead_letter_sink: DeadLetterSink | None = None,
+    task_index: int = 0,
 ) -> TaskMetrics:
     """Write ``rng`` completely or raise; returns the task's metrics.
 
+    ``task_index`` picks the task's first Thrift server (``SegmentWriter``).
     A replay task (``rng.offsets`` given) reads from its first to its last selected offset
     and maps only the selected records; any other record there is skipped (not mapped, not
     a bad record) and closes the segment being built, so a replayed record's cells get a
@@ -122,7 +125,7 @@ def run_task(
     fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
     log.info("task start %s", fields)
     mapping = settings.mapping
-    schema_cache = open_schema_cache(settings)
+    schema_cache = open_schema_cache(settings.schema_registry)
     mapper = build_mapper(
         mapping,
         settings.column_family,
@@ -139,7 +142,9 @@ def run_task(
         flush_every=settings.batch_size,
         flush_bytes=settings.batch_bytes,
     )
-    writer = SegmentWriter(settings.hbase_kwargs, settings.hbase_table)
+    writer = SegmentWriter(
+        settings.hbase_kwargs, settings.hbase_table, servers=settings.hbase_servers, task_index=task_index
+    )
     writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
     builder = SegmentBuilder(settings.batch_size, settings.batch_bytes)
 
@@ -212,34 +217,9 @@ def run_task(
     return metrics
 
 
-def registry_schema_id(mapping: MappingSpec, record: KafkaRecord) -> int | None:
-    """The Schema Registry id a bad record names: its value's when the value format is a
-    registry format and the value is framed, else its key's likewise; None otherwise."""
-    for part, data, fmt in (
-        ("value", record.value, mapping.value_format),
-        ("key", record.key, mapping.key_format),
-    ):
-        if fmt in REGISTRY_FORMATS and data:
-            try:
-                return schema_id_of(data, part)
-            except BadRecord:
-                continue
-    return None
-
-
-def open_schema_cache(settings: TaskSettings) -> SchemaCache | None:
-    """The task's :class:`~airflow_provider_eo.formats.registry.schema_cache.SchemaCache`
-    (None when the pipeline needs no registry); imported only then, so a JSON pipeline's
-    executors never import the registry client."""
-    if settings.schema_registry is None:
-        return None
-    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
-
-    return SchemaCache.from_settings(settings.schema_registry)
-
-
 def task_partition_function(settings: TaskSettings) -> Any:
-    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange.
+    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange,
+    so the partition id (0 outside Spark) is the task index.
 
     An ``EoError`` of a task is raised again as ``ExecutorTaskError`` (the task still
     fails); any other exception propagates unchanged.
@@ -249,10 +229,11 @@ def task_partition_function(settings: TaskSettings) -> Any:
         from airflow_provider_eo.spark.logs import configure_logging
 
         configure_logging()
+        index = spark_task_index()
         for rng in ranges:
             try:
                 with task_gc():
-                    metrics = run_task(settings, rng)
+                    metrics = run_task(settings, rng, task_index=index)
             except EoError as exc:
                 data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
                 raise ExecutorTaskError(data) from exc

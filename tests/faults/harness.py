@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,6 +46,7 @@ from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.expected_state import ProducedRecord
 from eo_devtools.demo.sample_events import big_sample_events, produce_records, sample_events
 from eo_devtools.demo.verification import Verification, verify_pipeline
+from eo_devtools.stack.hbase_admin import HBaseTableTool
 from eo_devtools.stack.process import running_pid, stop_process_group
 from eo_devtools.stack.stack import LocalStack, service_classes
 from eo_devtools.stack.topology import Topology
@@ -89,8 +90,8 @@ class FaultStack:
 
     def __init__(self, state_dir: Path, topology: Topology | None = None) -> None:
         self.state_dir = state_dir
-        self.topology = topology
         self.local = LocalStack(state_dir)
+        self.topology = topology  # None: the stack's default (one of each)
         self.restarts: list[tuple[str, float]] = []
 
     def up(self) -> None:
@@ -154,7 +155,8 @@ class FaultStack:
             "hbase": self._hbase_unready,
             "hbase-thrift": self._hbase_unready,
         }
-        check = probe.get("kafka" if service.startswith("kafka-") else service)
+        base, _, number = service.rpartition("-")
+        check = probe.get(base if number.isdigit() else service)  # kafka-2 as kafka, ...
         if check is None:
             return
         deadline = time.monotonic() + timeout
@@ -228,6 +230,11 @@ class FaultStack:
 
     def healthy(self) -> bool:
         return self.local.is_up()
+
+    @property
+    def table_tool(self) -> HBaseTableTool:
+        """HBase's Java Admin API on this stack: pre-split tables, regions, splits, moves."""
+        return HBaseTableTool(self.state_dir)
 
 
 def java_string_hash(text: str) -> int:
@@ -668,14 +675,20 @@ def pipeline_entry(name: str, **options: Any) -> dict[str, Any]:
     }
 
 
-def declare_pipeline(stack: FaultStack, workdir: Path, entry: Mapping[str, Any]) -> tuple[PipelineSpec, Path]:
+def declare_pipeline(
+    stack: FaultStack, workdir: Path, entry: Mapping[str, Any], *, split_keys: Sequence[str] = ()
+) -> tuple[PipelineSpec, Path]:
     """Write ``entry`` as ``<workdir>/<name>.yaml``, load it and create its HBase table (family
-    ``d``); returns (spec, pipelines file). Its topics are the caller's to create."""
+    ``d``; pre-split at ``split_keys``, as happybase would create it otherwise: 3 versions,
+    no KEEP_DELETED_CELLS); returns (spec, pipelines file). Its topics are the caller's to create."""
     name = entry["name"]
     workdir.mkdir(parents=True, exist_ok=True)
     pipelines_file = workdir / f"{name}.yaml"
     pipelines_file.write_text(yaml.safe_dump({"pipelines": [dict(entry)]}))
     spec = load_pipelines(pipelines_file)[name]
+    if split_keys:
+        stack.table_tool.create(spec.hbase_table, "d", keep_deleted_cells=False, split_keys=split_keys)
+        return spec, pipelines_file
     hbase = stack.hbase()
     try:
         hbase.create_table(spec.hbase_table, {"d": {}})
@@ -696,11 +709,13 @@ def new_case(
     batch_size: int = 25,
     big_records: bool = False,
     dead_letter_topic: bool = False,
+    split_keys: Sequence[str] = (),
     **options: Any,
 ) -> Case:
-    """A fresh pipeline ``f_<tag>_<uid>`` with its topic and table, ``records`` produced
-    (near-limit records among them with ``big_records``); with ``dead_letter_topic``, its
-    dead letters are published to a topic of its own (checked by :meth:`Case.verify`)."""
+    """A fresh pipeline ``f_<tag>_<uid>`` with its topic and table (pre-split at ``split_keys``),
+    ``records`` produced (near-limit records among them with ``big_records``); with
+    ``dead_letter_topic``, its dead letters are published to a topic of its own (checked by
+    :meth:`Case.verify`)."""
     uid = uuid.uuid4().hex[:6]
     name = f"f_{tag}_{uid}"
     topic = f"eo-fault-{tag}-{uid}"
@@ -711,7 +726,7 @@ def new_case(
     entry = pipeline_entry(name, batch_size=batch_size, **{"topics": [topic], **options})
     if cap is not None:
         entry["caps"] = {"max_records_total": cap}
-    spec, pipelines_file = declare_pipeline(stack, workdir, entry)
+    spec, pipelines_file = declare_pipeline(stack, workdir, entry, split_keys=split_keys)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
     for created in topics:
         admin.create_topics([NewTopic(created, partitions if created == topic else 1)])[created].result(30)

@@ -6,7 +6,7 @@ from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger.models import DeadLetter
 from airflow_provider_eo.spark.dead_letters import BadRecordHandler
 from airflow_provider_eo.spark.records import KafkaRecord
-from airflow_provider_eo.spark.write_task import registry_schema_id
+from airflow_provider_eo.spark.task_schemas import registry_schema_id
 
 
 def test_buffer_is_flushed_when_its_raw_bytes_reach_the_bound() -> None:

@@ -126,5 +126,5 @@ def test_airflow_reads_ui_metadata_of_each_connection_type() -> None:
         "password",
     ]
     widgets = manager.connection_form_widgets
-    for name in ("transport", "protocol", "table_prefix", "timeout_ms"):
+    for name in ("transport", "protocol", "table_prefix", "timeout_ms", "servers"):
         assert f"extra__eo_hbase__{name}" in widgets

@@ -42,7 +42,12 @@ ENV = {
         }
     ),
     "AIRFLOW_CONN_EO_HBASE": json.dumps(
-        {"conn_type": "hbase", "host": "hb", "port": 9091, "extra": {"table_prefix": "pre"}}
+        {
+            "conn_type": "hbase",
+            "host": "hb",
+            "port": 9091,
+            "extra": {"table_prefix": "pre", "servers": "hb2:9092"},
+        }
     ),
 }
 
@@ -87,6 +92,7 @@ def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch
     assert settings.read_timeout_s == 4.0
     assert (settings.hbase_kwargs["host"], settings.hbase_kwargs["port"]) == ("hb", 9091)
     assert settings.hbase_kwargs["table_prefix"] == "pre"
+    assert settings.hbase_servers == (("hb", 9091), ("hb2", 9092))  # host/port first
     assert "s3cr@t" in settings.ledger_dsn
     assert "s3cr@t" not in repr(settings) and "kpw" not in repr(settings)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from urllib.parse import quote, urlsplit
 
 from eo_devtools.stack.ports import LOOPBACK
@@ -16,9 +17,17 @@ def kafka_connection(bootstrap_servers: str) -> str:
     return json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap_servers}})
 
 
-def hbase_connection(host: str, port: int) -> str:
-    """Airflow JSON connection for the HBase Thrift1 server (happybase settings in ``extra``)."""
-    extra = {"transport": "buffered", "protocol": "binary", "table_prefix": None, "timeout_ms": 30000}
+def hbase_connection(host: str, port: int, more_ports: Sequence[int] = ()) -> str:
+    """Airflow JSON connection for the HBase Thrift1 server(s) (happybase settings in ``extra``).
+
+    ``more_ports``: the further Thrift servers on ``host``; with any, ``extra.servers`` lists
+    every server, ``host:port`` first (``hooks.client_config.hbase_endpoints``).
+    """
+    extra: dict[str, object] = {
+        "transport": "buffered", "protocol": "binary", "table_prefix": None, "timeout_ms": 30000
+    }  # fmt: skip
+    if more_ports:
+        extra["servers"] = ",".join(f"{host}:{p}" for p in (port, *more_ports))
     return json.dumps({"conn_type": "hbase", "host": host, "port": port, "extra": extra})
 
 
@@ -64,20 +73,23 @@ def airflow_api_connection(url: str, username: str, password: str) -> str:
 def stack_conn_env(
     ledger_dsn: str,
     kafka_bootstrap: str,
-    hbase_port: int,
+    hbase_port: int | Sequence[int],
     spark_master_url: str | None = None,
     *,
     schema_registry_port: int | None = None,
 ) -> dict[str, str]:
     """``AIRFLOW_CONN_*`` variables for the stack; the ledger value contains the password.
 
+    ``hbase_port``: the Thrift server's port, or every Thrift server's (the first first:
+    ``eo_hbase`` then lists them all in ``extra.servers``).
     ``spark_master_url``: the running standalone cluster's, adding ``spark_standalone``.
     ``schema_registry_port``: the stack's Schema Registry's, adding ``schema_registry``.
     """
+    thrift_ports = [hbase_port] if isinstance(hbase_port, int) else list(hbase_port)
     env = {
         "AIRFLOW_CONN_EO_LEDGER": ledger_dsn,
         "AIRFLOW_CONN_EO_KAFKA": kafka_connection(kafka_bootstrap),
-        "AIRFLOW_CONN_EO_HBASE": hbase_connection(LOOPBACK, hbase_port),
+        "AIRFLOW_CONN_EO_HBASE": hbase_connection(LOOPBACK, thrift_ports[0], thrift_ports[1:]),
         "AIRFLOW_CONN_SPARK_DEFAULT": spark_connection(),
     }
     if schema_registry_port is not None:

@@ -1,8 +1,14 @@
 """Apache HBase for the local stack: standalone HMaster and HBase's own Thrift1 server.
 
-Standalone mode runs one JVM holding the master, a region server and ZooKeeper, with
-``hbase.rootdir`` on the local filesystem under ``<state>/hbase/root`` (so tables survive
-``down`` then ``up``; the write-ahead log is replayed after a crash). The Thrift1 server,
+Standalone mode runs one JVM holding the master, the region servers and ZooKeeper (HBase's
+``LocalHBaseCluster``), with ``hbase.rootdir`` on the local filesystem under
+``<state>/hbase/root`` (so tables survive ``down`` then ``up``; the write-ahead log is
+replayed after a crash). The topology's ``hbase_regionservers`` (N, default 1) says how
+many region servers that JVM runs: N = 1 is the stack as it always was (the region server
+on its own fixed port); N > 1 sets ``hbase.regionservers`` = N and gives the region servers
+ephemeral ports (``hbase.regionserver.port`` 0: they live and die with the master's JVM;
+clients find them through ZooKeeper and ``hbase:meta``), waits for all N before the master
+assigns regions, and runs the balancer every :data:`BALANCER_PERIOD_MS`. The Thrift1 server,
 the one happybase speaks, is a second JVM that reaches the first through ZooKeeper.
 Web UIs are off. Both JVMs get the ``--add-opens`` options HBase's own ``bin/hbase`` adds
 on JDK 17.
@@ -48,6 +54,11 @@ log4j.logger.org.apache.hadoop.hbase.metrics=WARN
 """
 
 
+#: How often the master's balancer runs with several region servers (HBase's default is
+#: 5 minutes; a short period lets tests and the demo see regions move between servers).
+BALANCER_PERIOD_MS = 20_000
+
+
 def _write_site(conf: Path, site: dict[str, str]) -> None:
     """``<conf>/hbase-site.xml`` holding ``site``."""
     conf.mkdir(parents=True, exist_ok=True)
@@ -67,7 +78,11 @@ def hbase_home(state_dir: Path) -> Path:
 
 
 class HBaseService(JavaService):
-    """HBase standalone (master + region server + ZooKeeper in one JVM)."""
+    """HBase standalone (master + ``topology.hbase_regionservers`` region servers + ZooKeeper in one JVM).
+
+    The ``hbase-regionserver`` port is the region server's with one region server; with
+    several, the region servers take ephemeral ports and that port stays unused.
+    """
 
     name = "hbase"
     port_keys = ("hbase-master", "hbase-regionserver", "hbase-zookeeper")
@@ -81,8 +96,14 @@ class HBaseService(JavaService):
     def home(self) -> Path:
         return hbase_home(self.state_dir)
 
+    @property
+    def regionservers(self) -> int:
+        """How many region servers the master's JVM runs."""
+        return self.topology.hbase_regionservers
+
     def site(self) -> dict[str, str]:
         """``hbase-site.xml`` of both JVMs."""
+        count = self.regionservers
         return {
             "hbase.cluster.distributed": "false",
             "hbase.rootdir": (self.home / "root").as_uri(),
@@ -94,15 +115,20 @@ class HBaseService(JavaService):
             "hbase.master.port": str(self.ports["hbase-master"]),
             "hbase.master.info.port": "-1",
             "hbase.regionserver.hostname": LOOPBACK,
-            "hbase.regionserver.port": str(self.ports["hbase-regionserver"]),
+            # Several region servers in one JVM cannot share a port: 0 = an ephemeral one each.
+            # (``hbase.localcluster.assign.random.ports`` would only replace HBase's default
+            # ports 16000/16020, and the master keeps its fixed port: clients and the health
+            # check use it.)
+            "hbase.regionserver.port": str(self.ports["hbase-regionserver"]) if count == 1 else "0",
             "hbase.regionserver.info.port": "-1",
             # The local filesystem has no hflush/hsync capability flags; HBase refuses to
             # write its WAL there unless told not to check.
             "hbase.unsafe.stream.capability.enforce": "false",
             "hbase.wal.provider": "filesystem",
-            # One region server: the master need not wait its default 4.5 s for more.
-            "hbase.master.wait.on.regionservers.mintostart": "1",
-            "hbase.master.wait.on.regionservers.maxtostart": "1",
+            # The master waits for exactly the region servers it runs (not its default 4.5 s
+            # for more), so regions are spread over all of them from the start.
+            "hbase.master.wait.on.regionservers.mintostart": str(count),
+            "hbase.master.wait.on.regionservers.maxtostart": str(count),
             "hbase.thrift.info.port": "-1",
         }
 
@@ -117,7 +143,12 @@ class HBaseService(JavaService):
         retries (it outlives a master restart). (A master stopped while still initializing,
         seconds after its start, can still hang until the SIGKILL after ``stop_grace_s``.)
         """
-        return {**self.site(), "zookeeper.recovery.retry.intervalmill": "100"}
+        site = {**self.site(), "zookeeper.recovery.retry.intervalmill": "100"}
+        if self.regionservers > 1:
+            # HMasterCommandLine's count of LocalHBaseCluster region servers.
+            site["hbase.regionservers"] = str(self.regionservers)
+            site["hbase.balancer.period"] = str(BALANCER_PERIOD_MS)
+        return site
 
     def config_dirs(self) -> list[Path]:
         return [self.home / "master-conf"]
@@ -137,12 +168,24 @@ class HBaseService(JavaService):
         (conf / "log4j.properties").write_text(_LOG4J)
 
     def healthy(self) -> bool:
-        """True when the master and the region server accept connections.
+        """True when the master, ZooKeeper and every region server are up.
 
-        The region server answering reads is proven by the Thrift server's health check,
-        which the stack runs next.
+        One region server: its fixed port accepts connections. Several: the master and
+        ZooKeeper ports accept connections and the master lists all N region servers as live
+        (one short JVM of :class:`~eo_devtools.stack.hbase_admin.HBaseTableTool` ``servers``,
+        asked only once the ports are open). Regions answering reads is proven by the Thrift
+        server's health check, which the stack runs next.
         """
-        return all(accepts_connections(self.ports[key]) for key in self.port_keys)
+        if self.regionservers == 1:
+            return all(accepts_connections(self.ports[key]) for key in self.port_keys)
+        if not all(accepts_connections(self.ports[key]) for key in ("hbase-master", "hbase-zookeeper")):
+            return False
+        from eo_devtools.stack.hbase_admin import HBaseTableTool  # it imports this module
+
+        try:
+            return len(HBaseTableTool(self.state_dir).servers(timeout_s=30)) >= self.regionservers
+        except Exception:
+            return False
 
 
 class HBaseThriftService(JavaService):

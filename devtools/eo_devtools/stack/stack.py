@@ -314,7 +314,7 @@ class LocalStack:
             conn_env=stack_conn_env(
                 postgres.dsn(),
                 self._bootstrap(ports),
-                ports["hbase-thrift"],
+                self._thrift_ports(ports),
                 self._spark_master_url(ports),
                 schema_registry_port=ports.get("schema-registry"),
             ),
@@ -365,9 +365,11 @@ class LocalStack:
     @property
     def hbase_thrift_ports(self) -> list[int]:
         """Every Thrift server's port, the first one first."""
-        recorded = self._recorded_ports()
         self._port("hbase-thrift")
-        return [recorded[name] for name in self._classes() if name.startswith("hbase-thrift")]
+        return self._thrift_ports(self._recorded_ports())
+
+    def _thrift_ports(self, ports: Mapping[str, int]) -> list[int]:
+        return [ports[name] for name in self._classes() if name.startswith("hbase-thrift")]
 
     @property
     def schema_registry_url(self) -> str:
@@ -382,7 +384,7 @@ class LocalStack:
         env = stack_conn_env(
             self.ledger_dsn,
             self.kafka_bootstrap,
-            self.hbase_port,
+            self.hbase_thrift_ports,
             self._spark_master_url(recorded),
             schema_registry_port=recorded.get("schema-registry"),
         )

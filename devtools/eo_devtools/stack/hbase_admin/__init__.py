@@ -1,6 +1,8 @@
 """What HBase's Thrift1 API cannot do, for the demo and the tests: families with
-``KEEP_DELETED_CELLS``, flush + major compaction with a bounded wait, and raw scans (delete
-markers included). One copy: the demo creates its tables through it, the tests assert with it.
+``KEEP_DELETED_CELLS``, pre-split tables, flush + major compaction with a bounded wait, raw
+scans (delete markers included), and the region layout: live region servers, a table's
+regions, a split or a move that returns once the regions are open again. One copy: the demo
+creates its tables through it, the tests assert with it.
 
 :class:`HBaseTableTool` runs ``HBaseTableTool.java`` (HBase's own Java ``Admin`` API) with
 the HBase client jars the local stack already resolved and the stack's ``hbase/conf`` dir
@@ -19,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +30,17 @@ from eo_devtools.stack.jvm_artifacts import classpath, java_binary
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "HBaseTableTool.java"
+
+
+@dataclass(frozen=True)
+class Region:
+    """One region of a table: encoded name, start and end key (``Bytes.toStringBinary``;
+    empty at the table's ends), the server hosting it (``host,port,startcode``; ``-``: none)."""
+
+    name: str
+    start: str
+    end: str
+    server: str
 
 
 @dataclass(frozen=True)
@@ -99,9 +113,18 @@ class HBaseTableTool:
             )
         return done.stdout.splitlines()
 
-    def create(self, table: str, family: str, *, keep_deleted_cells: bool, max_versions: int = 3) -> None:
-        """Create ``table`` with one family (KEEP_DELETED_CELLS TRUE or FALSE)."""
-        self.run("create", table, family, str(keep_deleted_cells).lower(), str(max_versions))
+    def create(
+        self,
+        table: str,
+        family: str,
+        *,
+        keep_deleted_cells: bool,
+        max_versions: int = 3,
+        split_keys: Sequence[str] = (),
+    ) -> None:
+        """Create ``table`` with one family (KEEP_DELETED_CELLS TRUE or FALSE), pre-split at
+        ``split_keys`` (``Bytes.toBytesBinary`` form; N keys make N+1 regions)."""
+        self.run("create", table, family, str(keep_deleted_cells).lower(), str(max_versions), *split_keys)
 
     def describe(self, table: str) -> dict[str, dict[str, str]]:
         """Per family: ``versions``, ``ttl``, ``keep_deleted_cells`` as HBase reports them."""
@@ -122,3 +145,28 @@ class HBaseTableTool:
             row, column, timestamp, kind, *value = line.split(" ", 4)
             cells.append(RawCell(row, column, int(timestamp), kind, value[0] if value else ""))
         return cells
+
+    def servers(self, timeout_s: float = 60) -> list[str]:
+        """The live region servers' names (``host,port,startcode``)."""
+        return [line.split(" ", 1)[1] for line in self.run("servers", timeout_s=timeout_s)]
+
+    def regions(self, table: str) -> list[Region]:
+        """``table``'s regions in key order, each with the server hosting it (fresh from ``hbase:meta``)."""
+        regions = []
+        for line in self.run("regions", table):
+            _, name, start, end, server = line.split("\t")
+            regions.append(Region(name, start, end, server))
+        return regions
+
+    def split(self, table: str, row: str, timeout_s: int = 120) -> tuple[str, str]:
+        """Split the region of ``table`` holding ``row`` at ``row``; returns once both daughters
+        are open (bounded): their encoded names (left, right)."""
+        line = self.run("split", table, row, str(timeout_s), timeout_s=timeout_s + 60)[-1]
+        _, _parent, _, left, right = line.split()
+        return left, right
+
+    def move(self, table: str, region: str, server: str | None = None, timeout_s: int = 120) -> str:
+        """Move ``region`` (encoded name) of ``table`` to ``server`` (None: where the master
+        picks, another server); returns once it is open there: the server's name."""
+        line = self.run("move", table, region, server or "any", str(timeout_s), timeout_s=timeout_s + 60)[-1]
+        return line.split()[-1]
