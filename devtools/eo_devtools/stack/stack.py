@@ -23,6 +23,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -230,8 +231,15 @@ class LocalStack:
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
+            groups: dict[str, list[Service]] = {}
             for cls in reversed(self._classes().values()):
-                stop_service(cls(self.state_dir, recorded))
+                service = cls(self.state_dir, recorded)
+                groups.setdefault(service.launch_group(), []).append(service)
+            for group in groups.values():
+                # A group at once: the last node of a Kafka cluster stopped alone would wait
+                # for a quorum that is gone (its grace, then SIGKILL).
+                with ThreadPoolExecutor(max_workers=len(group)) as pool:
+                    list(pool.map(stop_service, group))
 
     def status(self) -> dict[str, dict[str, Any]]:
         """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}; state is running|stopped.
