@@ -125,7 +125,7 @@ def topic_factory(bootstrap: str) -> Iterator[Callable[..., str]]:
 
     def make(partitions: int = 1, prefix: str = "t") -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:12]}"
-        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions)])
         futures[name].result(timeout=60)  # a broker just back from an outage may be slow to answer
         created.append(name)
         return name

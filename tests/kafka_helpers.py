@@ -170,9 +170,7 @@ def created_topic(bootstrap: str, partitions: int = 1, prefix: str = "t") -> Ite
     """A uuid-named topic for a whole module (``kafka_topic_factory`` is per test); deleted after."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     name = f"{prefix}-{uuid.uuid4().hex[:12]}"
-    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(
-        timeout=15
-    )
+    admin.create_topics([NewTopic(name, num_partitions=partitions)])[name].result(timeout=15)
     try:
         yield name
     finally:

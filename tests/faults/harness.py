@@ -48,7 +48,7 @@ from eo_devtools.demo.sample_events import big_sample_events, produce_records, s
 from eo_devtools.demo.verification import Verification, verify_pipeline
 from eo_devtools.stack.hbase_admin import HBaseTableTool
 from eo_devtools.stack.process import running_pid, stop_process_group
-from eo_devtools.stack.stack import SERVICES, LocalStack
+from eo_devtools.stack.stack import LocalStack, service_classes
 from eo_devtools.stack.topology import Topology
 from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
 from tests.integration.dead_letter_support import read_committed
@@ -81,7 +81,9 @@ class FaultStack:
 
     Service names are the stack's (:data:`eo_devtools.stack.stack.SERVICES`):
     ``postgres``, ``kafka`` (the broker JVM), ``hbase`` (the HMaster JVM: master, region
-    server and ZooKeeper) and ``hbase-thrift`` (the Thrift1 server JVM). A restart waits
+    server and ZooKeeper) and ``hbase-thrift`` (the Thrift1 server JVM), and the further
+    instances of ``topology`` (``kafka-2``, ``kafka-3``: nodes of a Kafka cluster, whose
+    faults are in :mod:`tests.faults.kafka_brokers`). A restart waits
     for real readiness (:meth:`wait_ready`), not only for an open port; every restart's
     duration is appended to ``restarts`` (service, seconds).
     """
@@ -116,7 +118,8 @@ class FaultStack:
 
     def pid(self, service: str) -> int:
         """Pid (= process group) of a running ``service``; AssertionError when it is not running."""
-        assert service in SERVICES, f"unknown service {service!r}; the stack's: {SERVICES}"
+        services = tuple(service_classes(self.local.topology))
+        assert service in services, f"unknown service {service!r}; the stack's: {services}"
         # the stack's pid file, as its status() reads it (without probing every service's
         # health first: a stall or kill acts at once)
         pid = running_pid(self.local.state_dir / "pids" / f"{service}.pid")
@@ -152,7 +155,8 @@ class FaultStack:
             "hbase": self._hbase_unready,
             "hbase-thrift": self._hbase_unready,
         }
-        check = probe.get(service)
+        base, _, number = service.rpartition("-")
+        check = probe.get(base if number.isdigit() else service)  # kafka-2 as kafka, ...
         if check is None:
             return
         deadline = time.monotonic() + timeout
@@ -725,7 +729,7 @@ def new_case(
     spec, pipelines_file = declare_pipeline(stack, workdir, entry, split_keys=split_keys)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
     for created in topics:
-        admin.create_topics([NewTopic(created, partitions if created == topic else 1, 1)])[created].result(30)
+        admin.create_topics([NewTopic(created, partitions if created == topic else 1)])[created].result(30)
     case = Case(stack, spec, pipelines_file, workdir, partitions=partitions, big_records=big_records)
     if records:
         case.produce(records, seed)
@@ -802,7 +806,7 @@ def create_topic(stack: FaultStack, topic: str, partitions: int) -> None:
     deadline = time.monotonic() + 30
     while True:
         try:
-            admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+            admin.create_topics([NewTopic(topic, partitions)])[topic].result(15)
             return
         except Exception:
             if time.monotonic() > deadline:

@@ -25,7 +25,7 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int) -> int:
     existing = admin.list_topics(topic, timeout=30).topics.get(topic)
     if existing is not None and existing.error is None:
         return len(existing.partitions)
-    futures = admin.create_topics([NewTopic(topic, partitions, 1)])
+    futures = admin.create_topics([NewTopic(topic, partitions)])  # the cluster's replication factor
     try:
         futures[topic].result(30)
     except KafkaException as exc:

@@ -1,8 +1,11 @@
-"""Apache Kafka for the local stack: one KRaft node that is both broker and controller.
+"""Apache Kafka for the local stack: KRaft nodes that are both broker and controller.
 
-Layout under ``<state>/kafka/``: ``server.properties``, ``log4j2.yaml`` and ``data/`` (the
-log dirs and the KRaft metadata log). The storage is formatted once (``meta.properties``
-marks it), so topics and records survive ``down`` then ``up``.
+One node by default (a dynamic quorum formatted ``--standalone``); with
+``Topology(kafka_brokers=N)`` N such nodes form a cluster (:mod:`.kafka_cluster`: static
+quorum of N voters, replication factor 3, ``min.insync.replicas`` 2).
+Layout under ``<state>/kafka/`` (``<state>/kafka-N/`` for node N): ``server.properties``,
+``log4j2.yaml`` and ``data/`` (the log dirs and the KRaft metadata log). The storage is
+formatted once (``meta.properties`` marks it), so topics and records survive ``down`` then ``up``.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ import base64
 import logging
 import subprocess
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from eo_devtools.stack import kafka_cluster
 from eo_devtools.stack.java_service import JavaService
 from eo_devtools.stack.jvm_artifacts import classpath, java_binary
 from eo_devtools.stack.ports import LOOPBACK, accepts_connections
@@ -62,9 +67,24 @@ class KafkaService(JavaService):
         "state.change.logger": "WARN",
     }
 
+    def __init__(self, state_dir: Path, ports: Mapping[str, int]) -> None:
+        super().__init__(state_dir, ports)
+        if self.clustered:
+            self.heap = "512m"  # N JVMs on one machine
+
+    @property
+    def clustered(self) -> bool:
+        """True when this node is one of several (:mod:`.kafka_cluster`)."""
+        return self.topology.kafka_brokers > 1
+
+    def launch_group(self) -> str:
+        """Every node of a cluster is launched before the stack waits for any: a quorum of
+        several voters elects no leader while only the first node runs."""
+        return "kafka" if self.clustered else self.name
+
     @property
     def home(self) -> Path:
-        return self.state_dir / "kafka"
+        return kafka_cluster.node_home(self.state_dir, self.replica_index)
 
     @property
     def data_dir(self) -> Path:
@@ -81,13 +101,19 @@ class KafkaService(JavaService):
 
     def server_properties(self) -> dict[str, str]:
         """Every broker setting the stack sets (sized for one machine with 2 cores)."""
-        controller = f"{LOOPBACK}:{self.ports['kafka-controller']}"
+        controller = f"{LOOPBACK}:{self.ports[self.port_keys[1]]}"
         listeners = self.listeners()
         protocols = {name: protocol for name, (protocol, _port) in listeners.items()}
-        return {
+        brokers = self.topology.kafka_brokers
+        quorum = (
+            {"controller.quorum.voters": kafka_cluster.quorum_voters(self.ports, brokers)}
+            if self.clustered
+            else {"controller.quorum.bootstrap.servers": controller}
+        )
+        properties = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.bootstrap.servers": controller,
+            "node.id": str(self.replica_index),
+            **quorum,
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(
                 [f"{name}://{LOOPBACK}:{port}" for name, (_p, port) in listeners.items()]
@@ -122,6 +148,9 @@ class KafkaService(JavaService):
             "log.cleaner.backoff.ms": "1000",
             "log.retention.check.interval.ms": "10000",
         }
+        if self.clustered:
+            properties.update(kafka_cluster.cluster_properties(brokers))
+        return properties
 
     def config_dirs(self) -> list[Path]:
         return [self.home]
@@ -132,8 +161,24 @@ class KafkaService(JavaService):
     def program_args(self) -> list[str]:
         return [str(self.home / "server.properties")]
 
+    def preflight(self) -> None:
+        """The JVM and jars, and Kafka data (if any) formatted for this many brokers
+        (:class:`.kafka_cluster.ClusterSizeError` otherwise)."""
+        super().preflight()
+        kafka_cluster.check_size(self.state_dir, self.topology.kafka_brokers)
+
+    def format_args(self) -> list[str]:
+        """How the storage is formatted: ``--standalone`` with a fresh id for a single node,
+        the cluster's shared id (static voters) for a node of a cluster."""
+        if not self.clustered:
+            return ["--standalone", "--cluster-id", random_cluster_id()]
+        brokers = self.topology.kafka_brokers
+        return ["--cluster-id", kafka_cluster.shared_cluster_id(self.state_dir, brokers, random_cluster_id())]
+
     def prepare(self) -> None:
-        """Write the configuration; format the storage the first time (KRaft ``--standalone``)."""
+        """Write the configuration; format the storage the first time (:meth:`format_args`)."""
+        if self.clustered:
+            kafka_cluster.check_size(self.state_dir, self.topology.kafka_brokers)
         self.home.mkdir(parents=True, exist_ok=True)
         properties = "".join(f"{key}={value}\n" for key, value in self.server_properties().items())
         (self.home / "server.properties").write_text(properties)
@@ -148,9 +193,7 @@ class KafkaService(JavaService):
                 classpath(self.component, self.home),
                 "kafka.tools.StorageTool",
                 "format",
-                "--standalone",
-                "--cluster-id",
-                random_cluster_id(),
+                *self.format_args(),
                 "--config",
                 str(self.home / "server.properties"),
             ],
@@ -160,12 +203,13 @@ class KafkaService(JavaService):
         )
         if result.returncode != 0:
             raise ServiceStartError(
-                f"kafka: formatting the KRaft storage in {self.data_dir} failed:\n"
+                f"{self.name}: formatting the KRaft storage in {self.data_dir} failed:\n"
                 f"{(result.stdout + result.stderr)[-3000:]}"
             )
 
     def healthy(self) -> bool:
-        """True when a metadata request over the client listener names this broker."""
+        """True when a metadata request over this node's client listener names a broker (a node
+        of a cluster: names this node, i.e. it registered with the quorum and is unfenced)."""
         if not accepts_connections(self.port):
             return False
         config: dict[str, Any] = {
@@ -176,4 +220,6 @@ class KafkaService(JavaService):
             metadata = AdminClient(config).list_topics(timeout=3)
         except Exception:
             return False
+        if self.clustered:
+            return self.replica_index in metadata.brokers
         return len(metadata.brokers) > 0

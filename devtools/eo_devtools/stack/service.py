@@ -71,6 +71,11 @@ class Service(ABC):
         The stack runs every service's preflight before it starts any service.
         """
 
+    def launch_group(self) -> str:
+        """Services of one group are all launched before the stack waits for any of them (the
+        nodes of a quorum that cannot answer alone); by default each is a group of its own."""
+        return self.name
+
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """One-time, idempotent preparation before the first start (e.g. initdb)."""
 

@@ -8,7 +8,9 @@ Layout of the state dir: ``stack.json`` (ports and the topology, :mod:`.topology
 ``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs),
 ``spark/`` (the optional standalone cluster, :mod:`.spark_cluster`).
 ``up`` is idempotent: running healthy services are left alone (same pids, same ports).
-Services start in the order of :data:`SERVICES` and stop in reverse; Airflow starts
+Services start in the order of :data:`SERVICES` and stop in reverse (the services of one
+:meth:`.service.Service.launch_group`, the nodes of a Kafka cluster, are all launched before
+the stack waits for any); Airflow starts
 after them (``up(airflow=True)``: its metadata DB is database ``airflow`` of the stack's
 PostgreSQL, its DAG folder the repository's ``dags/``) and stops before them. The Spark
 cluster (``up(spark_workers=N)`` or :meth:`LocalStack.spark_up`) starts after the services and
@@ -21,6 +23,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ from eo_devtools.stack.postgres import PostgresService
 from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
 from eo_devtools.stack.service import Service
-from eo_devtools.stack.service_process import start_service, status_entry, stop_service, wait_healthy
+from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
 from eo_devtools.stack.spark_services import MASTER, executor_python, master_url, recorded_workers
 from eo_devtools.stack.topology import Topology, TopologyError
@@ -192,8 +195,11 @@ class LocalStack:
                     for key in service.port_keys:
                         ensure_port_free(ports[key], f"{service.name} ({key})")
                     service.preflight()
+            groups: dict[str, list[Service]] = {}
             for service in services:
-                self._ensure_running(service)
+                groups.setdefault(service.launch_group(), []).append(service)
+            for group in groups.values():
+                self._ensure_running(group)
             workers = recorded_workers(recorded) if spark_workers is None else spark_workers
             cluster = SparkCluster(self.state_dir)
             if workers > 0:
@@ -211,11 +217,10 @@ class LocalStack:
     def _write_ports(self, ports: Mapping[str, int]) -> None:
         self._write_state(ports, self._recorded_topology())
 
-    def _ensure_running(self, service: Service) -> None:
-        pid = self._pid(service.name)
-        if pid is None:
-            start_service(service)
-        else:
+    def _ensure_running(self, group: list[Service]) -> None:
+        """Launch every service of ``group`` that is not running, then wait for each in turn."""
+        pids = [self._pid(service.name) or launch(service) for service in group]
+        for service, pid in zip(group, pids, strict=True):
             wait_healthy(service, pid)
             service.after_start()
 
@@ -226,8 +231,15 @@ class LocalStack:
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
+            groups: dict[str, list[Service]] = {}
             for cls in reversed(self._classes().values()):
-                stop_service(cls(self.state_dir, recorded))
+                service = cls(self.state_dir, recorded)
+                groups.setdefault(service.launch_group(), []).append(service)
+            for group in groups.values():
+                # A group at once: the last node of a Kafka cluster stopped alone would wait
+                # for a quorum that is gone (its grace, then SIGKILL).
+                with ThreadPoolExecutor(max_workers=len(group)) as pool:
+                    list(pool.map(stop_service, group))
 
     def status(self) -> dict[str, dict[str, Any]]:
         """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}; state is running|stopped.
