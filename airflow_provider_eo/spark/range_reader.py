@@ -172,6 +172,8 @@ def _records(
                 continue
             next_offset = offset + 1
             yield _to_record(msg, rng, offset)
+            if next_offset >= rng.end:  # the range's last record: done, no wait for the end of the partition
+                return
         oversized = _oversized(rng, next_offset, client_errors)
         if oversized is not None:
             raise oversized
