@@ -20,6 +20,7 @@ from eo_devtools.demo.airflow_runner import AirflowRunner
 from tests.conftest import new_stack_dir
 from tests.faults import reliability
 from tests.faults.harness import FaultStack, restore_env, set_env
+from tests.faults.topology_faults import topology_from_env
 from tests.spark_startup import start_driver_archive
 
 _ROWS: list[dict[str, Any]] = []
@@ -46,7 +47,7 @@ def fault_stack() -> Iterator[FaultStack]:
     """The suite's stack, stopped once the last test of ``tests/faults`` is done: its JVMs
     then no longer share the 2 cores and the memory with the suites that run after it."""
     state_dir = new_stack_dir("eo-faults-")
-    stack = FaultStack(state_dir)
+    stack = FaultStack(state_dir, topology_from_env())  # EO_FAULT_TOPOLOGY (tests/faults/topology_faults.py)
     try:
         start_driver_archive()  # the spark-submits' class-data archive, built while the services start
         stack.up()

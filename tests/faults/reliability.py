@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from eo_devtools.stack.topology import Topology
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS_FILE = Path(__file__).with_name("reliability_results.json")
 REPORT_FILE = REPO / "RELIABILITY.md"
@@ -29,6 +31,18 @@ STAND_INS = "stand-ins (Tansu broker, HBase gateway)"
 SMALL_RECORDS = "sample events (about 60 B)"
 #: What the suite's stack runs now (a randomized run records it).
 SERVERS = "Apache Kafka + Apache HBase"
+
+
+def servers_text(topology: Topology) -> str:
+    """The randomized-runs table's Servers cell: :data:`SERVERS`, with the topology when bigger."""
+    if topology == Topology():
+        return SERVERS
+    return (
+        f"Apache Kafka ({topology.kafka_brokers} brokers) + Apache HBase ({topology.hbase_regionservers} "
+        f"region servers, {topology.thrift_servers} Thrift servers)"
+    )
+
+
 RANDOM_COMMAND = (
     "EO_FAULT_RANDOM_SEED=<seed> EO_FAULT_RANDOM_COUNT=<n> pytest -s tests/faults/test_randomized.py [-k big]"
 )

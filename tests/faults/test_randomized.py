@@ -37,10 +37,12 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger.states import EpochState
+from eo_devtools.stack.topology import Topology
 from tests.conftest import LONG_MODE_ENV
 from tests.faults import reliability
 from tests.faults.harness import SIGKILLED, Case, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
+from tests.faults.topology_faults import TOPOLOGY_FAULTS, inject_topology_fault, topology_kinds
 
 #: Faults before an epoch exists: the reserve step itself fails.
 RESERVE_FAULTS = (
@@ -78,14 +80,24 @@ FAULT_KINDS = RESERVE_FAULTS + WRITE_FAULTS + COMMIT_FAULTS
 KINDS_ENV = "EO_FAULT_RANDOM_KINDS"
 
 
-def fault_kinds() -> tuple[str, ...]:
-    """``FAULT_KINDS``, or the comma-separated subset named by ``EO_FAULT_RANDOM_KINDS``
-    (to soak one kind); an unknown name raises ValueError naming it."""
+#: The single broker's own kinds: on a Kafka cluster the cluster kinds take their place.
+SINGLE_BROKER_FAULTS = tuple(kind for kind in FAULT_KINDS if kind.startswith("broker."))
+
+
+def fault_kinds(topology: Topology) -> tuple[str, ...]:
+    """The kinds ``topology`` can run (``FAULT_KINDS``, without the single broker's on a
+    Kafka cluster, plus :func:`topology_kinds`), or the comma-separated subset named by
+    ``EO_FAULT_RANDOM_KINDS`` (to soak one kind); a name it cannot run raises ValueError."""
+    single = () if topology.kafka_brokers == 1 else SINGLE_BROKER_FAULTS
+    known = tuple(kind for kind in FAULT_KINDS if kind not in single) + topology_kinds(topology)
     wanted = [k.strip() for k in os.environ.get(KINDS_ENV, "").split(",") if k.strip()]
-    unknown = sorted(set(wanted) - set(FAULT_KINDS))
+    unknown = sorted(set(wanted) - set(known))
     if unknown:
-        raise ValueError(f"{KINDS_ENV}: unknown fault kind(s) {unknown}; known: {', '.join(FAULT_KINDS)}")
-    return tuple(wanted) or FAULT_KINDS
+        raise ValueError(
+            f"{KINDS_ENV}: fault kind(s) {unknown} unknown or not for {topology.describe()}; "
+            f"known: {', '.join(known)}"
+        )
+    return tuple(wanted) or known
 
 
 def fault_schedule(rng: random.Random, kinds: tuple[str, ...], count: int) -> list[str]:
@@ -106,7 +118,7 @@ def inject(case: Case, kind: str, rng: random.Random, tag: str, workdir: Path) -
     summary = case.reserve(tag)
     assert summary is not None, "each round produces new records"
     epoch_id = int(summary["epoch_id"])
-    if kind in WRITE_FAULTS:
+    if kind in WRITE_FAULTS or kind in TOPOLOGY_FAULTS:
         return _write_fault(case, kind, epoch_id, rng, tag, workdir)
     assert case.write(epoch_id) == 0
     return _commit_fault(case, kind, epoch_id, rng, tag, workdir)
@@ -127,7 +139,9 @@ def _reserve_fault(case: Case, kind: str, tag: str) -> str:
 
 
 def _write_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: str, workdir: Path) -> str:
-    if kind in ("spark.after_last_batch", "spark.after_vote"):
+    if kind in TOPOLOGY_FAULTS:
+        rc = inject_topology_fault(case, kind, epoch_id, rng, tag, workdir)
+    elif kind in ("spark.after_last_batch", "spark.after_vote"):
         rc = case.write(epoch_id, faults=kind)
         assert rc != 0
     elif kind == "worker.sigkill_mid_write":
@@ -263,7 +277,7 @@ def run_randomized(
     seed = int(os.environ.get("EO_FAULT_RANDOM_SEED", "20261122"))
     count = int(os.environ.get("EO_FAULT_RANDOM_COUNT", "2"))
     rng = random.Random(seed)
-    schedule = fault_schedule(rng, fault_kinds(), count)
+    schedule = fault_schedule(rng, fault_kinds(fault_stack.local.topology), count)
     started = time.monotonic()
     row: dict[str, Any] = report if count <= 2 else {}  # long runs go to the randomized-runs table
     variant = ", big records" if big_records else ""
@@ -286,7 +300,7 @@ def run_randomized(
         "seed": seed,
         "count": count,
         "outcome": "FAIL",
-        "servers": reliability.SERVERS,
+        "servers": reliability.servers_text(fault_stack.local.topology),
         "record_sizes": RECORD_SIZES[big_records],
         "date": datetime.date.today().isoformat(),
     }
