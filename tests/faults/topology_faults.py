@@ -28,6 +28,8 @@ from tests.faults.harness import Case, hang_env
 
 TOPOLOGY_ENV = "EO_FAULT_TOPOLOGY"
 HANG = "spark.task.after_segment:hang"
+#: Tasks that run at once: the harness's spark-submit runs ``local[2]``.
+CONCURRENT_TASKS = 2
 
 #: Kind -> what the stack's topology must have for it.
 REQUIREMENTS: dict[str, Callable[[Topology], bool]] = {
@@ -66,7 +68,7 @@ def inject_topology_fault(
     """Write ``epoch_id`` with fault ``kind`` (see the module docstring); the write's exit status."""
     release = workdir / f"release-{tag}"
     proc = case.start_write(epoch_id, faults=HANG, **hang_env(240, release))
-    proc.wait_for_hanging(case.partitions)
+    proc.wait_for_hanging(min(case.partitions, CONCURRENT_TASKS))
     restart = _act(case, kind, rng)
     release.touch()
     rc = proc.wait()
