@@ -9,7 +9,6 @@ Each test fills a ``report`` row; at session end the rows regenerate RELIABILITY
 from __future__ import annotations
 
 import datetime
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,9 @@ from typing import Any
 import pytest
 
 from eo_devtools.demo.airflow_runner import AirflowRunner
-from tests.conftest import new_stack_dir
 from tests.faults import reliability
-from tests.faults.harness import FaultStack, restore_env, set_env
+from tests.faults.harness import FaultStack, running_fault_stack
 from tests.faults.topology_faults import topology_from_env
-from tests.spark_startup import start_driver_archive
 
 _ROWS: list[dict[str, Any]] = []
 _RANDOM_RUNS: list[dict[str, Any]] = []
@@ -44,21 +41,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="package")
 def fault_stack() -> Iterator[FaultStack]:
-    """The suite's stack, stopped once the last test of ``tests/faults`` is done: its JVMs
-    then no longer share the 2 cores and the memory with the suites that run after it."""
-    state_dir = new_stack_dir("eo-faults-")
-    stack = FaultStack(state_dir, topology_from_env())  # EO_FAULT_TOPOLOGY (tests/faults/topology_faults.py)
-    try:
-        start_driver_archive()  # the spark-submits' class-data archive, built while the services start
-        stack.up()
-        previous = set_env(stack.conn_env)
-        try:
-            yield stack
-        finally:
-            restore_env(previous)
-    finally:
-        stack.down()
-        shutil.rmtree(state_dir, ignore_errors=True)
+    """The suite's stack (``EO_FAULT_TOPOLOGY``: tests/faults/topology_faults.py), stopped once the
+    last test of ``tests/faults`` is done: its JVMs then no longer share the 2 cores and the
+    memory with the suites that run after it."""
+    with running_fault_stack("eo-faults-", topology_from_env()) as stack:
+        yield stack
 
 
 @pytest.fixture(scope="package")

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,7 +54,7 @@ from eo_devtools.stack.topology import Topology
 from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
 from tests.integration.dead_letter_support import read_committed
 from tests.kafka_helpers import consume_range
-from tests.spark_startup import SPARK_SUBMIT, spark_conf, spark_conf_args
+from tests.spark_startup import SPARK_SUBMIT, spark_conf, spark_conf_args, start_driver_archive
 from tests.task_context import task_context
 
 REPO = Path(__file__).resolve().parents[2]
@@ -734,6 +735,27 @@ def new_case(
     if records:
         case.produce(records, seed)
     return case
+
+
+@contextlib.contextmanager
+def running_fault_stack(prefix: str, topology: Topology | None = None) -> Iterator[FaultStack]:
+    """A private :class:`FaultStack` of ``topology`` in a fresh state dir named ``prefix...``,
+    its connections in the environment while the block runs; stopped and removed afterwards."""
+    from tests.conftest import new_stack_dir
+
+    state_dir = new_stack_dir(prefix)
+    stack = FaultStack(state_dir, topology)
+    try:
+        start_driver_archive()  # the spark-submits' class-data archive, built while the services start
+        stack.up()
+        previous = set_env(stack.conn_env)
+        try:
+            yield stack
+        finally:
+            restore_env(previous)
+    finally:
+        stack.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def set_env(values: Mapping[str, str]) -> dict[str, str | None]:

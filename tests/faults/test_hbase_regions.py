@@ -11,7 +11,6 @@ versions, the ledger's epoch rows and the group's offsets (:meth:`Case.verify`).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,13 @@ from airflow_provider_eo.ledger.states import EpochState
 from airflow_provider_eo.spark.driver import ExitCode
 from eo_devtools.stack.hbase_admin import Region
 from eo_devtools.stack.topology import Topology
-from tests.conftest import new_stack_dir
-from tests.faults.harness import Case, FaultStack, new_case, restore_env, set_env
+from tests.faults.harness import Case, FaultStack, new_case, running_fault_stack
 from tests.faults.test_service_faults import (
     _after_write,
     _final_epochs,
     _hold_tasks_then,
     _record_verified_end,
 )
-from tests.spark_startup import start_driver_archive
 
 pytestmark = pytest.mark.long_faults
 
@@ -45,19 +42,8 @@ RETRY_LOG = "HBase write failed"
 @pytest.fixture(scope="module")
 def region_stack() -> Iterator[FaultStack]:
     """A private stack with two HBase region servers (the fault suite's own stays untouched)."""
-    state_dir = new_stack_dir("eo-regions-")
-    stack = FaultStack(state_dir, Topology(hbase_regionservers=2))
-    try:
-        start_driver_archive()
-        stack.up()
-        previous = set_env(stack.conn_env)
-        try:
-            yield stack
-        finally:
-            restore_env(previous)
-    finally:
-        stack.down()
-        shutil.rmtree(state_dir, ignore_errors=True)
+    with running_fault_stack("eo-regions-", Topology(hbase_regionservers=2)) as stack:
+        yield stack
 
 
 def _bounds(regions: list[Region]) -> list[tuple[str, str]]:

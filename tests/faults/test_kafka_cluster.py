@@ -13,7 +13,6 @@ records at their offsets, the ledger's epoch rows, the group's offsets, HBase's 
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,6 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger.states import EpochState
 from airflow_provider_eo.spark.driver import ExitCode
 from eo_devtools.stack.topology import Topology
-from tests.conftest import new_stack_dir
 from tests.faults.harness import (
     OFFSETS_TOPIC,
     Case,
@@ -33,8 +31,7 @@ from tests.faults.harness import (
     hang_env,
     java_string_hash,
     new_case,
-    restore_env,
-    set_env,
+    running_fault_stack,
 )
 from tests.faults.kafka_brokers import (
     active_controller,
@@ -44,7 +41,6 @@ from tests.faults.kafka_brokers import (
     restart_node,
 )
 from tests.faults.test_service_faults import _after_write, _drain_and_verify, _record_verified_end
-from tests.spark_startup import start_driver_archive
 
 pytestmark = pytest.mark.long_faults
 
@@ -55,19 +51,8 @@ HANG = "spark.task.after_segment:hang"
 @pytest.fixture(scope="module")
 def cluster_stack() -> Iterator[FaultStack]:
     """A private stack with a 3-node Kafka cluster, stopped after the module."""
-    state_dir = new_stack_dir("eo-kcluster-")
-    stack = FaultStack(state_dir, Topology(kafka_brokers=3))
-    try:
-        start_driver_archive()
-        stack.up()
-        previous = set_env(stack.conn_env)
-        try:
-            yield stack
-        finally:
-            restore_env(previous)
-    finally:
-        stack.down()
-        shutil.rmtree(state_dir, ignore_errors=True)
+    with running_fault_stack("eo-kcluster-", Topology(kafka_brokers=3)) as stack:
+        yield stack
 
 
 def _new_case(stack: FaultStack, tmp_path: Path, tag: str, **options: Any) -> Case:
