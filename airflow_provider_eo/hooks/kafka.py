@@ -66,7 +66,6 @@ class EoKafkaHook(BaseHook):
         self.kafka_conn_id = kafka_conn_id
         self._settings: KafkaClientConfig | None = None
         self._client_errors = ClientErrorLog()  # why a call failed (TLS, SASL, refused...)
-        self._metadata_admin: AdminClient | None = None
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -83,21 +82,6 @@ class EoKafkaHook(BaseHook):
     def _admin(self) -> AdminClient:
         conf: dict[str, Any] = {**self.settings.config, "error_cb": self._client_errors}
         return AdminClient(conf)
-
-    def _warm_admin(self) -> AdminClient:
-        """The admin client :meth:`list_partitions` and :meth:`watermarks` share while the hook
-        lives. A fresh client's first ListOffsets waited 3 s for its metadata about one time
-        in five (librdkafka 2.16, measured on the local stack); one that has read the
-        metadata answers in milliseconds, so a reservation's watermarks follow its partition
-        listing at once. Dropped after a failed call (:meth:`_drop_warm_admin`)."""
-        if self._metadata_admin is None:
-            self._metadata_admin = self._admin()
-        return self._metadata_admin
-
-    def _drop_warm_admin(self) -> None:
-        """Forget the shared client, so it is destroyed now: librdkafka 2.16 aborts the process
-        if a timed-out request's late answer reaches a live handle."""
-        self._metadata_admin = None
 
     @contextmanager
     def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
@@ -117,13 +101,11 @@ class EoKafkaHook(BaseHook):
         fully matches the regex ``pattern`` in the current cluster metadata. Internal
         topics (``__*``) never match the pattern. A named topic that does not exist, or
         a topic whose metadata carries an error, raises :class:`EoKafkaError`."""
-        admin = self._warm_admin()
+        admin = self._admin()
         try:
             metadata = admin.list_topics(timeout=self.settings.timeout_s)
         except KafkaException as exc:
             why = f"{exc}{self._client_errors.explain(admin)}"
-            del admin
-            self._drop_warm_admin()
             raise EoKafkaError(f"Kafka connection {self.kafka_conn_id!r}: cannot list topics: {why}") from exc
         wanted = set(topics or ())
         missing = sorted(wanted - set(metadata.topics))
@@ -152,12 +134,7 @@ class EoKafkaHook(BaseHook):
         partition, :class:`EoKafkaError` ``watermarks of <topic>[<partition>]: ...`` (or
         the count on a batch timeout).
         """
-        reader = WatermarkReader(self._warm_admin, self.settings.timeout_s, self._client_errors)
-        try:
-            return reader.read(tps)
-        except BaseException:
-            self._drop_warm_admin()
-            raise
+        return WatermarkReader(self._admin, self.settings.timeout_s, self._client_errors).read(tps)
 
     def offsets_for_timestamp(self, tps: Iterable[TP], ts_ms: int) -> dict[TP, int]:
         """Per partition, the first offset whose record timestamp is >= ``ts_ms``; the
