@@ -77,6 +77,15 @@ def service_classes(topology: Topology) -> dict[str, type[Service]]:
     return classes
 
 
+def launch_groups(services: list[Service]) -> list[list[Service]]:
+    """``services`` in their :meth:`.service.Service.launch_group` groups, order kept: the
+    stack starts (and stops) each group's members together."""
+    groups: dict[str, list[Service]] = {}
+    for service in services:
+        groups.setdefault(service.launch_group(), []).append(service)
+    return list(groups.values())
+
+
 class LocalStack:
     """The local stack rooted at ``state_dir``; ``ports`` overrides (port key -> port) apply on start.
 
@@ -195,10 +204,7 @@ class LocalStack:
                     for key in service.port_keys:
                         ensure_port_free(ports[key], f"{service.name} ({key})")
                     service.preflight()
-            groups: dict[str, list[Service]] = {}
-            for service in services:
-                groups.setdefault(service.launch_group(), []).append(service)
-            for group in groups.values():
+            for group in launch_groups(services):
                 self._ensure_running(group)
             workers = recorded_workers(recorded) if spark_workers is None else spark_workers
             cluster = SparkCluster(self.state_dir)
@@ -231,11 +237,8 @@ class LocalStack:
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
-            groups: dict[str, list[Service]] = {}
-            for cls in reversed(self._classes().values()):
-                service = cls(self.state_dir, recorded)
-                groups.setdefault(service.launch_group(), []).append(service)
-            for group in groups.values():
+            services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
+            for group in launch_groups(services):
                 # A group at once: the last node of a Kafka cluster stopped alone would wait
                 # for a quorum that is gone (its grace, then SIGKILL).
                 with ThreadPoolExecutor(max_workers=len(group)) as pool:
@@ -352,8 +355,7 @@ class LocalStack:
         return service.dsn()
 
     def _bootstrap(self, ports: Mapping[str, int]) -> str:
-        brokers = [name for name in self._classes() if name == "kafka" or name.startswith("kafka-")]
-        return ",".join(f"{LOOPBACK}:{ports[name]}" for name in brokers)
+        return ",".join(f"{LOOPBACK}:{ports[name]}" for name in self._recorded_topology().instances("kafka"))
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -377,7 +379,7 @@ class LocalStack:
         return self._thrift_ports(self._recorded_ports())
 
     def _thrift_ports(self, ports: Mapping[str, int]) -> list[int]:
-        return [ports[name] for name in self._classes() if name.startswith("hbase-thrift")]
+        return [ports[name] for name in self._recorded_topology().instances("hbase-thrift")]
 
     @property
     def schema_registry_url(self) -> str:

@@ -58,6 +58,10 @@ class Topology:
         field = REPLICATED.get(service)
         return int(getattr(self, field)) if field else 1
 
+    def instances(self, service: str) -> list[str]:
+        """The instance names of ``service`` in this topology (``kafka``, ``kafka-2``, ...)."""
+        return [instance_name(service, index) for index in range(1, self.replicas(service) + 1)]
+
     def describe(self) -> str:
         """``3 Kafka brokers, 2 HBase region servers, 2 Thrift servers`` (for messages)."""
         return (
