@@ -81,9 +81,10 @@ def run_epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Coun
     reserving = CallTimedHook()
     _ = reserving.settings  # the Airflow connection lookup is task start-up, not measured
     started = time.perf_counter()
-    outcome = retried(
-        rollbacks, lambda: EpochProtocol(ledger, kafka=lambda: reserving).reserve_stream(spec, run)
-    )
+    with reserving.one_admin_client():  # as the operators' open_protocol does
+        outcome = retried(
+            rollbacks, lambda: EpochProtocol(ledger, kafka=lambda: reserving).reserve_stream(spec, run)
+        )
     reserve_ms = (time.perf_counter() - started) * 1000
     if not isinstance(outcome, Reserved):
         raise RuntimeError(f"{spec.name} round {round_no}: nothing reserved ({outcome})")
@@ -92,12 +93,13 @@ def run_epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Coun
     committing = CallTimedHook()
     _ = committing.settings
     started = time.perf_counter()
-    retried(
-        rollbacks,
-        lambda: EpochProtocol(ledger, kafka=lambda: committing).commit(
-            epoch.epoch_id, group_id=spec.group_id
-        ),
-    )
+    with committing.one_admin_client():
+        retried(
+            rollbacks,
+            lambda: EpochProtocol(ledger, kafka=lambda: committing).commit(
+                epoch.epoch_id, group_id=spec.group_id
+            ),
+        )
     commit_ms = (time.perf_counter() - started) * 1000
     calls = {f"reserve.{name}": ms for name, ms in reserving.calls.items()}
     calls.update({f"commit.{name}": ms for name, ms in committing.calls.items()})

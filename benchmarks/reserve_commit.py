@@ -158,7 +158,8 @@ def _epoch(ledger: Ledger, spec: PipelineSpec) -> Sample:
     _ = reserving.settings  # the Airflow connection lookup is task start-up, not measured
     run = RunIdentity("bench", f"{spec.name}-{uuid.uuid4().hex[:8]}")
     started = time.perf_counter()
-    outcome = EpochProtocol(ledger, kafka=lambda: reserving).reserve_stream(spec, run)
+    with reserving.one_admin_client():  # as the operators' open_protocol does
+        outcome = EpochProtocol(ledger, kafka=lambda: reserving).reserve_stream(spec, run)
     reserve_ms = (time.perf_counter() - started) * 1000
     if not isinstance(outcome, Reserved):
         raise RuntimeError(f"{spec.name}: nothing reserved ({outcome})")
@@ -169,7 +170,8 @@ def _epoch(ledger: Ledger, spec: PipelineSpec) -> Sample:
     committing = TimedHook()
     _ = committing.settings
     started = time.perf_counter()
-    EpochProtocol(ledger, kafka=lambda: committing).commit(epoch.epoch_id, group_id=spec.group_id)
+    with committing.one_admin_client():
+        EpochProtocol(ledger, kafka=lambda: committing).commit(epoch.epoch_id, group_id=spec.group_id)
     commit_ms = (time.perf_counter() - started) * 1000
     return {
         "reserve_ms": reserve_ms,

@@ -46,6 +46,10 @@ def _coordinator_not_ready(error: object) -> bool:
     return isinstance(error, KafkaError) and error.code() in _COORDINATOR_NOT_READY
 
 
+def _unknown_topic(error: object) -> bool:
+    return isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
 _PROBE_GROUP = "airflow-provider-eo-probe"  # never committed to: used only for reads
 
 
@@ -66,6 +70,8 @@ class EoKafkaHook(BaseHook):
         self.kafka_conn_id = kafka_conn_id
         self._settings: KafkaClientConfig | None = None
         self._client_errors = ClientErrorLog()  # why a call failed (TLS, SASL, refused...)
+        self._sharing = False  # inside one_admin_client
+        self._shared_admin: AdminClient | None = None
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -80,8 +86,37 @@ class EoKafkaHook(BaseHook):
         return self._settings
 
     def _admin(self) -> AdminClient:
-        conf: dict[str, Any] = {**self.settings.config, "error_cb": self._client_errors}
+        """The block's client inside :meth:`one_admin_client` (created at its first use),
+        else a new one."""
+        if not self._sharing:
+            return self._new_admin()
+        if self._shared_admin is None:
+            self._shared_admin = self._new_admin()
+        return self._shared_admin
+
+    def _new_admin(self) -> AdminClient:
+        # a metadata request naming a topic never makes the broker create it
+        conf: dict[str, Any] = {**self.settings.config, "allow.auto.create.topics": False}
+        conf["error_cb"] = self._client_errors
         return AdminClient(conf)
+
+    @contextmanager
+    def one_admin_client(self) -> Iterator[EoKafkaHook]:
+        """Within the block, this hook's reads (partitions, watermarks) go through one
+        admin client, created at the first read and dropped when the block ends: a later
+        read finds its connections open and the partitions' leaders in its metadata. A
+        commit still uses a client of its own. Nested blocks share the outer one's client.
+        The block must begin and end in one process (a librdkafka client does not survive
+        ``fork``). Yields the hook."""
+        if self._sharing:
+            yield self
+            return
+        self._sharing = True
+        try:
+            yield self
+        finally:
+            self._sharing = False
+            self._shared_admin = None
 
     @contextmanager
     def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
@@ -100,23 +135,29 @@ class EoKafkaHook(BaseHook):
         """Sorted (topic, partition) of the named ``topics`` plus every topic whose name
         fully matches the regex ``pattern`` in the current cluster metadata. Internal
         topics (``__*``) never match the pattern. A named topic that does not exist, or
-        a topic whose metadata carries an error, raises :class:`EoKafkaError`."""
+        a topic whose metadata carries an error, raises :class:`EoKafkaError`.
+
+        Without a pattern only the named topics' metadata is asked for (one request per
+        topic), not the whole cluster's; no request ever creates a topic."""
+        wanted = set(topics or ())
         admin = self._admin()
         try:
-            metadata = admin.list_topics(timeout=self.settings.timeout_s)
+            if pattern:
+                found = dict(admin.list_topics(timeout=self.settings.timeout_s).topics)
+            else:
+                found = {t: admin.list_topics(t, timeout=self.settings.timeout_s).topics[t] for t in wanted}
         except KafkaException as exc:
             why = f"{exc}{self._client_errors.explain(admin)}"
             raise EoKafkaError(f"Kafka connection {self.kafka_conn_id!r}: cannot list topics: {why}") from exc
-        wanted = set(topics or ())
-        missing = sorted(wanted - set(metadata.topics))
+        missing = sorted(t for t in wanted if t not in found or _unknown_topic(found[t].error))
         if missing:
             raise EoKafkaError(f"topic(s) not found: {', '.join(missing)}")
         if pattern:
             regex = re.compile(pattern)
-            wanted |= {t for t in metadata.topics if not t.startswith("__") and regex.fullmatch(t)}
+            wanted |= {t for t in found if not t.startswith("__") and regex.fullmatch(t)}
         result: list[TP] = []
         for topic in sorted(wanted):
-            meta = metadata.topics[topic]
+            meta = found[topic]
             if meta.error is not None:
                 raise EoKafkaError(f"topic {topic!r}: metadata error {meta.error}")
             result.extend((topic, p) for p in sorted(meta.partitions))
@@ -214,7 +255,7 @@ class EoKafkaHook(BaseHook):
         request = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
         where = f"commit to group {group_id!r} of {offsets_text(offsets)}"
         timeout = self.settings.timeout_s
-        admin = self._admin()  # referenced until answered: a destroyed client abandons requests
+        admin = self._new_admin()  # referenced until answered: a destroyed client abandons requests
         answer: list[TopicPartition] = []
         error = ""
         futures: Any = None

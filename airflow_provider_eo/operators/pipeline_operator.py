@@ -78,13 +78,15 @@ def open_protocol(
     ledger_conn_id: str, kafka_conn_id: str, actor: Actor | None = None
 ) -> Iterator[EpochProtocol]:
     """An :class:`EpochProtocol` over the two Airflow connections (Kafka is connected only
-    if a call needs it; a pipeline's dead-letter topic too) whose changes are recorded as
-    ``actor``'s (None: the process's); the ledger is closed afterwards."""
-    with EoLedgerHook(ledger_conn_id).get_ledger() as ledger:
+    if a call needs it, and its reads share one admin client until the block ends; a
+    pipeline's dead-letter topic too) whose changes are recorded as ``actor``'s (None:
+    the process's); the ledger is closed afterwards."""
+    kafka = EoKafkaHook(kafka_conn_id)  # connects at its first call only
+    with EoLedgerHook(ledger_conn_id).get_ledger() as ledger, kafka.one_admin_client():
         if actor is not None:
             ledger.actor = actor
         yield EpochProtocol(
             ledger,
-            kafka=lambda: EoKafkaHook(kafka_conn_id),
+            kafka=lambda: kafka,
             dead_letter_topics=dead_letter_topics(kafka_conn_id),
         )

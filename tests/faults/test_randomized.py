@@ -30,6 +30,7 @@ import random
 import signal
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from eo_devtools.stack.topology import Topology
 from tests.conftest import LONG_MODE_ENV
 from tests.faults import reliability
 from tests.faults.harness import SIGKILLED, Case, FaultStack, hang_env, new_case
+from tests.faults.scheduler_kinds import AIRFLOW_FAULTS, SchedulerRounds, inject_airflow_fault
 from tests.faults.test_process_faults import _verified
 from tests.faults.topology_faults import TOPOLOGY_FAULTS, inject_topology_fault, topology_kinds
 
@@ -84,20 +86,21 @@ KINDS_ENV = "EO_FAULT_RANDOM_KINDS"
 SINGLE_BROKER_FAULTS = tuple(kind for kind in FAULT_KINDS if kind.startswith("broker."))
 
 
-def fault_kinds(topology: Topology) -> tuple[str, ...]:
+def fault_kinds(topology: Topology, *, with_airflow: bool) -> tuple[str, ...]:
     """The kinds ``topology`` can run (``FAULT_KINDS``, without the single broker's on a
-    Kafka cluster, plus :func:`topology_kinds`), or the comma-separated subset named by
-    ``EO_FAULT_RANDOM_KINDS`` (to soak one kind); a name it cannot run raises ValueError."""
+    Kafka cluster, plus :func:`topology_kinds`, plus ``AIRFLOW_FAULTS`` ``with_airflow``),
+    or the comma-separated subset named by ``EO_FAULT_RANDOM_KINDS`` (to soak one kind,
+    Airflow's included); a name it cannot run raises ValueError."""
     single = () if topology.kafka_brokers == 1 else SINGLE_BROKER_FAULTS
     known = tuple(kind for kind in FAULT_KINDS if kind not in single) + topology_kinds(topology)
     wanted = [k.strip() for k in os.environ.get(KINDS_ENV, "").split(",") if k.strip()]
-    unknown = sorted(set(wanted) - set(known))
+    unknown = sorted(set(wanted) - set(known + AIRFLOW_FAULTS))
     if unknown:
         raise ValueError(
             f"{KINDS_ENV}: fault kind(s) {unknown} unknown or not for {topology.describe()}; "
-            f"known: {', '.join(known)}"
+            f"known: {', '.join(known + AIRFLOW_FAULTS)}"
         )
-    return tuple(wanted) or known
+    return tuple(wanted) or known + (AIRFLOW_FAULTS if with_airflow else ())
 
 
 def fault_schedule(rng: random.Random, kinds: tuple[str, ...], count: int) -> list[str]:
@@ -110,8 +113,13 @@ def fault_schedule(rng: random.Random, kinds: tuple[str, ...], count: int) -> li
     return schedule[:count]
 
 
-def inject(case: Case, kind: str, rng: random.Random, tag: str, workdir: Path) -> str:
-    """Inject one fault of ``kind``; asserts and returns what was observed."""
+def inject(
+    case: Case, kind: str, rng: random.Random, tag: str, workdir: Path, rounds: SchedulerRounds
+) -> str:
+    """Inject one fault of ``kind`` (``rounds``: the Airflow home of the Airflow kinds);
+    asserts and returns what was observed."""
+    if kind in AIRFLOW_FAULTS:
+        return inject_airflow_fault(case, kind, rng, tag, rounds)
     if kind in RESERVE_FAULTS:
         return _reserve_fault(case, kind, tag)
     case.recover(tag)
@@ -244,6 +252,44 @@ def _restart_means(restarts: list[tuple[str, float]]) -> list[str]:
     return [f"{s}: {len(v)} x {sum(v) / len(v):.1f}" for s, v in sorted(by_service.items())]
 
 
+@dataclass
+class Tally:
+    """A randomized run so far: its RELIABILITY.md row, and faults and seconds by kind
+    (a fault's seconds include the stream run after it)."""
+
+    run: dict[str, Any]
+    started: float = field(default_factory=time.monotonic)
+    kinds: Counter[str] = field(default_factory=Counter)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add(self, kind: str, took: float, done: int) -> None:
+        self.kinds[kind] += 1
+        self.seconds[kind] = self.seconds.get(kind, 0.0) + took
+        elapsed = time.monotonic() - self.started
+        self.run.update(kinds=dict(self.kinds), duration_s=round(elapsed))
+        self.run["per_fault_s"] = round(elapsed / done, 1)
+
+    def means(self) -> str:
+        return ", ".join(f"{k} {self.seconds[k] / self.kinds[k]:.1f}" for k in sorted(self.kinds))
+
+
+def _inject_all(
+    case: Case, schedule: list[str], rng: random.Random, workdir: Path, rounds: SchedulerRounds, tally: Tally
+) -> None:
+    """Each round of ``schedule``: new records, its fault, the next stream run (recover
+    first, then one epoch), tallied."""
+    for i, kind in enumerate(schedule):
+        case.produce(rng.randint(10, 60), seed=rng.randrange(1_000_000))
+        tally.run["outcome"] = f"FAIL at fault {i + 1} ({kind})"
+        fault_started = time.monotonic()
+        observed = inject(case, kind, rng, f"fault-{i}", workdir, rounds)
+        case.run_epoch(f"recover-{i}")
+        took = time.monotonic() - fault_started
+        tally.add(kind, took, i + 1)
+        total = tally.run["duration_s"]
+        print(f"fault {i + 1}/{len(schedule)} {kind}: {observed}; {took:.0f} s (total {total} s)", flush=True)
+
+
 #: What each variant's records are, as the randomized-runs table says it.
 RECORD_SIZES = {False: reliability.SMALL_RECORDS, True: "40% of updates 100 KB to 1 MB"}
 
@@ -277,8 +323,9 @@ def run_randomized(
     seed = int(os.environ.get("EO_FAULT_RANDOM_SEED", "20261122"))
     count = int(os.environ.get("EO_FAULT_RANDOM_COUNT", "2"))
     rng = random.Random(seed)
-    schedule = fault_schedule(rng, fault_kinds(fault_stack.local.topology), count)
-    started = time.monotonic()
+    # the Airflow kinds start Airflow's services each time (about 50 s): long runs only
+    with_airflow = count > 2 or os.environ.get(LONG_MODE_ENV) == "1"
+    schedule = fault_schedule(rng, fault_kinds(fault_stack.local.topology, with_airflow=with_airflow), count)
     row: dict[str, Any] = report if count <= 2 else {}  # long runs go to the randomized-runs table
     variant = ", big records" if big_records else ""
     row.update(
@@ -294,38 +341,26 @@ def run_randomized(
         seed=seed % 1000,
         big_records=big_records,
     )
-    kinds: Counter[str] = Counter()
-    seconds: dict[str, float] = {}  # per kind: fault plus the stream run after it
-    run: dict[str, Any] = {
-        "seed": seed,
-        "count": count,
-        "outcome": "FAIL",
-        "servers": reliability.servers_text(fault_stack.local.topology),
-        "record_sizes": RECORD_SIZES[big_records],
-        "date": datetime.date.today().isoformat(),
-    }
+    tally = Tally(
+        {
+            "seed": seed,
+            "count": count,
+            "outcome": "FAIL",
+            "servers": reliability.servers_text(fault_stack.local.topology),
+            "record_sizes": RECORD_SIZES[big_records],
+            "date": datetime.date.today().isoformat(),
+        }
+    )
+    run = tally.run
     if count > 2:
         random_runs.append(run)  # recorded even when the run fails part-way (outcome says where)
-    for i in range(count):
-        case.produce(rng.randint(10, 60), seed=rng.randrange(1_000_000))
-        kind = schedule[i]
-        kinds[kind] += 1
-        run.update(kinds=dict(kinds), outcome=f"FAIL at fault {i + 1} ({kind})")
-        fault_started = time.monotonic()
-        observed = inject(case, kind, rng, f"fault-{i}", tmp_path)
-        case.run_epoch(f"recover-{i}")  # the next stream run: recover first, then one epoch
-        took = time.monotonic() - fault_started
-        seconds[kind] = seconds.get(kind, 0.0) + took
-        run["duration_s"] = round(time.monotonic() - started)
-        run["per_fault_s"] = round((time.monotonic() - started) / (i + 1), 1)
-        print(
-            f"fault {i + 1}/{count} {kind}: {observed}; {took:.0f} s (total {run['duration_s']} s)",
-            flush=True,
-        )
+    rounds = SchedulerRounds(fault_stack, tmp_path / "airflow")
+    try:
+        _inject_all(case, schedule, rng, tmp_path, rounds, tally)
+    finally:
+        rounds.close()
     print(  # -s: where the time goes
-        "mean seconds per fault by kind: "
-        + ", ".join(f"{k} {seconds[k] / kinds[k]:.1f}" for k in sorted(kinds))
-        + "; restarts (service: count x mean s): "
+        f"mean seconds per fault by kind: {tally.means()}; restarts (service: count x mean s): "
         + ", ".join(_restart_means(fault_stack.restarts)),
         flush=True,
     )
@@ -337,10 +372,10 @@ def run_randomized(
         records=verification.records_produced,
         lost=sum(1 for p in verification.problems if "missing" in p or "cursor" in p),
         wrong=sum(1 for p in verification.problems if "unexpected" in p or "wrong" in p),
-        duration_s=round(time.monotonic() - started),
+        duration_s=round(time.monotonic() - tally.started),
     )
     assert verification.problems == []
     run["outcome"] = "pass"
-    row["observed"] = ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items()))
+    row["observed"] = ", ".join(f"{k} x{v}" for k, v in sorted(tally.kinds.items()))
     row["recovery"] = f"direct: one stream run after each fault, then {epochs} epoch(s) drained"
     row["verified"] = _verified(verification)

@@ -21,11 +21,8 @@ strikes, and released once the retry is under way.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import os
 import shutil
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,12 +33,13 @@ import pytest
 from airflow_provider_eo.ledger.states import EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.stack.airflow_config import RECOVERY_SETTINGS
-from eo_devtools.stack.process import session_members
 from tests.faults.airflow_services import (
+    ADOPTION_SETTINGS,
+    HANG,
     AirflowServices,
     PostgresAirflow,
     alive,
-    descendants,
+    kill_tree,
     parent_pid,
     wait_until,
 )
@@ -51,7 +49,6 @@ from tests.faults.test_process_faults import _verified
 
 pytestmark = [pytest.mark.long_faults]
 
-HANG = "spark.task.after_segment:hang"
 AIRFLOW_DEFAULTS = {
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "300",
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "10",
@@ -60,11 +57,6 @@ AIRFLOW_DEFAULTS = {
     "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "300",
 }
 """Airflow 3's own values of the settings :data:`RECOVERY_SETTINGS` changes."""
-ADOPTION_SETTINGS = {
-    "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "10",
-    "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "5",
-}
-"""The fault suite's short version of the dead-scheduler settings (30 s and 30 s recommended)."""
 
 
 def _home(fault_stack: FaultStack, base: Path, retry_delay_s: int | None) -> Iterator[PostgresAirflow]:
@@ -90,35 +82,6 @@ def product_airflow(
 ) -> Iterator[PostgresAirflow]:
     """The product's DAGs exactly as the factory builds them (its retry delays)."""
     yield from _home(fault_stack, tmp_path_factory.mktemp("airflow-product"), None)
-
-
-def _write_ti(airflow: PostgresAirflow, case: Case, run_id: str) -> tuple[int, int]:
-    """(pid, try_number) of the run's write task instance."""
-    ((pid, tries),) = airflow.query(
-        "SELECT pid, try_number FROM task_instance WHERE dag_id = %s AND run_id = %s AND task_id = 'write'",
-        case.dag_id,
-        run_id,
-    )
-    return int(pid), int(tries)
-
-
-def kill_tree(root: int) -> list[int]:
-    """SIGSTOP ``root`` and its descendants until no new one appears, then SIGKILL them all
-    (nothing forks in between); returns their pids."""
-    victims: list[int] = []
-    while True:
-        found = [pid for pid in [root, *descendants(root)] if pid not in victims]
-        if not found:
-            break
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGSTOP)
-        victims += found
-    for pid in victims:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    wait_until("the killed tree gone", lambda: not any(alive(pid) for pid in victims))
-    return victims
 
 
 def _assert_write_retried_once(states: dict[str, tuple[str | None, int]]) -> None:
@@ -167,7 +130,7 @@ def test_write_task_process_tree_killed(
         airflow.wait_for_dag(case.dag_id)
         airflow.trigger(case.dag_id, run_id)
         airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
-        task_pid, tries = _write_ti(pg_airflow, case, run_id)
+        task_pid, tries = pg_airflow.task_pid(case.dag_id, run_id, "write")
         supervisor = parent_pid(task_pid)
         assert tries == 1 and supervisor is not None and parent_pid(supervisor) == airflow.scheduler_pid
         killed = kill_tree(task_pid if tree == "task" else supervisor)
@@ -214,15 +177,14 @@ def test_scheduler_killed_during_write_then_restarted(
         airflow.wait_for_dag(case.dag_id)
         airflow.trigger(case.dag_id, run_id)
         airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
-        task_pid, _ = _write_ti(pg_airflow, case, run_id)
-        dead = airflow.kill_scheduler()
-        assert alive(task_pid)  # the worker and its task outlive the scheduler
+        task_pid, _ = pg_airflow.task_pid(case.dag_id, run_id, "write")
         if leftovers == "killed":
-            for pid in session_members(dead):
-                os.kill(pid, signal.SIGKILL)
-            wait_until("the dead scheduler's session gone", lambda: session_members(dead) == [])
+            airflow.kill_scheduler_session()
+        else:
+            airflow.kill_scheduler()
+            assert alive(task_pid)  # the worker and its task outlive the scheduler
         airflow.restart_scheduler()
-        wait_until("write try 2", lambda: _write_ti(pg_airflow, case, run_id)[1] == 2, 180)
+        wait_until("write try 2", lambda: pg_airflow.task_pid(case.dag_id, run_id, "write")[1] == 2, 180)
         release.touch()
         assert airflow.wait_for_run(case.dag_id, run_id) == "success", airflow.log("scheduler")[-3000:]
         states = pg_airflow.task_states(case.dag_id, run_id)
@@ -261,7 +223,7 @@ def test_time_from_write_kill_to_epoch_committed(
         airflow.wait_for_dag(case.dag_id)
         airflow.trigger(case.dag_id, run_id)
         airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
-        task_pid, _ = _write_ti(product_airflow, case, run_id)
+        task_pid, _ = product_airflow.task_pid(case.dag_id, run_id, "write")
         supervisor = parent_pid(task_pid)
         assert supervisor is not None
         killed_at = datetime.datetime.now(datetime.UTC)

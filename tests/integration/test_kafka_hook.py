@@ -68,6 +68,37 @@ def test_missing_named_topic_is_an_error_naming_it(hook: EoKafkaHook) -> None:
         hook.list_partitions([missing], None)
 
 
+class CountingHook(EoKafkaHook):
+    """The hook, counting the admin clients it creates."""
+
+    created = 0
+
+    def _new_admin(self) -> AdminClient:
+        self.created += 1
+        return super()._new_admin()
+
+
+def test_reads_in_one_admin_client_block_share_one_client(
+    stack: StackInfo, hook: EoKafkaHook, kafka_topic_factory: Callable[..., str]
+) -> None:
+    counting = CountingHook()
+    topic = kafka_topic_factory(partitions=2)
+    _fill(stack.kafka_bootstrap, topic, [3, 1])
+    with counting.one_admin_client() as kafka, kafka.one_admin_client():  # nested: the outer client
+        tps = kafka.list_partitions([topic], None)
+        assert kafka.watermarks(tps) == {(topic, 0): (0, 3), (topic, 1): (0, 1)}
+        assert counting.created == 1
+        kafka.commit_offsets(f"g-{topic}", {(topic, 0): 2})  # a commit has a client of its own
+        assert counting.created == 2
+    assert kafka.committed_offsets(f"g-{topic}", tps) == {(topic, 0): 2, (topic, 1): None}
+    kafka.list_partitions([topic], None)
+    kafka.watermarks(tps)
+    assert counting.created == 4  # outside the block: a client per read
+    with counting.one_admin_client():
+        kafka.watermarks(tps)
+    assert counting.created == 5  # a new block, a new client
+
+
 def test_watermarks_and_timestamp_offsets(
     stack: StackInfo, hook: EoKafkaHook, kafka_topic_factory: Callable[..., str]
 ) -> None:
