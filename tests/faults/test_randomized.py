@@ -13,6 +13,10 @@ about 40% of the updates are between 100 KB and 1 MB, near the default
 CI runs only the big-records variant (same seed, so the same schedule, plus big records);
 the small one runs once ``EO_FAULT_RANDOM_COUNT`` is set or in long mode (``EO_FAULT_LONG=1``).
 
+Runs of more than 2 faults, and long mode, also draw the kinds under a real Airflow
+scheduler (``tests/faults/scheduler_kinds.py``: the scheduler, or a running write task's
+process tree, SIGKILLed; Airflow's own retries finish the run).
+
 Each round produces a random number of new records (random keys, updates, tombstones,
 bad records), injects the next fault of the schedule (:func:`fault_schedule`: shuffled
 passes over the kinds, so every kind comes once before any comes twice) at its point
