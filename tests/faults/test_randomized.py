@@ -222,10 +222,7 @@ def _broker_kill_mid_commit(case: Case, epoch_id: int, rng: random.Random, tag: 
     point = rng.choice(("commit.before_publish", "commit.after_publish"))
     restart_first = rng.random() < 0.5
     release = workdir / f"release-{tag}"
-    step = case.start_step(
-        "commit", tag, epoch_id=epoch_id, faults=f"{point}:hang", extra_env=hang_env(120, release)
-    )
-    step.wait_for_output(f"EO fault point {point}: hanging")
+    step = case.start_commit_held(epoch_id, tag, point, release)
     ends = case.epoch(epoch_id).end_offsets
     hook = EoKafkaHook()
     before = hook.committed_offsets(case.spec.group_id, list(ends))
