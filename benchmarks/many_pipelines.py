@@ -2,7 +2,8 @@
 and committing concurrently from 8 processes against the stack's PostgreSQL.
 
 The driver is :mod:`benchmarks.pipeline_fleet` and :mod:`benchmarks.fleet_epoch` (the real
-protocol with the operators' ``EoKafkaHook``, one fresh hook per reserve and per commit);
+protocol with the operators' ``EoKafkaHook``, one fresh hook per reserve and per commit,
+its reads sharing one admin client as in the operators' ``open_protocol``);
 the ledger is a scratch database on the stack's PostgreSQL. The watermarks come from real
 topics on the stack's broker, one topic of 64 partitions per pipeline (6,400 partitions;
 their creation time is reported), so each reserve asks the broker what the operators ask

@@ -9,16 +9,13 @@ so TLS/SASL settings reach every client this hook creates.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any
 
 from airflow.sdk import BaseHook
 from confluent_kafka import (
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     TopicPartition,
@@ -28,22 +25,9 @@ from confluent_kafka.admin import AdminClient
 from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
 from airflow_provider_eo.hooks.client_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
+from airflow_provider_eo.hooks.kafka_group_offsets import GroupOffsets
 from airflow_provider_eo.hooks.kafka_watermarks import TP, WatermarkReader
 from airflow_provider_eo.hooks.ui import field_behaviour
-from airflow_provider_eo.ledger.models import offsets_text
-
-_COORDINATOR_NOT_READY = frozenset(
-    {
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-    }
-)
-
-
-def _coordinator_not_ready(error: object) -> bool:
-    """True for the transient answers of a group coordinator that is moving or loading."""
-    return isinstance(error, KafkaError) and error.code() in _COORDINATOR_NOT_READY
 
 
 def _unknown_topic(error: object) -> bool:
@@ -204,82 +188,21 @@ class EoKafkaHook(BaseHook):
         return result
 
     def committed_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
-        """The group's committed offset per partition; ``None`` where it has none.
-
-        While the group's coordinator is moving or loading (a broker just restarted, a new
-        cluster creating its offsets topic) the lookup is retried until the connection's
-        timeout. Raises :class:`EoKafkaError` naming the group (and partition) otherwise.
-        """
-        tps = list(tps)
-        if not tps:
-            return {}
-        deadline = time.monotonic() + self.settings.timeout_s
-        with self._consumer(group_id) as consumer:
-            while True:
-                try:
-                    answer = consumer.committed(
-                        [TopicPartition(t, p) for t, p in tps],
-                        timeout=max(0.5, deadline - time.monotonic()),
-                    )
-                    break
-                except KafkaException as exc:
-                    if _coordinator_not_ready(exc.args[0]) and time.monotonic() < deadline:
-                        time.sleep(0.2)
-                        continue
-                    why = f"{exc}{self._client_errors.explain(consumer)}"
-                    raise EoKafkaError(
-                        f"committed offsets of group {group_id!r} for {list(tps)}: {why}"
-                    ) from exc
-        result: dict[TP, int | None] = {}
-        for tp in answer:
-            if tp.error is not None:
-                where = f"{tp.topic}[{tp.partition}]"
-                raise EoKafkaError(f"committed offset of group {group_id!r} {where}: {tp.error}")
-            result[(tp.topic, tp.partition)] = int(tp.offset) if tp.offset >= 0 else None
-        return result
+        """The group's committed offset per partition, ``None`` where it has none
+        (:meth:`GroupOffsets.committed`: retried while its coordinator moves or loads;
+        :class:`EoKafkaError` naming the group and partition)."""
+        return self._group(group_id).committed(tps)
 
     def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
-        """Commit exactly ``offsets`` to ``group_id`` (an OffsetCommit outside any group
-        generation, like a consumer with auto-commit off committing explicit offsets),
-        waiting at most the connection's timeout. The broker's answer carries an error code
-        per partition, so a success is the broker's word that every offset is stored.
-        Raises :class:`EoKafkaError` naming group and partition on a timeout or any
-        per-partition error (e.g. the group has live members). Empty ``offsets``: nothing
-        is sent.
+        """Commit exactly ``offsets`` to ``group_id`` with a client of its own, waiting at
+        most the connection's timeout (:meth:`GroupOffsets.commit`: a success is the
+        broker's word for every offset; :class:`EoKafkaError` naming group and partition)."""
+        self._group(group_id).commit(offsets)
 
-        Uses the admin API (``AlterConsumerGroupOffsets``): a consumer's ``close()`` after
-        a commit blocks until an unreachable broker answers, the admin request does not.
-        """
-        if not offsets:
-            return
-        request = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
-        where = f"commit to group {group_id!r} of {offsets_text(offsets)}"
-        timeout = self.settings.timeout_s
-        admin = self._new_admin()  # referenced until answered: a destroyed client abandons requests
-        answer: list[TopicPartition] = []
-        error = ""
-        futures: Any = None
-        try:
-            futures = admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group_id, request)], request_timeout=timeout
-            )
-            answer = futures[group_id].result(timeout=timeout + 1).topic_partitions or []
-        except (KafkaException, FutureTimeout) as exc:
-            error = (str(exc) or f"no answer within {timeout:g}s") + self._client_errors.explain(admin)
-        # Destroy the client now, not when a traceback cycle is collected: librdkafka 2.16
-        # aborts the process if a timed-out request's late answer reaches a live handle.
-        futures = None
-        del admin
-        if error:
-            raise EoKafkaError(f"{where}: {error}")
-        answered = {(tp.topic, tp.partition) for tp in answer}
-        for tp in answer:
-            if tp.error is not None:
-                raise EoKafkaError(f"commit to group {group_id!r} {tp.topic}[{tp.partition}]: {tp.error}")
-        unanswered = {tp: o for tp, o in offsets.items() if tp not in answered}
-        if unanswered:
-            raise EoKafkaError(f"commit to group {group_id!r}: no answer for {offsets_text(unanswered)}")
-        self.log.info("committed offsets group=%s offsets=%s", group_id, offsets_text(offsets))
+    def _group(self, group_id: str) -> GroupOffsets:
+        return GroupOffsets(
+            group_id, self._consumer, self._new_admin, self.settings.timeout_s, self._client_errors
+        )
 
     def test_connection(self) -> tuple[bool, str]:
         """(True, summary) when cluster metadata can be read, else (False, error)."""

@@ -357,6 +357,13 @@ class AirflowServices:
         self._wait(f"{count} hanging Spark workers of {task_id}", lambda: len(found()) >= count, timeout)
         return found()
 
+    def run_held_at_write(self, dag_id: str, run_id: str, count: int) -> list[int]:
+        """Once the dag-processor has ``dag_id``, trigger run ``run_id`` and wait until
+        ``count`` of its write's Spark workers hang at the fault point; their pids."""
+        self.wait_for_dag(dag_id)
+        self.trigger(dag_id, run_id)
+        return self.wait_for_hanging(dag_id, run_id, "write", count=count)
+
     def stop(self) -> None:
         """SIGKILL every service's process group and what is left in the sessions of every
         service started (task processes run in groups of their own; a killed scheduler's
@@ -435,6 +442,16 @@ def wait_until(what: str, condition: Any, timeout: float = 30) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not after {timeout}s")
         time.sleep(0.05)
+
+
+def assert_write_retried_once(states: Mapping[str, tuple[str | None, int]]) -> None:
+    """Every task of a stream run succeeded, the write on its second try. The other tasks'
+    tries are not fixed: on a loaded machine a task's first call to a just-started
+    execution API may time out (``httpx.ReadTimeout``), and Airflow retries it, as it should."""
+    assert {task: state for task, (state, _) in states.items()} == dict.fromkeys(
+        ("recover", "reserve", "write", "commit"), "success"
+    ), states
+    assert states["write"] == ("success", 2), states
 
 
 def kill_tree(root: int) -> list[int]:

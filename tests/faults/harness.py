@@ -484,6 +484,15 @@ class Case:
             )
         return StepProc(proc, log_path)
 
+    def start_commit_held(self, epoch_id: int, run_id: str, point: str, release: Path) -> StepProc:
+        """Start ``epoch_id``'s commit held at fault ``point`` (``hang`` until ``release``
+        exists, 120 s at most); returns once it hangs there."""
+        commit = self.start_step(
+            "commit", run_id, epoch_id=epoch_id, faults=f"{point}:hang", extra_env=hang_env(120, release)
+        )
+        commit.wait_for_output(f"EO fault point {point}: hanging")
+        return commit
+
     def step(
         self,
         step: str,

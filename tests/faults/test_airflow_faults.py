@@ -204,9 +204,7 @@ def _zombie_under_scheduler(
     scheduler and its helpers are stopped on return; the zombie spark-submit lives on."""
     faults = {**crash_env(HANG), **hang_env(600, release)}
     with AirflowServices.running(pg_airflow, case, faults) as airflow:
-        airflow.wait_for_dag(case.dag_id)
-        airflow.trigger(case.dag_id, run_id)
-        workers = airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
+        workers = airflow.run_held_at_write(case.dag_id, run_id, count=2)
         ((task_pid, tries),) = pg_airflow.query(
             "SELECT pid, try_number FROM task_instance"
             " WHERE dag_id = %s AND run_id = %s AND task_id = 'write'",

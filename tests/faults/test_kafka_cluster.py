@@ -182,10 +182,7 @@ def test_coordinator_killed_during_commit(
     ends_a = case.epoch(a).end_offsets
     node = _coordinator_node(cluster_stack, group)
     release = tmp_path / "release-a"
-    commit = case.start_step(
-        "commit", "run-a", epoch_id=a, faults="commit.before_publish:hang", extra_env=hang_env(120, release)
-    )
-    commit.wait_for_output("EO fault point commit.before_publish: hanging")
+    commit = case.start_commit_held(a, "run-a", "commit.before_publish", release)
     kill_node(cluster_stack, node)
     release.touch()
     first = commit.result(90)
@@ -216,10 +213,7 @@ def test_coordinator_killed_during_commit(
     ends_b = case.epoch(b).end_offsets
     node = _coordinator_node(cluster_stack, group)
     release = tmp_path / "release-b"
-    commit = case.start_step(
-        "commit", "run-b", epoch_id=b, faults="commit.after_publish:hang", extra_env=hang_env(120, release)
-    )
-    commit.wait_for_output("EO fault point commit.after_publish: hanging")
+    commit = case.start_commit_held(b, "run-b", "commit.after_publish", release)
     assert hook.committed_offsets(group, list(ends_b)) == ends_b
     kill_node(cluster_stack, node)
     _moved_leader(cluster_stack, OFFSETS_TOPIC, _offsets_partition(group), node)

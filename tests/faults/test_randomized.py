@@ -13,6 +13,10 @@ about 40% of the updates are between 100 KB and 1 MB, near the default
 CI runs only the big-records variant (same seed, so the same schedule, plus big records);
 the small one runs once ``EO_FAULT_RANDOM_COUNT`` is set or in long mode (``EO_FAULT_LONG=1``).
 
+Runs of more than 2 faults, and long mode, also draw the kinds under a real Airflow
+scheduler (``tests/faults/scheduler_kinds.py``: the scheduler, or a running write task's
+process tree, SIGKILLed; Airflow's own retries finish the run).
+
 Each round produces a random number of new records (random keys, updates, tombstones,
 bad records), injects the next fault of the schedule (:func:`fault_schedule`: shuffled
 passes over the kinds, so every kind comes once before any comes twice) at its point
@@ -218,10 +222,7 @@ def _broker_kill_mid_commit(case: Case, epoch_id: int, rng: random.Random, tag: 
     point = rng.choice(("commit.before_publish", "commit.after_publish"))
     restart_first = rng.random() < 0.5
     release = workdir / f"release-{tag}"
-    step = case.start_step(
-        "commit", tag, epoch_id=epoch_id, faults=f"{point}:hang", extra_env=hang_env(120, release)
-    )
-    step.wait_for_output(f"EO fault point {point}: hanging")
+    step = case.start_commit_held(epoch_id, tag, point, release)
     ends = case.epoch(epoch_id).end_offsets
     hook = EoKafkaHook()
     before = hook.committed_offsets(case.spec.group_id, list(ends))

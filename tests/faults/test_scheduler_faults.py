@@ -39,6 +39,7 @@ from tests.faults.airflow_services import (
     AirflowServices,
     PostgresAirflow,
     alive,
+    assert_write_retried_once,
     kill_tree,
     parent_pid,
     wait_until,
@@ -84,16 +85,6 @@ def product_airflow(
     yield from _home(fault_stack, tmp_path_factory.mktemp("airflow-product"), None)
 
 
-def _assert_write_retried_once(states: dict[str, tuple[str | None, int]]) -> None:
-    """Every task succeeded, the write on its second try. The other tasks' tries are not
-    fixed: on a loaded machine a task's first call to a just-started execution API may time
-    out (``httpx.ReadTimeout``), and Airflow retries it, as it should."""
-    assert {task: state for task, (state, _) in states.items()} == dict.fromkeys(
-        ("recover", "reserve", "write", "commit"), "success"
-    )
-    assert states["write"] == ("success", 2)
-
-
 def _committed_epoch(case: Case, run_id: str) -> Any:
     with case.ledger() as ledger:
         epochs = ledger.epochs(EpochFilter(pipeline=case.name))
@@ -127,16 +118,14 @@ def test_write_task_process_tree_killed(
     release = tmp_path / "release"
     run_id = f"tree-{tree}"
     with AirflowServices.running(pg_airflow, case, {**crash_env(HANG), **hang_env(600, release)}) as airflow:
-        airflow.wait_for_dag(case.dag_id)
-        airflow.trigger(case.dag_id, run_id)
-        airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
+        airflow.run_held_at_write(case.dag_id, run_id, count=2)
         task_pid, tries = pg_airflow.task_pid(case.dag_id, run_id, "write")
         supervisor = parent_pid(task_pid)
         assert tries == 1 and supervisor is not None and parent_pid(supervisor) == airflow.scheduler_pid
         killed = kill_tree(task_pid if tree == "task" else supervisor)
         release.touch()  # try 2's Spark workers pass the fault point at once
         assert airflow.wait_for_run(case.dag_id, run_id) == "success", airflow.log("scheduler")[-3000:]
-        _assert_write_retried_once(pg_airflow.task_states(case.dag_id, run_id))
+        assert_write_retried_once(pg_airflow.task_states(case.dag_id, run_id))
         earlier = pg_airflow.earlier_tries(case.dag_id, run_id)
         assert [t for t in earlier if t[0] == "write"] == [("write", 1, "failed")], earlier
         timed_out = "heartbeat timeout" in pg_airflow.events(case.dag_id, run_id, "write")
@@ -174,9 +163,7 @@ def test_scheduler_killed_during_write_then_restarted(
     run_id = f"sched-{leftovers}"
     faults = {**crash_env(HANG), **hang_env(600, release)}
     with AirflowServices.running(pg_airflow, case, faults, ADOPTION_SETTINGS) as airflow:
-        airflow.wait_for_dag(case.dag_id)
-        airflow.trigger(case.dag_id, run_id)
-        airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
+        airflow.run_held_at_write(case.dag_id, run_id, count=2)
         task_pid, _ = pg_airflow.task_pid(case.dag_id, run_id, "write")
         if leftovers == "killed":
             airflow.kill_scheduler_session()
@@ -190,7 +177,7 @@ def test_scheduler_killed_during_write_then_restarted(
         states = pg_airflow.task_states(case.dag_id, run_id)
         earlier = pg_airflow.earlier_tries(case.dag_id, run_id)
         events = pg_airflow.events(case.dag_id, run_id, "write")
-    _assert_write_retried_once(states)
+    assert_write_retried_once(states)
     earlier = [t for t in earlier if t[0] == "write"]
     assert [(task, tries) for task, tries, _ in earlier] == [("write", 1)], earlier
     epoch = _committed_epoch(case, run_id)
@@ -220,9 +207,7 @@ def test_time_from_write_kill_to_epoch_committed(
     run_id = f"kill-time-{settings}"
     faults = {**crash_env(HANG), **hang_env(1200, release)}
     with AirflowServices.running(product_airflow, case, faults, values) as airflow:
-        airflow.wait_for_dag(case.dag_id)
-        airflow.trigger(case.dag_id, run_id)
-        airflow.wait_for_hanging(case.dag_id, run_id, "write", count=2)
+        airflow.run_held_at_write(case.dag_id, run_id, count=2)
         task_pid, _ = product_airflow.task_pid(case.dag_id, run_id, "write")
         supervisor = parent_pid(task_pid)
         assert supervisor is not None

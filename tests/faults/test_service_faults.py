@@ -208,10 +208,7 @@ def test_broker_kill9_and_restart_mid_commit(
     a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
     assert case.write(a) == 0
     release = tmp_path / "release-a"
-    commit = case.start_step(
-        "commit", "run-a", epoch_id=a, faults="commit.before_publish:hang", extra_env=hang_env(120, release)
-    )
-    commit.wait_for_output("EO fault point commit.before_publish: hanging")
+    commit = case.start_commit_held(a, "run-a", "commit.before_publish", release)
     fault_stack.kill("kafka")
     release.touch()
     failed = commit.result(60)
@@ -232,10 +229,7 @@ def test_broker_kill9_and_restart_mid_commit(
     b = int(case.reserve("run-b")["epoch_id"])  # type: ignore[index]
     assert case.write(b) == 0
     release = tmp_path / "release-b"
-    commit = case.start_step(
-        "commit", "run-b", epoch_id=b, faults="commit.after_publish:hang", extra_env=hang_env(120, release)
-    )
-    commit.wait_for_output("EO fault point commit.after_publish: hanging")
+    commit = case.start_commit_held(b, "run-b", "commit.after_publish", release)
     ends_b = case.epoch(b).end_offsets
     assert hook.committed_offsets(group, list(ends_b)) == ends_b
     fault_stack.kill_and_restart("kafka")
@@ -392,14 +386,7 @@ def test_postgres_restart_during_reserve_and_commit(
             epoch_id = int(case.reserve(f"run-{point}")["epoch_id"])  # type: ignore[index]
         assert case.write(epoch_id) == 0
         release = tmp_path / f"release-{point}"
-        commit = case.start_step(
-            "commit",
-            f"run-{point}",
-            epoch_id=epoch_id,
-            faults=f"{point}:hang",
-            extra_env=hang_env(120, release),
-        )
-        commit.wait_for_output(f"EO fault point {point}: hanging")
+        commit = case.start_commit_held(epoch_id, f"run-{point}", point, release)
         fault_stack.kill_and_restart("postgres")
         release.touch()
         failed = commit.result(60)
