@@ -151,6 +151,7 @@ def _reserve_fault(case: Case, kind: str, tag: str) -> str:
 
 
 def _write_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: str, workdir: Path) -> str:
+    voted_before_kill = False
     if kind in TOPOLOGY_FAULTS:
         rc = inject_topology_fault(case, kind, epoch_id, rng, tag, workdir)
     elif kind in ("spark.after_last_batch", "spark.after_vote"):
@@ -166,6 +167,8 @@ def _write_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: 
         if proc.proc.poll() is None:
             os.kill(proc.driver_pid(), signal.SIGKILL)
         rc = proc.wait()
+        # the tasks may all finish within the delay: a driver killed after its vote leaves WRITTEN
+        voted_before_kill = rc != 0 and f"voted WRITTEN epoch_id={epoch_id} " in proc.output()
     elif kind == "broker.kill9_mid_write":
         proc = case.start_write(epoch_id)
         proc.wait_for_output("task start")
@@ -191,9 +194,9 @@ def _write_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: 
         rc = proc.wait()
         assert rc in (0, 1, 4), proc.output()[-3000:]
     state = case.epoch(epoch_id).state
-    voted = kind == "spark.after_vote" or rc == 0
+    voted = kind == "spark.after_vote" or rc == 0 or voted_before_kill
     assert state is (EpochState.WRITTEN if voted else EpochState.RESERVED), (kind, rc, state)
-    return f"exit {rc}, epoch {state.value}"
+    return f"exit {rc}{' after its vote' if voted_before_kill else ''}, epoch {state.value}"
 
 
 def _commit_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: str, workdir: Path) -> str:
