@@ -2,10 +2,12 @@
 events read back.
 
 The session's Airflow runs ``apache-airflow-providers-openlineage`` with its **file
-transport**: every event is one JSON line appended to the session's events file. The
-emission policy keeps the cost to the tasks under test: events of the provider's write and
-commit operators only (a START and a COMPLETE per task instance); every other task and
-every DAG-run event is off, so no other task forks the listener's emitting process.
+transport**: every event is one JSON line appended to the session's events file. Its
+emission policy keeps the cost to the tests of lineage: only the write and commit tasks
+(``write``, ``commit``, ``chunk.write``, ``chunk.commit``) of the pipelines whose name ends in
+:data:`LINEAGE_MARK` emit (a START and a COMPLETE each); every other task and every DAG-run
+event is off, so no other task forks the listener's emitting process (about 0.2 s on the
+critical path of each emitting task, measured on the loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -15,19 +17,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: The operators whose task events the session's Airflow emits.
-LINEAGE_OPERATORS = (
-    "airflow_provider_eo.operators.write.WriteEpochOperator",
-    "airflow_provider_eo.operators.backfill_chunks.WriteBackfillChunkOperator",
-    "airflow_provider_eo.operators.commit.CommitEpochOperator",
-)
+#: The end of the name of a pipeline whose write and commit tasks emit OpenLineage events.
+LINEAGE_MARK = "_ol"
+
+
+def lineage_pipeline(name: str) -> str:
+    """``name`` as a pipeline whose write and commit tasks emit OpenLineage events."""
+    return f"{name}{LINEAGE_MARK}"
 
 
 def openlineage_settings(events_file: Path) -> dict[str, str]:
-    """The ``AIRFLOW__OPENLINEAGE__*`` settings: file transport appending to ``events_file``,
-    events of :data:`LINEAGE_OPERATORS` only."""
-    policy = [{"scope": {}, "controls": {"emit": False}}] + [
-        {"scope": {"operator": operator}, "controls": {"emit": True}} for operator in LINEAGE_OPERATORS
+    """The ``AIRFLOW__OPENLINEAGE__*`` settings: file transport appending to ``events_file``;
+    events of the write and commit tasks of :func:`lineage_pipeline` pipelines only."""
+    policy = [
+        {"scope": {}, "controls": {"emit": False}},
+        {
+            "scope": {
+                "dag_id": f"eo_(stream|backfill)__.+{LINEAGE_MARK}",
+                "task_id": r"(chunk\.)?(write|commit)",
+            },
+            "match_mode": "regex",
+            "controls": {"emit": True},
+        },
     ]
     transport = {"type": "file", "log_file_path": str(events_file), "append": True}
     return {

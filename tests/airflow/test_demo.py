@@ -38,6 +38,7 @@ from eo_devtools.demo.sample_events import BAD_VALUES, sample_events
 from eo_devtools.demo.topic_records import read_topic
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
+from tests.openlineage_events import lineage_pipeline
 from tests.spark_startup import spark_conf
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
@@ -58,7 +59,7 @@ class DemoRun:
 def _renamed(entry: dict[str, Any], tag: str) -> dict[str, Any]:
     renamed = {
         **entry,
-        "name": f"{entry['name']}_{tag}",
+        "name": lineage_pipeline(f"{entry['name']}_{tag}"),  # its write and commit tasks emit lineage
         "topics": [f"{t}_{tag}" for t in entry["topics"]],
         "group_id": f"{entry['group_id']}-{tag}",
         "hbase": {**entry["hbase"], "table": f"{entry['hbase']['table']}_{tag}"},

@@ -41,6 +41,7 @@ from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
+from tests.openlineage_events import lineage_pipeline
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
 from tests.spark_startup import SPARK_SUBMIT as SPARK_SUBMIT_PATH
 from tests.spark_startup import spark_conf, spark_conf_args
@@ -181,8 +182,9 @@ def serve(server: AirflowServer, pipe: PipelineUnderTest, **changes: Any) -> Ser
     """Declare ``pipe`` (its pipelines file's entry, top-level fields ``changes``d) in ``server``
     and wait until the dag-processor has parsed its stream and backfill DAGs."""
     (declaration,) = yaml.safe_load(pipe.file.read_text())["pipelines"]
-    server.add_pipeline({**declaration, **changes})
-    name = declaration["name"]
+    served = {**declaration, **changes}
+    server.add_pipeline(served)
+    name = served["name"]
     server.wait_for_dag(stream_dag_id(name))
     server.wait_for_dag(backfill_dag_id(name))
     return Served(load_pipeline(name, server.pipelines_file), server)
@@ -239,7 +241,8 @@ def drained(
     ends = ends_of(produced)
     assert len(ends) == PARTITIONS and min(ends.values()) > SPLIT_SIZE
     cap = (max(ends.values()) + 1) // 2  # exactly two epochs drain the largest partition
-    pipe = serve(airflow_server, declared, caps={"max_records_per_partition": cap})
+    cap_records = {"max_records_per_partition": cap}
+    pipe = serve(airflow_server, declared, name=lineage_pipeline(declared.spec.name), caps=cap_records)
 
     watch = f"--pipeline\0{pipe.spec.name}\0"
     with CommandLineScanner(secrets_of(stack), watch, watch_any_of=SPARK_SUBMIT, interval=0.02) as scanner:
