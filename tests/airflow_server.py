@@ -12,7 +12,10 @@ with LocalExecutor, dag-processor, triggerer), with
 * short intervals (:data:`FAST_SETTINGS`): a new pipeline's DAGs are parsed within seconds,
   and are unpaused from the start (a triggered run starts at once); and the scheduler's
   short idle sleep (:data:`LOW_LATENCY_SETTINGS`): a task is queued within 0.1 s of its
-  upstream's success instead of up to 1 s later (docs/performance.md measures both).
+  upstream's success instead of up to 1 s later (docs/performance.md measures both);
+* OpenLineage on, with the file transport (tests/openlineage_events.py): the write and
+  commit tasks' events are appended to :attr:`AirflowServer.lineage_file`
+  (:meth:`AirflowServer.lineage_events` reads them back).
 
 Set ``EO_TEST_KEEP_AIRFLOW=1`` to keep its files (service logs under ``logs/``, task logs
 under ``airflow/logs/``) and database after the session, for a post-mortem.
@@ -40,8 +43,10 @@ from eo_devtools.stack.airflow_metadata import drop_database
 from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.stack import REPO_DAGS_DIR
 from tests.conftest import StackInfo
+from tests.openlineage_events import openlineage_settings, wait_for_events
 
 DAG_TEMPLATE = "eo_pipelines.py"
+LINEAGE_FILE = "openlineage-events.jsonl"
 
 
 class AirflowServer:
@@ -57,6 +62,7 @@ class AirflowServer:
         self.env = config.environment()
         self.dags_folder = config.dags_folder
         self.pipelines_file = config.dags_folder / "pipelines.yaml"
+        self.lineage_file = config.state_dir / LINEAGE_FILE
         self.client = AirflowClient(self.url, self.username, self.password)
 
     def add_pipeline(self, entry: dict[str, Any]) -> None:
@@ -92,6 +98,12 @@ class AirflowServer:
         """``task_id`` (``task_id[map_index]`` when mapped) -> state."""
         return self.client.task_states(dag_id, run_id)
 
+    def lineage_events(self, dag_id: str, count: int = 0, timeout: float = 60) -> list[dict[str, Any]]:
+        """The OpenLineage events of ``dag_id``'s tasks, in the order they were emitted, once there
+        are at least ``count`` (a task's event is written after Airflow has its success, so after
+        its run may have ended); ``TimeoutError`` after ``timeout`` seconds with fewer."""
+        return wait_for_events(self.lineage_file, dag_id, count, timeout)
+
     def log(self, service: str) -> str:
         """The output of one service: ``api-server``, ``scheduler``, ``dag-processor`` or ``triggerer``."""
         name = service if service.startswith("airflow-") else f"airflow-{service}"
@@ -115,7 +127,7 @@ def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
         postgres_dsn=stack.ledger_dsn,
         conn_env=stack.conn_env,
         dags_folder=dags_folder,
-        settings={**FAST_SETTINGS, **LOW_LATENCY_SETTINGS},
+        settings={**FAST_SETTINGS, **LOW_LATENCY_SETTINGS, **openlineage_settings(base / LINEAGE_FILE)},
     )
     airflow = LocalAirflow(config)
     try:

@@ -61,7 +61,7 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
     over exactly these ranges when there is one: RESERVED is written (under its fencing
     token), WRITTEN or COMMITTED is not written again (a resumed run). Returns (XCom) the
     epoch's summary as the ledger holds it after the write (``epoch_summary``), which
-    the chunk's ``commit`` reads.
+    the chunk's ``commit`` reads; OpenLineage gets that epoch too (a resumed chunk's also).
 
     :param ranges: the chunk, a list of ``{topic, partition, start, end[, records]}``
         (templated; in the DAG an element of the plan task's XCom).
@@ -92,4 +92,5 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
                 epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
             )  # fmt: skip
         with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
-            return epoch_summary(protocol.ledger.get_epoch(epoch.epoch_id))
+            self.lineage_epoch = protocol.ledger.get_epoch(epoch.epoch_id)  # a resumed chunk's too
+        return epoch_summary(self.lineage_epoch)

@@ -7,7 +7,10 @@ from typing import Any
 
 from airflow.sdk import Asset, Context
 
+from airflow_provider_eo.hooks.connections import DEFAULT_HBASE_CONN_ID
+from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.states import EpochKind
+from airflow_provider_eo.lineage.operator_lineage import epoch_lineage
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 from airflow_provider_eo.operators.announce import announce_commit
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
@@ -41,18 +44,29 @@ class CommitEpochOperator(PipelineOperator):
         ``"{{ ti.xcom_pull(task_ids='reserve')['epoch_id'] }}"`` (templated).
     :param table_asset: the pipeline table's Asset (``airflow_provider_eo.assets.asset_for``),
         known at parse time; None: no Asset event.
+    :param hbase_conn_id: the HBase connection the pipeline writes through; only OpenLineage
+        reads it, to name the table (``get_openlineage_facets_on_complete``, docs/lineage.md).
     Other parameters: :class:`PipelineOperator` (offsets go through ``kafka_conn_id``).
     """
 
     template_fields: Sequence[str] = ("pipeline", "epoch_id", "pipelines_file")
     ui_color = "#e6f4ea"
 
-    def __init__(self, *, epoch_id: int | str, table_asset: Asset | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        epoch_id: int | str,
+        table_asset: Asset | None = None,
+        hbase_conn_id: str = DEFAULT_HBASE_CONN_ID,
+        **kwargs: Any,
+    ) -> None:
         if table_asset is not None:
             kwargs["outlets"] = [*(kwargs.get("outlets") or []), table_asset]
         super().__init__(**kwargs)
         self.epoch_id = epoch_id
         self.table_asset = table_asset
+        self.hbase_conn_id = hbase_conn_id
+        self.lineage_epoch: Epoch | None = None  # what get_openlineage_facets_on_complete reports
 
     def execute(self, context: Context) -> dict[str, Any]:
         try:
@@ -62,6 +76,7 @@ class CommitEpochOperator(PipelineOperator):
         spec = self.pipeline_spec()
         with self.epoch_protocol(context) as protocol:
             outcome = protocol.commit(epoch_id, group_id=spec.group_id, pipeline=spec.name)
+            self.lineage_epoch = outcome.epoch
             if not outcome.already_committed:
                 stream = outcome.epoch.kind is EpochKind.STREAM
                 report_committed(outcome.epoch, (lambda: protocol.kafka) if stream else None)
@@ -70,3 +85,13 @@ class CommitEpochOperator(PipelineOperator):
         if self.table_asset is not None:
             announce_commit(context, self.table_asset, outcome.epoch)
         return {**commit_summary(outcome), "dead_letters": publication.to_json()}
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage (``apache-airflow-providers-openlineage``): the topics the epoch read, the
+        table it wrote and its ``eo_epoch`` facet, COMMITTED (docs/lineage.md)."""
+        return epoch_lineage(
+            self.lineage_epoch,
+            self.pipeline_spec(),
+            kafka_conn_id=self.kafka_conn_id,
+            hbase_conn_id=self.hbase_conn_id,
+        )

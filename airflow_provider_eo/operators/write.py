@@ -63,6 +63,8 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
+from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.lineage.operator_lineage import epoch_after_write, epoch_lineage
 from airflow_provider_eo.operators.application_connections import (
     check_registered_fields,
     conn_id_args,
@@ -190,6 +192,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         self._properties_path: str | None = None
         self._zip_dir: str | None = None
         self._submitted = False
+        self.lineage_epoch: Epoch | None = None  # what get_openlineage_facets_on_complete reports
 
     def _ship_package(self, master: str) -> None:
         """On a non-local ``master``, add the package zip to ``py_files`` (temp dir removed after the run).
@@ -232,7 +235,8 @@ class WriteEpochOperator(SparkSubmitOperator):
         """Run spark-submit; raises if the application fails or its vote is fenced out,
         ``ConfigError`` when no epoch was given, and ``RuntimeError`` when this instance
         already submitted (the provider's hook, built on the first submission, would replay
-        that submission's settings)."""
+        that submission's settings). With OpenLineage enabled, then reads the epoch as the
+        write left it (``lineage_epoch``, the lineage's)."""
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
         if self._submitted:
@@ -284,3 +288,11 @@ class WriteEpochOperator(SparkSubmitOperator):
             if self._zip_dir:
                 shutil.rmtree(self._zip_dir, ignore_errors=True)
                 self._zip_dir = None
+        self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage (``apache-airflow-providers-openlineage``): the topics the epoch read, the
+        table it wrote and its ``eo_epoch`` facet as the write left it (docs/lineage.md)."""
+        return epoch_lineage(
+            self.lineage_epoch, self.spec, kafka_conn_id=self.kafka_conn_id, hbase_conn_id=self.hbase_conn_id
+        )

@@ -41,6 +41,7 @@ from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
+from tests.openlineage_events import lineage_pipeline
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
 from tests.spark_startup import SPARK_SUBMIT as SPARK_SUBMIT_PATH
 from tests.spark_startup import spark_conf, spark_conf_args
@@ -181,8 +182,9 @@ def serve(server: AirflowServer, pipe: PipelineUnderTest, **changes: Any) -> Ser
     """Declare ``pipe`` (its pipelines file's entry, top-level fields ``changes``d) in ``server``
     and wait until the dag-processor has parsed its stream and backfill DAGs."""
     (declaration,) = yaml.safe_load(pipe.file.read_text())["pipelines"]
-    server.add_pipeline({**declaration, **changes})
-    name = declaration["name"]
+    served = {**declaration, **changes}
+    server.add_pipeline(served)
+    name = served["name"]
     server.wait_for_dag(stream_dag_id(name))
     server.wait_for_dag(backfill_dag_id(name))
     return Served(load_pipeline(name, server.pipelines_file), server)
@@ -204,6 +206,7 @@ class Drained:
     dead_letters: list[tuple[Any, ...]]
     dead_letter_epochs: dict[tuple[str, int, int], int]
     scanner: CommandLineScanner
+    lineage: list[dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +241,8 @@ def drained(
     ends = ends_of(produced)
     assert len(ends) == PARTITIONS and min(ends.values()) > SPLIT_SIZE
     cap = (max(ends.values()) + 1) // 2  # exactly two epochs drain the largest partition
-    pipe = serve(airflow_server, declared, caps={"max_records_per_partition": cap})
+    cap_records = {"max_records_per_partition": cap}
+    pipe = serve(airflow_server, declared, name=lineage_pipeline(declared.spec.name), caps=cap_records)
 
     watch = f"--pipeline\0{pipe.spec.name}\0"
     with CommandLineScanner(secrets_of(stack), watch, watch_any_of=SPARK_SUBMIT, interval=0.02) as scanner:
@@ -260,6 +264,7 @@ def drained(
         dead_letters=dead_letter_rows(ledger, spec.name),
         dead_letter_epochs=dead_letter_epochs(ledger, spec.name),
         scanner=scanner,
+        lineage=airflow_server.lineage_events(stream_dag_id(spec.name), count=8),  # 2 x write, commit
     )
 
 
@@ -351,6 +356,72 @@ def test_write_and_commit_task_instances_show_their_epoch(drained: Drained) -> N
         ranges = " ".join(f"{r.topic}[{r.partition}]=[{r.start},{r.end})" for r in epoch.ranges)
         label = f"epoch {epoch.epoch_id} stream, {epoch.record_count} records: {ranges}"
         assert rows == [("commit", label), ("recover", None), ("reserve", None), ("write", label)]
+
+
+def eo_epoch_facet(epoch: Epoch, state: EpochState) -> dict[str, Any]:
+    """The ``eo_epoch`` run facet docs/lineage.md promises for ``epoch`` in ``state``, spelled
+    out from the ledger's epoch (its ranges, its vote's metrics)."""
+    metrics = epoch.metrics or {}
+    return {
+        "pipeline": epoch.pipeline,
+        "epochId": epoch.epoch_id,
+        "kind": "stream",
+        "state": state.value,
+        "ranges": [
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "start": r.start,
+                "end": r.end,
+                "records": r.end - r.start,
+            }
+            for r in epoch.ranges
+            if r.end > r.start
+        ],
+        "rangesOmitted": 0,
+        "recordsTotal": epoch.record_count,
+        "records": metrics["records"],
+        "badRecords": metrics["bad_records"],
+        "skippedOffsets": metrics["skipped_offsets"],
+        "_schemaURL": "urn:airflow-provider-eo:openlineage:EoEpochRunFacet:1-0-0#/$defs/EoEpochRunFacet",
+    }
+
+
+def test_write_and_commit_report_their_epoch_to_openlineage(stack: StackInfo, drained: Drained) -> None:
+    """The session's Airflow runs the OpenLineage provider with its file transport: per run, a
+    START and a COMPLETE event of ``write`` and of ``commit``; the COMPLETE events name the topic
+    (OpenLineage's Kafka naming) and the HBase table, and carry the epoch as the write left it
+    (WRITTEN) and as the commit left it (COMMITTED): ids, ranges and counts of the ledger's rows."""
+    dag_id = stream_dag_id(drained.pipe.spec.name)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for event in drained.lineage:
+        by_run.setdefault(event["run"]["facets"]["airflow"]["dagRun"]["run_id"], []).append(event)
+    assert sorted(by_run) == sorted(drained.run_ids)
+    kafka = f"kafka://{stack.kafka_bootstrap.split(',')[0]}"
+    table = {
+        "namespace": f"hbase://{stack.hbase_host}:{stack.hbase_port}",
+        "name": f"default:{drained.pipe.spec.hbase_table}",
+    }
+    for run_id, epoch in zip(drained.run_ids, drained.epochs, strict=True):
+        events = sorted(by_run[run_id], key=lambda e: (e["job"]["name"], e["eventTime"]))
+        assert [(e["eventType"], e["job"]["namespace"], e["job"]["name"]) for e in events] == [
+            ("START", "default", f"{dag_id}.commit"),
+            ("COMPLETE", "default", f"{dag_id}.commit"),
+            ("START", "default", f"{dag_id}.write"),
+            ("COMPLETE", "default", f"{dag_id}.write"),
+        ]
+        commit_start, commit, write_start, write = events
+        for start in (commit_start, write_start):
+            assert (start["inputs"], start["outputs"], "eo_epoch" in start["run"]["facets"]) == (
+                [],
+                [],
+                False,
+            )
+        for complete, state in ((write, EpochState.WRITTEN), (commit, EpochState.COMMITTED)):
+            assert [(d["namespace"], d["name"]) for d in complete["inputs"]] == [(kafka, drained.pipe.topic)]
+            assert [{"namespace": d["namespace"], "name": d["name"]} for d in complete["outputs"]] == [table]
+            facet = complete["run"]["facets"]["eo_epoch"]
+            assert facet == {**eo_epoch_facet(epoch, state), "_producer": complete["producer"]}
 
 
 def test_client_mode_keeps_secrets_off_every_command_line(drained: Drained) -> None:

@@ -70,6 +70,8 @@ EXTERNAL_NAMES = frozenset(
         "GetMessageClass", "FileDescriptorProto", "Int64Value", "StringValue", "ListValue",
         # confluent-kafka's transactional producer (docs/dead_letters.md)
         "init_transactions", "send_offsets_to_transaction", "commit_transaction",
+        # the OpenLineage client's (docs/lineage.md)
+        "RunFacet",
     }
 )  # fmt: skip
 CODE_ROOTS = ("airflow_provider_eo", "devtools", "tests", "benchmarks")

@@ -12,6 +12,11 @@ backfill DAG, and verify every invariant against every record the topic holds (s
 are checked as exactly as the first run). Prints one JSON report with every pipeline, then
 where the Airflow UI is, how to log in and what to look at. Exits 1 on any mismatch or
 failed run.
+
+``--airflow-home DIR --dags-folder DIR`` drive an Airflow already running on the stack
+instead of starting the stack's own (:mod:`eo_devtools.demo.served_airflow`; the test suite
+runs the demo so on its session Airflow); ``--pipeline`` and ``--avro-pipeline`` pick the
+served pipelines the two parts run.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from eo_devtools.demo.feeds import DemoFeed, avro_feed, json_feed, mapping_colum
 from eo_devtools.demo.guide import closing_guide
 from eo_devtools.demo.pipeline_demo import PipelineDemo, run_pipeline_demo
 from eo_devtools.demo.scheduled_runs import ScheduledRuns
+from eo_devtools.demo.served_airflow import ServedAirflow
 from eo_devtools.stack.airflow_api import AirflowClient
 from eo_devtools.stack.cli import default_state_dir
 from eo_devtools.stack.stack import LocalStack
@@ -45,15 +51,22 @@ def _feeds(
 ) -> dict[str, DemoFeed]:
     """The JSON pipeline's feed, then the Avro one when the served file has that pipeline."""
     feeds = {args.pipeline: json_feed(specs[args.pipeline].column_family, args.events)}
-    if AVRO_PIPELINE not in specs:
-        _say(f"{pipelines_file} has no {AVRO_PIPELINE} pipeline: the Avro part is off")
+    avro = args.avro_pipeline
+    if avro not in specs:
+        _say(f"{pipelines_file} has no {avro} pipeline: the Avro part is off")
         return feeds
-    registry_url = stack.schema_registry_url
-    columns = mapping_columns(pipelines_file, AVRO_PIPELINE)
-    feeds[AVRO_PIPELINE] = avro_feed(
-        specs[AVRO_PIPELINE].column_family, columns, registry_url, args.avro_events
-    )
+    columns = mapping_columns(pipelines_file, avro)
+    feeds[avro] = avro_feed(specs[avro].column_family, columns, stack.schema_registry_url, args.avro_events)
     return feeds
+
+
+def _airflow(stack: LocalStack, args: argparse.Namespace) -> ServedAirflow:
+    """Start the stack (and its Airflow, unless ``--airflow-home`` names a running one)."""
+    if args.airflow_home is None:
+        stack.up(airflow=True)
+        return ServedAirflow.of(stack.airflow().config)
+    stack.up()
+    return ServedAirflow.running(args.airflow_home, args.dags_folder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,20 +76,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--pipeline", default=DEFAULT_PIPELINE, help="a JSON pipeline of the served DAG folder"
     )
+    parser.add_argument(
+        "--avro-pipeline", default=AVRO_PIPELINE, help="an Avro pipeline of the served DAG folder"
+    )
     parser.add_argument("--events", type=int, default=6000)
-    parser.add_argument("--avro-events", type=int, default=3000, help=f"records for {AVRO_PIPELINE}")
+    parser.add_argument("--avro-events", type=int, default=3000, help="records for the Avro pipeline")
     parser.add_argument("--partitions", type=int, default=4, help="when the demo creates a topic")
     parser.add_argument("--max-runs", type=int, default=12, help="stream runs per pipeline at most")
+    parser.add_argument(
+        "--airflow-home", type=Path, help="drive this running Airflow (its AIRFLOW_HOME) on the stack"
+    )
+    parser.add_argument("--dags-folder", type=Path, help="the DAG folder the --airflow-home Airflow serves")
     args = parser.parse_args(argv)
+    if (args.airflow_home is None) != (args.dags_folder is None):
+        parser.error("--airflow-home and --dags-folder go together")
 
     stack = LocalStack(args.state_dir)
-    stack.up(airflow=True)
-    airflow = stack.airflow().config
+    airflow = _airflow(stack, args)
     os.environ.update(stack.conn_env())  # EoKafkaHook reads AIRFLOW_CONN_EO_KAFKA
     _say(f"local stack and Airflow up in {stack.state_dir}; Airflow UI at {airflow.url}")
-    pipelines_file = airflow.dags_folder / "pipelines.yaml"
+    pipelines_file = airflow.pipelines_file
     specs = load_pipelines(pipelines_file)
-    runs = ScheduledRuns(AirflowClient.from_login_file(airflow.login_path), airflow.home / "logs")
+    runs = ScheduledRuns(AirflowClient.from_login_file(airflow.login_path), airflow.log_folder)
 
     demos: list[PipelineDemo] = []
     for name, feed in _feeds(stack, specs, pipelines_file, args).items():

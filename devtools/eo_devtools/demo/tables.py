@@ -55,8 +55,7 @@ def ensure_table(
     HBase's default). An existing table is never altered. Raises RuntimeError (from the tool)
     when HBase refuses the creation or the description.
     """
-    created = table.encode() not in hbase.tables()
-    if created:
-        tool.create(table, family, keep_deleted_cells=takes_tombstones, max_versions=MAX_VERSIONS)
-    settings = tool.describe(table).get(family, {})
-    return TableOutcome(table, family, created, settings)
+    if table.encode() in hbase.tables():
+        return TableOutcome(table, family, False, tool.describe(table).get(family, {}))
+    families = tool.create(table, family, keep_deleted_cells=takes_tombstones, max_versions=MAX_VERSIONS)
+    return TableOutcome(table, family, True, families.get(family, {}))

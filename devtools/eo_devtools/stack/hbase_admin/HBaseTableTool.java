@@ -111,6 +111,7 @@ public class HBaseTableTool {
       admin.createTable(descriptor, splitKeys);
     }
     System.out.println("created " + table.getNameAsString());
+    describe(admin, table); // the caller gets the settings without a second JVM
   }
 
   static void describe(Admin admin, TableName table) throws Exception {

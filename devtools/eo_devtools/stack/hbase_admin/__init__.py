@@ -86,6 +86,16 @@ def _compiled_classes() -> Path | None:
     return target
 
 
+def _families(lines: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The tool's ``family NAME key=value ...`` lines -> ``{NAME: {key: value}}`` (other lines skipped)."""
+    result: dict[str, dict[str, str]] = {}
+    for line in lines:
+        if line.startswith("family "):
+            _, name, *settings = line.split()
+            result[name] = dict(item.split("=", 1) for item in settings)
+    return result
+
+
 class HBaseTableTool:
     """HBase Admin calls against the HBase of the local stack in ``state_dir``."""
 
@@ -121,18 +131,18 @@ class HBaseTableTool:
         keep_deleted_cells: bool,
         max_versions: int = 3,
         split_keys: Sequence[str] = (),
-    ) -> None:
+    ) -> dict[str, dict[str, str]]:
         """Create ``table`` with one family (KEEP_DELETED_CELLS TRUE or FALSE), pre-split at
-        ``split_keys`` (``Bytes.toBytesBinary`` form; N keys make N+1 regions)."""
-        self.run("create", table, family, str(keep_deleted_cells).lower(), str(max_versions), *split_keys)
+        ``split_keys`` (``Bytes.toBytesBinary`` form; N keys make N+1 regions); returns the new
+        table's families as :meth:`describe` does (read by the same JVM)."""
+        lines = self.run(
+            "create", table, family, str(keep_deleted_cells).lower(), str(max_versions), *split_keys
+        )
+        return _families(lines)
 
     def describe(self, table: str) -> dict[str, dict[str, str]]:
         """Per family: ``versions``, ``ttl``, ``keep_deleted_cells`` as HBase reports them."""
-        result: dict[str, dict[str, str]] = {}
-        for line in self.run("describe", table):
-            _, name, *settings = line.split()
-            result[name] = dict(item.split("=", 1) for item in settings)
-        return result
+        return _families(self.run("describe", table))
 
     def major_compact(self, table: str, timeout_s: int = 120) -> None:
         """Flush, major-compact and wait until HBase reports the compaction finished (bounded)."""

@@ -1,0 +1,209 @@
+"""The README's main command, ``python -m eo_devtools.demo``, end to end on the session's stack
+and its real Airflow (``airflow_server``), with small event counts; its JSON report asserted
+exactly. The write and commit tasks of its runs report OpenLineage (the session's Airflow
+has the file transport on): the backfill chunks' events are asserted here.
+
+The demo runs as ``scripts/demo.sh`` runs it, a ``python -m eo_devtools.demo`` process, with
+``--airflow-home``/``--dags-folder`` naming the session's Airflow instead of starting the
+stack's own (what the suite has no time for). Its two pipelines are those of
+``dags/pipelines.yaml``, renamed with a uuid suffix (name, topics, group, table, dead-letter
+topic: fresh on any stack, a reused one too) and with the suite's Spark start-up levers in
+their ``spark.conf`` (tests/spark_startup.py: how fast Spark starts, not what it computes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_provider_eo.dags.factory import backfill_dag_id
+from airflow_provider_eo.ledger import EpochKind, Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from eo_devtools.demo.avro_events import BAD_KINDS, order_events
+from eo_devtools.demo.expected_state import ProducedRecord, fold_rows
+from eo_devtools.demo.feeds import avro_feed, json_feed
+from eo_devtools.demo.pipeline_demo import REPLAY_OFFSETS
+from eo_devtools.demo.sample_events import BAD_VALUES, sample_events
+from eo_devtools.demo.topic_records import read_topic
+from tests.airflow_server import AirflowServer
+from tests.conftest import StackInfo
+from tests.openlineage_events import lineage_pipeline
+from tests.spark_startup import spark_conf
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
+
+REPO = Path(__file__).resolve().parents[2]
+JSON_EVENTS = 200  # 4 bad records, 3 tombstones
+AVRO_EVENTS = 200  # every kind: v1, v2, tombstones, no magic byte, unknown schema id, cut short
+PARTITIONS = 2
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    report: dict[str, Any]
+    declared: dict[str, dict[str, Any]]  # "json" / "avro" -> the served declaration
+    wall_s: float
+
+
+def _renamed(entry: dict[str, Any], tag: str) -> dict[str, Any]:
+    renamed = {
+        **entry,
+        "name": lineage_pipeline(f"{entry['name']}_{tag}"),  # its write and commit tasks emit lineage
+        "topics": [f"{t}_{tag}" for t in entry["topics"]],
+        "group_id": f"{entry['group_id']}-{tag}",
+        "hbase": {**entry["hbase"], "table": f"{entry['hbase']['table']}_{tag}"},
+        "spark": {**entry["spark"], "conf": {**entry["spark"]["conf"], **spark_conf()}},
+    }
+    if "dead_letters" in entry:
+        renamed["dead_letters"] = {"topic": f"{entry['dead_letters']['topic']}_{tag}"}
+    return renamed
+
+
+def _report(stdout: str) -> dict[str, Any]:
+    """The JSON report: the lines from the first ``{`` line to the first ``}`` line."""
+    lines = stdout.splitlines()
+    start = lines.index("{")
+    end = lines.index("}", start)
+    report: dict[str, Any] = json.loads("\n".join(lines[start : end + 1]))
+    return report
+
+
+@pytest.fixture(scope="module")
+def demo_run(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[DemoRun]:
+    tag = uuid.uuid4().hex[:8]
+    repository = yaml.safe_load((REPO / "dags" / "pipelines.yaml").read_text())["pipelines"]
+    json_entry, avro_entry = (_renamed(e, tag) for e in repository)
+    for entry in (json_entry, avro_entry):
+        airflow_server.add_pipeline(entry)
+    argv = [
+        sys.executable, "-m", "eo_devtools.demo",
+        "--state-dir", str(stack.state_dir),
+        "--airflow-home", str(airflow_server.home),
+        "--dags-folder", str(airflow_server.dags_folder),
+        "--pipeline", json_entry["name"],
+        "--avro-pipeline", avro_entry["name"],
+        "--events", str(JSON_EVENTS),
+        "--avro-events", str(AVRO_EVENTS),
+        "--partitions", str(PARTITIONS),
+        "--max-runs", "2",
+    ]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=900, check=False, env=dict(os.environ)
+    )
+    wall = time.monotonic() - started
+    print(f"demo: {wall:.1f} s wall")
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-6000:]
+    yield DemoRun(_report(done.stdout), {"json": json_entry, "avro": avro_entry}, wall)
+
+
+def _figures(
+    records: list[ProducedRecord], rows: dict[bytes, dict[bytes, bytes]], bad: int
+) -> dict[str, Any]:
+    return {
+        "records_produced": len(records),
+        "hbase_rows": len(rows),
+        "hbase_cells": sum(len(cells) for cells in rows.values()),
+        "epochs_committed": 1,
+        "dead_letters": bad,
+        "bad_records_produced": bad,
+        "lag": 0,
+        "problems": [],
+        "ok": True,
+    }
+
+
+def test_the_demo_report_is_exact(stack: StackInfo, demo_run: DemoRun) -> None:
+    """Every figure of the report: each pipeline drained in one stream run (its cap is 2,000
+    records), every bad record dead-lettered (and published once to the JSON pipeline's
+    dead-letter topic), HBase holding exactly what the records fold into."""
+    declared_json, declared_avro = demo_run.declared["json"], demo_run.declared["avro"]
+    json_topic, avro_topic = declared_json["topics"][0], declared_avro["topics"][0]
+    json_records = read_topic(stack.kafka_bootstrap, json_topic, PARTITIONS)
+    avro_records = read_topic(stack.kafka_bootstrap, avro_topic, PARTITIONS)
+    json_bad = sum(1 for _, value in sample_events(JSON_EVENTS) if value in BAD_VALUES)
+    avro_bad = sum(1 for event in order_events(AVRO_EVENTS) if event.kind in BAD_KINDS)
+    assert (len(json_records), json_bad, len(avro_records), avro_bad) == (JSON_EVENTS, 4, AVRO_EVENTS, 4)
+    json_rows = fold_rows(json_records, json_feed("d", 0).oracle(json_records))
+    columns = declared_avro["mapping"]["columns"]  # as the demo reads them (mapping_columns)
+    avro_oracle = avro_feed("d", columns, stack.schema_registry_url, 0).oracle(avro_records)
+    avro_rows = fold_rows(avro_records, avro_oracle)
+    assert demo_run.report == {
+        "ok": True,
+        "pipelines": [
+            {
+                "pipeline": declared_json["name"],
+                "topic": json_topic,
+                "produced_this_run": JSON_EVENTS,
+                "stream_runs": 1,
+                "dead_letter_topic": {"topic": declared_json["dead_letters"]["topic"], "records": json_bad},
+                **_figures(json_records, json_rows, json_bad),
+            },
+            {
+                "pipeline": declared_avro["name"],
+                "topic": avro_topic,
+                "produced_this_run": AVRO_EVENTS,
+                "stream_runs": 1,
+                **_figures(avro_records, avro_rows, avro_bad),
+            },
+        ],
+    }
+
+
+def test_the_demo_backfill_chunks_report_their_epochs_to_openlineage(
+    stack: StackInfo, airflow_server: AirflowServer, demo_run: DemoRun
+) -> None:
+    """The replay each pipeline's demo runs is one backfill chunk: its ``chunk.write`` and
+    ``chunk.commit`` report the topic, the table and the backfill epoch (WRITTEN, then
+    COMMITTED) with the ledger's ids, ranges and counts."""
+    for declared in demo_run.declared.values():
+        name, topic, table = declared["name"], declared["topics"][0], declared["hbase"]["table"]
+        dag_id = backfill_dag_id(name)
+        with Ledger(stack.ledger_dsn) as ledger:
+            (epoch,) = ledger.epochs(EpochFilter(pipeline=name, kind=EpochKind.BACKFILL))
+        first_partition = [
+            r for r in read_topic(stack.kafka_bootstrap, topic, PARTITIONS) if r.partition == 0
+        ]
+        end = min(REPLAY_OFFSETS, max(r.offset for r in first_partition) + 1)
+        events = airflow_server.lineage_events(dag_id, count=4)
+        completes = {e["job"]["name"]: e for e in events if e["eventType"] == "COMPLETE"}
+        assert sorted((e["eventType"], e["job"]["name"]) for e in events) == [
+            ("COMPLETE", f"{dag_id}.chunk.commit"),
+            ("COMPLETE", f"{dag_id}.chunk.write"),
+            ("START", f"{dag_id}.chunk.commit"),
+            ("START", f"{dag_id}.chunk.write"),
+        ]
+        assert [(r.topic, r.partition, r.start, r.end) for r in epoch.ranges] == [(topic, 0, 0, end)]
+        metrics = epoch.metrics or {}
+        for task, state in (("chunk.write", "WRITTEN"), ("chunk.commit", "COMMITTED")):
+            event = completes[f"{dag_id}.{task}"]
+            assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [
+                (f"kafka://{stack.kafka_bootstrap.split(',')[0]}", topic)
+            ]
+            assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [
+                (f"hbase://{stack.hbase_host}:{stack.hbase_port}", f"default:{table}")
+            ]
+            facet = {k: v for k, v in event["run"]["facets"]["eo_epoch"].items() if not k.startswith("_")}
+            assert facet == {
+                "pipeline": name,
+                "epochId": epoch.epoch_id,
+                "kind": "backfill",
+                "state": state,
+                "ranges": [{"topic": topic, "partition": 0, "start": 0, "end": end, "records": end}],
+                "rangesOmitted": 0,
+                "recordsTotal": end,
+                "records": metrics["records"],
+                "badRecords": metrics["bad_records"],
+                "skippedOffsets": metrics["skipped_offsets"],
+            }
