@@ -1,8 +1,12 @@
-"""The Spark start-up levers of every spark-submit the suite runs (docs/performance.md).
+"""The Spark start-up levers of the spark-submits the suite runs itself (docs/performance.md).
 
 The suite runs dozens of short spark-submits (a few records each), where starting the JVMs
-and PySpark is most of the time. Each of them gets :func:`spark_conf` (on the command line:
-:func:`spark_conf_args`; in a pipeline: its ``spark.conf``):
+and PySpark is most of the time. Through the write operator (Airflow runs, the operator
+tests) they get the product's own start-up defaults
+(``airflow_provider_eo/operators/driver_start.py``). The spark-submits a test starts itself
+(the fault harness, tests/integration/spark_submit.py) get the same levers from
+:func:`spark_conf` (on the command line: :func:`spark_conf_args`; in a pipeline: its
+``spark.conf``):
 
 * the driver JVM with C1 only and the serial collector (:data:`SPARK_DRIVER_JAVA_OPTIONS`);
 * the session's class-data archive of the driver JVM (``-XX:SharedArchiveFile``), built once
@@ -13,8 +17,6 @@ and PySpark is most of the time. Each of them gets :func:`spark_conf` (on the co
   it out (a JVM that cannot use an archive warns and starts normally); tests/conftest.py's
   ``pytest_sessionfinish`` removes it;
 * the Python worker daemon importing the installed PySpark (:data:`SPARK_DAEMON_MODULE`);
-  left out with ``worker_daemon=False`` for executors whose Python lacks the package (the
-  standalone cluster's);
 * no Spark UI.
 
 None of them changes what a job computes; only how fast its JVM and Python processes start.
@@ -116,23 +118,23 @@ def close_driver_archive() -> None:
             _SESSION.pop().close()
 
 
-def spark_conf(*, worker_daemon: bool = True) -> dict[str, str]:
+def spark_conf() -> dict[str, str]:
     """Spark properties with the start-up levers (see the module doc): no UI, the driver JVM's
-    options (with the session's archive once built), and the worker daemon unless
-    ``worker_daemon`` is false."""
+    options (with the session's archive once built), and the worker daemon."""
     java = SPARK_DRIVER_JAVA_OPTIONS
     archive = driver_archive()
     if archive is not None:
         java += f" -XX:SharedArchiveFile={archive}"
-    conf = {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": java}
-    if worker_daemon:
-        conf["spark.python.daemon.module"] = SPARK_DAEMON_MODULE
-    return conf
+    return {
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": java,
+        "spark.python.daemon.module": SPARK_DAEMON_MODULE,
+    }
 
 
-def spark_conf_args(*, worker_daemon: bool = True) -> list[str]:
+def spark_conf_args() -> list[str]:
     """:func:`spark_conf` as spark-submit options (``--conf key=value`` ...)."""
     args: list[str] = []
-    for key, value in spark_conf(worker_daemon=worker_daemon).items():
+    for key, value in spark_conf().items():
         args += ["--conf", f"{key}={value}"]
     return args

@@ -1,12 +1,14 @@
-"""Which connections the write application gets besides the ledger, Kafka and HBase ones.
+"""The connections the write application gets: ledger, Kafka, HBase and, when needed, the registry.
 
-The Schema Registry connection travels exactly as they do (``AIRFLOW_CONN_<ID>`` in the
-driver's environment, never on a command line), and only for a pipeline whose key or
-value format is avro, protobuf or json_schema. The application's arguments carry a
+Each travels as ``AIRFLOW_CONN_<ID>`` in the driver's environment, never on a command line
+(:func:`connection_env`). The Schema Registry connection goes only to a pipeline whose key
+or value format is avro, protobuf or json_schema. The application's arguments carry a
 connection id only when it is not the application's default.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
@@ -21,6 +23,14 @@ from airflow_provider_eo.hooks.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     env_var_name,
 )
+
+
+def connection_env(conn_ids: Sequence[str]) -> dict[str, str]:
+    """``AIRFLOW_CONN_<ID>`` -> connection JSON for each id, resolved through Airflow.
+
+    Raises whatever Airflow raises for an unknown connection id (it names the id).
+    """
+    return {env_var_name(cid): BaseHook.get_connection(cid).as_json() for cid in conn_ids}
 
 
 def registry_connection_env(pipeline: str, spec: PipelineSpec, conn_id: str) -> dict[str, str]:

@@ -25,7 +25,9 @@ Spark connection's master; on any master but
 ``local`` the package's code travels as a ``--py-files`` zip built for the submission
 (``airflow_provider_eo.spark.package_zip``), so executors need its dependencies but not
 the package itself. ``spark.resources`` become spark-submit options
-(:mod:`airflow_provider_eo.operators.spark_submission`).
+(:mod:`airflow_provider_eo.operators.spark_submission`). Keys the pipeline's ``spark.conf``
+leaves unset get the start-up settings of :mod:`~airflow_provider_eo.operators.driver_start`
+(no UI; the driver JVM's flags and class-data archive; the Python workers' daemon).
 
 Only the Spark provider's public API is used: constructor arguments, the public
 attributes they are kept in, ``execute`` and ``on_kill``. The master override is a
@@ -45,13 +47,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseHook
 
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.specs import PipelineSpec
@@ -68,8 +69,10 @@ from airflow_provider_eo.lineage.operator_lineage import epoch_after_write, epoc
 from airflow_provider_eo.operators.application_connections import (
     check_registered_fields,
     conn_id_args,
+    connection_env,
     registry_connection_env,
 )
+from airflow_provider_eo.operators.driver_start import class_archive, start_up_conf
 from airflow_provider_eo.operators.pipeline_operator import task_actor
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
@@ -80,10 +83,9 @@ from airflow_provider_eo.operators.spark_submission import (
     process_environment,
     resource_options,
     spark_connection,
+    write_properties_file,
 )
 from airflow_provider_eo.spark.package_zip import build_zip
-
-CLUSTER_ENV_PREFIXES = ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
 
 
 def spark_application_path() -> str:
@@ -92,34 +94,6 @@ def spark_application_path() -> str:
     if spec is None or spec.origin is None:
         raise RuntimeError("airflow_provider_eo.spark.app is not installed with this package")
     return spec.origin
-
-
-def connection_env(conn_ids: Sequence[str]) -> dict[str, str]:
-    """``AIRFLOW_CONN_<ID>`` -> connection JSON for each id, resolved through Airflow.
-
-    Raises whatever Airflow raises for an unknown connection id (it names the id).
-    """
-    return {f"AIRFLOW_CONN_{cid.upper()}": BaseHook.get_connection(cid).as_json() for cid in conn_ids}
-
-
-def write_properties_file(conf: Mapping[str, str], env: Mapping[str, str]) -> str:
-    """Write Spark conf plus cluster-mode driver environment to a private temp file.
-
-    Returns the path; the caller deletes it. Values are escaped as Java properties.
-    """
-    fd, path = tempfile.mkstemp(prefix="eo-spark-", suffix=".conf")
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        for key, value in conf.items():
-            handle.write(f"{key}={_escape_property(str(value))}\n")
-        for name, value in env.items():
-            for prefix in CLUSTER_ENV_PREFIXES:
-                handle.write(f"{prefix}{name}={_escape_property(value)}\n")
-    return path
-
-
-def _escape_property(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
 
 
 class WriteEpochOperator(SparkSubmitOperator):
@@ -265,13 +239,18 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.spec.source_file or self.pipelines_file,
         )
         py_files = self.py_files
+        deploy_mode = self.spec.spark.deploy_mode
+        archive = class_archive() if deploy_mode == "client" else None
+        defaults = start_up_conf(self.conf or {}, master=master, deploy_mode=deploy_mode, archive=archive)
+        self.conf = {**defaults, **(self.conf or {})}
+        succeeded = False
         try:
             with ExitStack() as scope:
                 if self.spark_master:
                     override = master_connection(self.submit_conn_id, connection, self.spark_master)
                     scope.enter_context(connection_in_environment(override))
                 self._ship_package(master)
-                if self.spec.spark.deploy_mode == "cluster":
+                if deploy_mode == "cluster":
                     self._properties_path = write_properties_file(self.conf or {}, env)
                     self.properties_file = self._properties_path
                     self.conf = {}
@@ -280,7 +259,10 @@ class WriteEpochOperator(SparkSubmitOperator):
                 # the provider builds its hook from the settings above, in its execute
                 self._submitted = True
                 super().execute(context)
+                succeeded = True
         finally:
+            if archive is not None:
+                archive.settle(succeeded=succeeded)
             self.py_files = py_files
             if self._properties_path:
                 os.unlink(self._properties_path)

@@ -34,6 +34,7 @@ from airflow_provider_eo.hooks.connections import (
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.ledger.actors import Actor
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
+from airflow_provider_eo.spark.driver_jvm import class_archive_in_use
 from airflow_provider_eo.spark.logs import configure_logging
 from airflow_provider_eo.spark.pyspark_startup import prefer_installed_pyspark, skip_pyspark_testing_import
 from airflow_provider_eo.spark.settings import ledger_dsn_from_env, load_pipeline, task_settings
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     args = parse_args(argv)
     where = f"pipeline={args.pipeline} epoch_id={args.epoch_id}"
-    log.info("%s: driver up", where)
+    log.info("%s: driver up class_archive=%s", where, class_archive_in_use() or "none")
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)
         dsn = ledger_dsn_from_env(args.ledger_conn_id)

@@ -17,7 +17,9 @@ to three times that under load):
   never passes numpy arrays to the JVM.
 
 Run as a module it is Spark's Python worker daemon (``spark.python.daemon.module=
-airflow_provider_eo.spark.pyspark_startup``): the path fix, then ``pyspark.daemon``'s manager.
+airflow_provider_eo.spark.pyspark_startup``): the path fix, the write task's modules imported
+once (every worker the daemon forks then has them: a task's start no longer imports the Kafka,
+HBase and ledger clients), then ``pyspark.daemon``'s manager.
 """
 
 from __future__ import annotations
@@ -107,11 +109,29 @@ def skip_pyspark_testing_import() -> bool:
     return True
 
 
+#: What every write task imports, loaded once by the daemon so that the workers it forks have it.
+TASK_MODULE = "airflow_provider_eo.spark.write_task"
+
+
+def preload_task_modules() -> bool:
+    """Import :data:`TASK_MODULE` (and so the Kafka, HBase, ledger and format clients a write
+    task uses) into this process; True when it could. A worker forked afterwards starts with
+    them: unpickling its task then imports nothing. A failed import is left for the task to
+    meet (and report) itself."""
+    try:
+        importlib.import_module(TASK_MODULE)
+    except Exception:
+        return False
+    return True
+
+
 def main() -> None:
-    """Spark's Python worker daemon, with PySpark imported from the installed package."""
+    """Spark's Python worker daemon, with PySpark imported from the installed package and the
+    write task's modules preloaded (:func:`preload_task_modules`)."""
     prefer_installed_pyspark()
     from pyspark import daemon
 
+    preload_task_modules()
     daemon.manager()
 
 

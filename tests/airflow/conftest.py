@@ -30,7 +30,6 @@ from airflow_provider_eo.config import PipelineSpec, load_pipelines
 from airflow_provider_eo.ledger import Ledger
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from tests.conftest import StackInfo
-from tests.spark_startup import spark_conf
 
 LOCAL_SETTINGS = '''"""Test-only cluster policy: no task retries (failures surface in one attempt)."""
 
@@ -107,7 +106,6 @@ def pipeline_factory(
             "topics": [topic],
             "group_id": f"eo-af-{tag}",
             "hbase": {"table": f"af_{tag}", "column_family": "d"},
-            "spark": {"conf": spark_conf()},
             **fields,
         }
         path = folder / f"pipelines-{tag}.yaml"

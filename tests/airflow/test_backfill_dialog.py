@@ -26,7 +26,6 @@ from eo_devtools.stack.airflow_api import AirflowApiError
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
-from tests.spark_startup import spark_conf
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 
@@ -67,7 +66,6 @@ def test_backfill_dialog_rewrites_exactly_each_interval(
             "group_id": f"eo-{name}",
             "hbase": {"table": name},
             "schedule": None,  # no stream run writes the topic meanwhile
-            "spark": {"conf": spark_conf()},
             "backfill": {"schedule": "@hourly", "max_records_per_epoch": 2},
         }
     )

@@ -21,7 +21,6 @@ from airflow_provider_eo.ledger import EpochState, Ledger
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.sample_events import produce_records
 from tests.conftest import StackInfo
-from tests.spark_startup import spark_conf
 
 if TYPE_CHECKING:
     from tests.airflow_server import AirflowServer
@@ -88,7 +87,6 @@ def test_downstream_dag_runs_after_a_stream_epoch_and_sees_its_summary(
             "name": pipeline,
             "topics": [topic],
             "hbase": {"table": table},
-            "spark": {"conf": spark_conf()},
         }
     )
     stream = stream_dag_id(pipeline)

@@ -44,7 +44,7 @@ from tests.conftest import StackInfo
 from tests.openlineage_events import lineage_pipeline
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
 from tests.spark_startup import SPARK_SUBMIT as SPARK_SUBMIT_PATH
-from tests.spark_startup import spark_conf, spark_conf_args
+from tests.spark_startup import spark_conf_args
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 
@@ -235,7 +235,7 @@ def drained(
         partitions=PARTITIONS,
         bad_records="dead_letter",
         batch_size=7,
-        spark={"split_size": SPLIT_SIZE, "conf": spark_conf()},
+        spark={"split_size": SPLIT_SIZE},
     )
     produced = produce_records(stack.kafka_bootstrap, declared.topic, PARTITIONS, iter(events))
     ends = ends_of(produced)

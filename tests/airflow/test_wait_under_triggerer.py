@@ -34,7 +34,6 @@ from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
-from tests.spark_startup import spark_conf
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 
@@ -101,7 +100,6 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
             "topics": [topic],
             "group_id": group,
             "hbase": {"table": name, "column_family": "d"},
-            "spark": {"conf": spark_conf()},
             "wait": {"enabled": True, "timeout_seconds": TIMEOUT_SECONDS, "poll_seconds": 1},
         }
     )

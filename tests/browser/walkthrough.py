@@ -33,7 +33,6 @@ from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
-from tests.spark_startup import spark_conf
 
 MS = timedelta(milliseconds=1)
 
@@ -182,7 +181,6 @@ def walk_on(stack: StackInfo, server: AirflowServer) -> Iterator[Walk]:
             "group_id": f"eo-{name}",
             "hbase": {"table": name},
             "schedule": None,  # only the runs the tests start
-            "spark": {"conf": spark_conf()},
             "backfill": {"schedule": "@daily"},
         }
     )

@@ -1,5 +1,6 @@
 """pyspark_startup on the installed PySpark and a real spark-submit: the driver and the workers
-import the installed package, not Spark's zip, and the driver's first JVM call imports no pandas."""
+import the installed package, not Spark's zip, the driver's first JVM call imports no pandas,
+and the workers start with the write task's modules the daemon preloaded."""
 
 from __future__ import annotations
 
@@ -38,9 +39,12 @@ from pyspark import SparkConf, SparkContext
 sc = SparkContext.getOrCreate(SparkConf().set("spark.ui.enabled", "false"))
 pandas_after_start = "pandas" in sys.modules
 worker = sc.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
+preloaded = sc.parallelize([0], 1).map(
+    lambda _: "airflow_provider_eo.spark.write_task" in __import__("sys").modules
+).collect()
 sc.stop()
 print("RESULT " + json.dumps({"driver": __import__("pyspark").__file__, "worker": worker,
-                              "pandas_after_start": pandas_after_start}))
+                              "pandas_after_start": pandas_after_start, "preloaded": preloaded}))
 """
 
 
@@ -100,4 +104,5 @@ def test_spark_submit_driver_and_worker_daemon_import_the_installed_pyspark(tmp_
         "driver": installed,
         "worker": [installed],
         "pandas_after_start": False,
+        "preloaded": [True],  # the daemon imported the write task's modules before forking the worker
     }

@@ -34,7 +34,6 @@ from eo_devtools.stack.spark_services import master_json, worker_name
 from eo_devtools.stack.stack import LocalStack
 from tests.conftest import StackInfo
 from tests.kafka_helpers import created_topic, produce
-from tests.spark_startup import spark_conf
 from tests.task_context import task_context
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -116,8 +115,6 @@ def test_an_epoch_runs_on_both_workers_and_writes_exact_cells(
                 "resources": {"num_executors": 2, "executor_memory": "512m", "driver_memory": "512m"},
                 "split_size": SPLIT_SIZE,
                 "conf": {
-                    # the driver's start-up levers; the executors' Python lacks the worker daemon
-                    **spark_conf(worker_daemon=False),
                     "spark.pyspark.python": str(cluster.executor_python),
                     "spark.pyspark.driver.python": sys.executable,
                     # schedule only once both executors are there, so both get tasks

@@ -7,11 +7,8 @@ import stat
 from pathlib import Path
 
 from airflow_provider_eo.config import parse_pipelines_text
-from airflow_provider_eo.operators.write import (
-    WriteEpochOperator,
-    spark_application_path,
-    write_properties_file,
-)
+from airflow_provider_eo.operators.spark_submission import write_properties_file
+from airflow_provider_eo.operators.write import WriteEpochOperator, spark_application_path
 
 SPEC = parse_pipelines_text(
     "pipelines:\n  - name: p\n    topics: [t]\n    hbase: {table: t}\n"

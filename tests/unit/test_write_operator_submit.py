@@ -29,8 +29,9 @@ from airflow.sdk.exceptions import AirflowException
 from airflow_provider_eo.config import parse_pipelines_text
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.hooks.connections import env_var_name
+from airflow_provider_eo.operators.driver_start import DRIVER_JAVA_OPTIONS, WORKER_DAEMON
 from airflow_provider_eo.operators.spark_submission import (
-    connection_env_name,
     connection_master,
     master_connection,
     master_connection_id,
@@ -93,6 +94,13 @@ def fake_spark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSpark:
     out = tmp_path / "submitted.json"
     monkeypatch.setenv("EO_FAKE_SPARK_SUBMIT_OUT", str(out))
     return FakeSpark(out)
+
+
+@pytest.fixture(autouse=True)
+def archive_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The driver class archives of this test (``[eo] spark_class_archive_dir``)."""
+    monkeypatch.setenv("AIRFLOW__EO__SPARK_CLASS_ARCHIVE_DIR", str(tmp_path / "archives"))
+    return tmp_path / "archives"
 
 
 @pytest.fixture(autouse=True)
@@ -184,7 +192,7 @@ def test_the_override_keeps_the_connections_extra(
 
 def test_the_derived_connection_exists_only_while_execute_runs(fake_spark: FakeSpark) -> None:
     op = operator({"master": "spark://yaml-master:7077"}, spark_conn_id="spark_cluster")
-    name = connection_env_name(op.submit_conn_id)
+    name = env_var_name(op.submit_conn_id)
     assert op.submit_conn_id == master_connection_id("spark_cluster", "spark://yaml-master:7077")
     assert re.fullmatch(r"AIRFLOW_CONN_\w+", name)
     assert name not in os.environ  # building the operator sets nothing
@@ -200,8 +208,8 @@ def test_the_derived_connection_is_removed_when_the_submission_fails(
     op = operator({"master": "spark://yaml-master:7077"})
     with pytest.raises(AirflowException, match="Error code is: 3"):
         op.execute({})
-    assert connection_env_name(op.submit_conn_id) in fake_spark.submitted()["env"]
-    assert connection_env_name(op.submit_conn_id) not in os.environ
+    assert env_var_name(op.submit_conn_id) in fake_spark.submitted()["env"]
+    assert env_var_name(op.submit_conn_id) not in os.environ
     assert op.py_files is None  # the zip's temp dir is gone with it
 
 
@@ -248,7 +256,7 @@ def test_a_derived_connection_gives_the_hook_exactly_the_override(
     value = definition if isinstance(definition, str) else json.dumps(definition)
     monkeypatch.setenv("AIRFLOW_CONN_EO_SPARK_RULE", value)
     derived = master_connection("eo_spark_rule_x", BaseHook.get_connection("eo_spark_rule"), master)
-    monkeypatch.setenv(connection_env_name(derived.conn_id), derived.as_json())
+    monkeypatch.setenv(env_var_name(derived.conn_id), derived.as_json())
     assert connection_master(derived) == master
     assert hook_master(derived.conn_id, fake_spark) == master
 
@@ -260,7 +268,7 @@ def test_no_connection_is_the_hooks_fallback(fake_spark: FakeSpark) -> None:
 # --- resources ---------------------------------------------------------------------------------
 
 
-def test_resources_are_spark_submit_options(fake_spark: FakeSpark) -> None:
+def test_resources_are_spark_submit_options(fake_spark: FakeSpark, archive_dir: Path) -> None:
     resources = {
         "driver_memory": "1g",
         "driver_cores": 2,
@@ -269,8 +277,15 @@ def test_resources_are_spark_submit_options(fake_spark: FakeSpark) -> None:
         "num_executors": 3,
     }
     op = operator({"master": "local[2]", "resources": resources, "conf": {"spark.speculation": False}})
-    assert options(submit(op, fake_spark)["argv"]) == [
+    argv = options(submit(op, fake_spark)["argv"])
+    java = next(a for a in argv if a.startswith("spark.driver.extraJavaOptions="))
+    partial = java.rsplit("-XX:ArchiveClassesAtExit=", 1)[1]
+    assert Path(partial).parent == archive_dir and partial.endswith(".partial")
+    assert argv == [
         "--master", "local[2]",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS} -XX:ArchiveClassesAtExit={partial}",
+        "--conf", f"spark.python.daemon.module={WORKER_DAEMON}",
         "--conf", "spark.driver.cores=2",
         "--conf", "spark.speculation=false",
         "--num-executors", "3",
@@ -421,4 +436,4 @@ def test_on_kill_stops_the_running_spark_submit(slow_spark: FakeSpark) -> None:
     assert time.monotonic() - started < 30  # killed, not slept out
     assert len(failure) == 1 and isinstance(failure[0], AirflowException)
     assert "Error code is: -9" in str(failure[0])
-    assert connection_env_name(op.submit_conn_id) not in os.environ
+    assert env_var_name(op.submit_conn_id) not in os.environ
