@@ -7,8 +7,8 @@ The demo runs as ``scripts/demo.sh`` runs it, a ``python -m eo_devtools.demo`` p
 ``--airflow-home``/``--dags-folder`` naming the session's Airflow instead of starting the
 stack's own (what the suite has no time for). Its two pipelines are those of
 ``dags/pipelines.yaml``, renamed with a uuid suffix (name, topics, group, table, dead-letter
-topic: fresh on any stack, a reused one too) and with the suite's Spark start-up levers in
-their ``spark.conf`` (tests/spark_startup.py: how fast Spark starts, not what it computes).
+topic: fresh on any stack, a reused one too), their Spark settings left as the file has them
+(the write step's start-up defaults apply, as for a user of the demo).
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from eo_devtools.demo.topic_records import read_topic
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.openlineage_events import lineage_pipeline
-from tests.spark_startup import spark_conf
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 
@@ -63,7 +62,6 @@ def _renamed(entry: dict[str, Any], tag: str) -> dict[str, Any]:
         "topics": [f"{t}_{tag}" for t in entry["topics"]],
         "group_id": f"{entry['group_id']}-{tag}",
         "hbase": {**entry["hbase"], "table": f"{entry['hbase']['table']}_{tag}"},
-        "spark": {**entry["spark"], "conf": {**entry["spark"]["conf"], **spark_conf()}},
     }
     if "dead_letters" in entry:
         renamed["dead_letters"] = {"topic": f"{entry['dead_letters']['topic']}_{tag}"}
