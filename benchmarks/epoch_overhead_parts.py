@@ -31,8 +31,8 @@ WRITE_MARKS: tuple[tuple[str, str], ...] = (
     ("spark_context_init", "Running Spark version"),
     ("job_started", "Starting job:"),
     ("job_finished", "finished: collect"),
-    ("spark_context_stopped", "Successfully stopped SparkContext"),
     ("voted", "voted WRITTEN"),
+    ("spark_context_stopped", "Successfully stopped SparkContext"),  # the JVM's shutdown hook
 )
 PYTHON_TIMES = re.compile(
     r"Times: total = (?P<total>\d+), boot = (?P<boot>-?\d+), init = (?P<init>\d+), finish = (?P<finish>\d+)"
@@ -150,12 +150,12 @@ def summary(parts: dict[str, Any]) -> dict[str, float]:
         "task_starts_and_ends_s": add(
             *(t.get("startup_s") for t in tasks.values()),
             *(t.get("finish_s") for t in tasks.values() if "inside" not in t),
-            inside.get("voted->task_end"),
+            inside.get("spark_context_stopped->task_end"),
         ),
         "ledger_and_broker_s": add(
             *(t.get("execute_s") for k, t in tasks.items() if "inside" not in t),
             inside.get("driver_python_up->epoch_checked"),
-            inside.get("spark_context_stopped->voted"),
+            inside.get("job_finished->voted"),
         ),
         # the write task's start-up is counted with the task starts
         "spark_submit_jvm_and_driver_python_s": round(
@@ -166,7 +166,7 @@ def summary(parts: dict[str, Any]) -> dict[str, float]:
         "spark_context_start_and_stop_s": add(
             inside.get("epoch_checked->spark_context_init"),
             inside.get("spark_context_init->job_started"),
-            inside.get("job_finished->spark_context_stopped"),
+            inside.get("voted->spark_context_stopped"),
         ),
         "spark_task_startup_s": worker_start,
         "spark_task_records_and_rest_s": round(float(spark_job or 0.0) - worker_start, 3),
