@@ -76,16 +76,18 @@ def one_run(stack: LocalStack, topic: str, ends: tuple[int, ...], per: int | Non
     entry = {"name": table, "topics": [topic], "hbase": {"table": table}}
     spec = parse_pipelines_text(json.dumps({"pipelines": [entry]}), "<bench>")[table]
     settings = task_settings(spec, 1)
-    real_mapper, real_mutations = write_task.build_mapper, hbase_writer.call_mutations
+    real_mapper, real_send = write_task.build_mapper, hbase_writer.mutate_rows_ts
     calls = 0
 
-    def counted(call: WriteCall) -> list[Any]:
+    def counted(
+        client: Any, table_name: bytes, call: WriteCall, heads: dict[bytes, bytes] | None = None
+    ) -> None:
         nonlocal calls
         calls += 1
-        return real_mutations(call)
+        real_send(client, table_name, call, heads)
 
     write_task.build_mapper = mapper_factory(per)
-    hbase_writer.call_mutations = counted
+    hbase_writer.mutate_rows_ts = counted
     servers = server_pids(stack)
     try:
         server_before, cpu_before, started = cpu_seconds(servers), time.process_time(), time.monotonic()
@@ -93,7 +95,7 @@ def one_run(stack: LocalStack, topic: str, ends: tuple[int, ...], per: int | Non
         seconds = time.monotonic() - started
         client_cpu, server_cpu = time.process_time() - cpu_before, cpu_seconds(servers) - server_before
     finally:
-        write_task.build_mapper, hbase_writer.call_mutations = real_mapper, real_mutations
+        write_task.build_mapper, hbase_writer.mutate_rows_ts = real_mapper, real_send
         drop_table(stack, table)
     return {
         "seconds": round(seconds, 2),

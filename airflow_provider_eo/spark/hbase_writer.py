@@ -1,4 +1,5 @@
-"""Send segments to HBase: one Thrift1 ``mutateRowsTs`` call per segment and version.
+"""Send segments to HBase: one Thrift1 ``mutateRowsTs`` call per segment and version
+(encoded straight from the segment: :mod:`~airflow_provider_eo.spark.thrift_calls`).
 
 Every offset-versioned mutation of a :class:`Segment` carries the segment's timestamp (the
 offset of its last record); field-versioned cells carry their own version, one call per
@@ -30,14 +31,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import happybase
-from Hbase_thrift import BatchMutation, Mutation  # registered by happybase's thriftpy2 loader
-from Hbase_thrift import IOError as HBaseIOError
+from Hbase_thrift import IOError as HBaseIOError  # registered by happybase's thriftpy2 loader
 from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TTransportException
 
 from airflow_provider_eo.errors import EoError, error_text
 from airflow_provider_eo.hooks.client_config import Endpoint
 from airflow_provider_eo.spark.segments import Segment, WriteCall
+from airflow_provider_eo.spark.thrift_calls import mutate_rows_ts
 from airflow_provider_eo.spark.thrift_endpoints import ThriftEndpoints
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,8 @@ class UnsafeColumnFamilyError(HBaseWriteError):
 def segment_families(segment: Segment) -> set[bytes]:
     """The column families a segment writes to (puts' ``family:qualifier`` and deletes)."""
     families = {family for row_families in segment.deletes.values() for family in row_families}
-    families.update(column.split(b":", 1)[0] for cells in segment.puts.values() for column in cells)
-    families.update(column.split(b":", 1)[0] for cells in segment.versioned_puts.values() for column in cells)
+    columns = set().union(*segment.puts.values(), *segment.versioned_puts.values())  # distinct names
+    families.update(column.split(b":", 1)[0] for column in columns)
     return families
 
 
@@ -103,19 +104,6 @@ def check_family(table: str, family: bytes, descriptors: Mapping[bytes, Any]) ->
         )
 
 
-def call_mutations(call: WriteCall) -> list[Any]:
-    """Thrift ``BatchMutation`` objects of one call: family deletes and puts, rows in first-seen order."""
-    batches = [
-        BatchMutation(row, [Mutation(isDelete=True, column=family) for family in families])
-        for row, families in call.deletes.items()
-    ]
-    batches += [  # positional (isDelete, column, value): half the cost of keywords, per cell
-        BatchMutation(row, [Mutation(False, column, value) for column, value in cells.items()])
-        for row, cells in call.puts.items()
-    ]
-    return batches
-
-
 class SegmentWriter:
     """Writes segments to one table over one (re-opened on error) happybase connection.
 
@@ -145,6 +133,7 @@ class SegmentWriter:
         self._table_name: bytes | None = None
         self._descriptors: dict[bytes, Any] | None = None
         self._checked_families: set[bytes] = set()
+        self._heads: dict[bytes, bytes] = {}  # column name -> its encoded head (thrift_calls)
 
     def _connect(self) -> tuple[happybase.Connection, bytes]:
         if self._connection is None or self._table_name is None:
@@ -170,7 +159,6 @@ class SegmentWriter:
         if segment.is_empty():
             return
         calls = segment.calls()
-        mutations = [(call.timestamp, call_mutations(call)) for call in calls]
         done = 0  # calls written: a retry goes on with the next one
         versions = versions_text(calls)
         last_error: Exception | None = None
@@ -178,8 +166,8 @@ class SegmentWriter:
             try:
                 connection, table_name = self._connect()
                 self._check_families(connection, table_name, segment)
-                for timestamp, batches in mutations[done:]:
-                    connection.client.mutateRowsTs(table_name, batches, timestamp, {})
+                for call in calls[done:]:
+                    mutate_rows_ts(connection.client, table_name, call, self._heads)
                     done += 1
                 return
             except UnsafeColumnFamilyError:

@@ -47,8 +47,8 @@ class RowPut:
     @cached_property
     def size_bytes(self) -> int:
         """What the put weighs in a Thrift call: per cell, row + column + value bytes."""
-        row = len(self.row)
-        return sum(row + len(column) + len(value) for column, value in self.cells.items())
+        cells = self.cells
+        return len(self.row) * len(cells) + sum(map(len, cells)) + sum(map(len, cells.values()))
 
 
 @dataclass(frozen=True)

@@ -100,10 +100,12 @@ def pipeline_world(stack: StackInfo, partitions: int, **topic_config: str) -> It
     admin.create_topics([NewTopic(world.topic, partitions, 1, config=topic_config)])[world.topic].result(15)
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     hbase.create_table(world.table, {"d": {}})
+    hbase.close()  # the Thrift server drops a connection idle for 60 s: a new one at the end
     try:
         with fresh_database(stack.ledger_dsn) as dsn:
             yield dataclasses.replace(world, ledger_dsn=dsn)
     finally:
+        hbase.open()
         hbase.delete_table(world.table, disable=True)
         hbase.close()
         admin.delete_topics([world.topic])[world.topic].result(timeout=15)

@@ -26,6 +26,7 @@ import math
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from airflow_provider_eo.errors import BadRecord
@@ -87,15 +88,41 @@ _compact_encoder = json.JSONEncoder(
 )
 
 
-def compact_json(value: Any) -> bytes:
-    """Compact JSON of ``value`` in UTF-8 (one encoder for every call); BadRecord for a value
-    without an encoding."""
-    try:
-        return _compact_encoder.encode(value).encode("utf-8")
-    except ValueError:  # a non-finite float (allow_nan=False); UnicodeEncodeError passes
-        if isinstance(value, str):
+class _CompactJson:
+    """``_compact_encoder.encode`` with the C encoder built once instead of at every call
+    (that construction cost more than encoding a small object). Its circular-reference
+    markers may keep entries after a failed call, so a failure builds a fresh one."""
+
+    def __init__(self) -> None:
+        self._encode = self._build()
+
+    @staticmethod
+    def _build() -> Any:
+        if c_make_encoder is None:  # no C accelerator: the encoder as it is
+            return lambda value: _compact_encoder.encode(value)
+        one = c_make_encoder({}, _json_default, encode_basestring, None, ":", ",", False, False, False)
+        return lambda value: "".join(one(value, 0))
+
+    def __call__(self, value: Any) -> str:
+        try:
+            return self._encode(value)
+        except BaseException:
+            self._encode = self._build()
             raise
-        return _compact_encoder.encode(_finite(value)).encode("utf-8")
+
+
+_encode_compact = _CompactJson()
+
+
+def compact_json(value: Any) -> bytes:
+    """Compact JSON of ``value`` in UTF-8 (what ``_compact_encoder.encode`` gives); BadRecord
+    for a value without an encoding."""
+    if isinstance(value, str):
+        return _compact_encoder.encode(value).encode("utf-8")
+    try:
+        return _encode_compact(value).encode("utf-8")
+    except ValueError:  # a non-finite float (allow_nan=False); UnicodeEncodeError passes
+        return _encode_compact(_finite(value)).encode("utf-8")
     except TypeError as exc:
         raise BadRecord(f"cannot encode a cell: {exc}") from None
 
