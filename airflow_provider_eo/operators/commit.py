@@ -13,6 +13,7 @@ from airflow_provider_eo.ledger.states import EpochKind
 from airflow_provider_eo.lineage.operator_lineage import epoch_lineage
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 from airflow_provider_eo.operators.announce import announce_commit
+from airflow_provider_eo.operators.epoch_link import EpochPageLink
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.operators.xcom import commit_summary
 
@@ -52,6 +53,7 @@ class CommitEpochOperator(PipelineOperator):
 
     template_fields: Sequence[str] = ("pipeline", "epoch_id", "pipelines_file")
     ui_color = "#e6f4ea"
+    operator_extra_links = (EpochPageLink(),)  # "Epoch": the epoch's page (operators/epoch_link.py)
 
     def __init__(
         self,
