@@ -78,7 +78,8 @@ def lag_chart(data: dict[str, Any]) -> str:
     """Lag over time: ``total`` and one series per shown partition (commit samples filled,
     wait samples hollow)."""
     lag = data["lag"]
-    samples, start, end = lag["samples"], _time(data["since"]), _time(data["until"])
+    samples, end = lag["samples"], _time(data["until"])
+    start = _time(samples[0]["at"]) if samples else _time(data["since"])  # the window's samples, not its void
     notes = [] if samples else ["no lag sample in this window"]
     if lag["every"] > 1:
         notes.append(f"every {lag['every']}th of {lag['samples_in_window']} samples")
@@ -139,18 +140,25 @@ def _bars(data: dict[str, Any], chart: str, key: str, title: str, y_title: str, 
     return _figure(chart, title, _epoch_notes(data), svg(plot, title, "".join(parts)), [])
 
 
+def _phase_stack(epoch: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """``(phase, seconds, fill)`` bottom to top: the known phases, then the part they leave
+    unexplained when some are unknown (hatched)."""
+    known = {p: v for p, v in epoch["phases"].items() if v is not None}
+    stack = [(p, known[p], PHASE_COLORS[p]) for p in PHASES if p in known]
+    if len(known) < len(PHASES) and epoch["duration_s"] is not None:
+        stack.append(("unknown", round(epoch["duration_s"] - sum(known.values()), 3), UNKNOWN))
+    return stack
+
+
 def phases_chart(data: dict[str, Any]) -> str:
     """Each epoch's duration as a stack of its phases; the part its phases do not account
     for (phases it did not record) is hatched, ``data-phase="unknown"``."""
     epochs = data["epochs"]
-    plot = Plot.for_values([e["duration_s"] for e in epochs if e["duration_s"] is not None])
+    stacks = [_phase_stack(e) for e in epochs]
+    plot = Plot.for_values([sum(max(s, 0.0) for _, s, _ in stack) for stack in stacks])
     parts = [_epoch_axes(plot, epochs, "seconds")]
-    for i, epoch in enumerate(epochs):
+    for i, (epoch, stack) in enumerate(zip(epochs, stacks, strict=True)):
         x, width = plot.band(i, len(epochs))
-        known = {p: v for p, v in epoch["phases"].items() if v is not None}
-        stack = [(p, known[p], PHASE_COLORS[p]) for p in PHASES if p in known]
-        if len(known) < len(PHASES) and epoch["duration_s"] is not None:
-            stack.append(("unknown", round(epoch["duration_s"] - sum(known.values()), 3), UNKNOWN))
         bottom = 0.0
         for phase, seconds, fill in stack:
             top = bottom + max(seconds, 0.0)

@@ -139,9 +139,9 @@ def _metrics(metrics: dict[str, Any] | None) -> str:
     if not metrics:
         return '<p class="muted" id="metrics">no metrics: the epoch was not voted</p>'
     rows = []
-    for key, value in metrics.items():
-        if key == "partitions":
-            continue
+    named = [key for key in METRIC_NAMES if key in metrics]  # the names' order, then any other key
+    for key in named + sorted(set(metrics) - set(named) - {"partitions"}):
+        value = metrics[key]
         shown = ", ".join(map(str, value)) if isinstance(value, list) else value
         figure = number(shown) if isinstance(shown, int | float) else shown
         rows.append(

@@ -1,0 +1,173 @@
+"""Lag samples (migration 0005) on the real ledger and broker: written by the commit operator
+and recovery's re-commit from the watermarks the lag metric reads, by the wait operator's
+check and the trigger's polls from the pending rule's reads, never failing what took them,
+and read back bounded (every k-th sample, the partitions with the largest lag)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg2
+import pytest
+from airflow.sdk.exceptions import TaskDeferred
+
+from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.lag_samples import LagSample, SampledPartition
+from airflow_provider_eo.observability.epoch_metrics import report_committed
+from airflow_provider_eo.observability.lag_sampling import store_sample
+from airflow_provider_eo.operators.wait import WaitForRecordsOperator
+from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger
+from tests.integration.ledger_support import stack_kafka_hook
+from tests.integration.operator_support import (  # noqa: F401 (fixtures)
+    commit,
+    conn_env_fixture,
+    fill,
+    kafka_fixture,
+    ledger_fixture,
+    pipeline_fixture,
+    recover,
+    reserve,
+    vote,
+)
+from tests.kafka_helpers import produce
+from tests.task_context import task_context
+
+pytestmark = pytest.mark.integration
+
+Row = tuple[Any, ...]
+
+
+def samples_of(dsn: str, pipeline: str) -> list[tuple[str, int | None, int, int, list[Row]]]:
+    """``(source, epoch_id, partitions, total_lag, [(topic, partition, cursor, high, lag)])``
+    of every sample of ``pipeline``, oldest first, read directly from PostgreSQL."""
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT sample_id, source, epoch_id, partitions, total_lag FROM eo.lag_samples"
+            " WHERE pipeline = %s ORDER BY sample_id",
+            (pipeline,),
+        )
+        headers = cur.fetchall()
+        found = []
+        for sample_id, source, epoch_id, partitions, total in headers:
+            cur.execute(
+                'SELECT topic, "partition", cursor_offset, high_watermark, lag FROM eo.lag_sample_partitions'
+                ' WHERE sample_id = %s ORDER BY topic, "partition"',
+                (sample_id,),
+            )
+            found.append((source, epoch_id, partitions, total, [tuple(r) for r in cur.fetchall()]))
+    conn.close()
+    return found
+
+
+def test_commits_and_recovery_store_the_lag_they_measured(
+    stack, ledger, pipeline, kafka_topic_factory
+) -> None:
+    topic = kafka_topic_factory(partitions=2, prefix="lagsample")
+    name, _group, file = pipeline(topics=[topic])
+    fill(stack, topic, [3, 2])
+    first = reserve(name, file)
+    vote(ledger, first)
+    produce(stack.kafka_bootstrap, topic, [(f"n{i}", "v") for i in range(4)], partition=0)  # high 7
+    commit(name, file, first["epoch_id"])
+    commit(name, file, first["epoch_id"])  # a no-op commit stores nothing
+    assert samples_of(stack.ledger_dsn, name) == [
+        ("commit", first["epoch_id"], 2, 4, [(topic, 0, 3, 7, 4), (topic, 1, 2, 2, 0)]),
+    ]
+    # a WRITTEN epoch of a dead run, re-committed by the next run's recovery
+    second = reserve(name, file, run_id="crashed")
+    vote(ledger, second)
+    produce(stack.kafka_bootstrap, topic, [("m", "v")], partition=1)  # high 3
+    assert recover(name, file, run_id="next")["recommitted"] == [second["epoch_id"]]
+    assert samples_of(stack.ledger_dsn, name)[1:] == [
+        ("commit", second["epoch_id"], 2, 1, [(topic, 0, 7, 7, 0), (topic, 1, 2, 3, 1)]),
+    ]
+
+
+def test_the_wait_step_stores_a_sample_at_its_check_and_its_polls(
+    stack, ledger, pipeline, kafka_topic_factory
+) -> None:
+    topic = kafka_topic_factory(partitions=2, prefix="lagwait")
+    name, _group, file = pipeline(topics=[topic])
+    fill(stack, topic, [2, 1])
+    summary = reserve(name, file)
+    vote(ledger, summary)
+    commit(name, file, summary["epoch_id"])
+    wait = WaitForRecordsOperator(
+        task_id="wait", pipeline=name, pipelines_file=file, timeout=60, poll_interval=1
+    )
+    with pytest.raises(TaskDeferred):  # nothing pending: it defers and leaves the sample to the trigger
+        wait.execute(task_context())  # type: ignore[arg-type]
+    trigger = RecordsAvailableTrigger(
+        pipeline=name, topics=[topic], topic_pattern=None, deadline=time.time() + 120, poll_interval=0.2
+    )
+
+    async def polls_until_records() -> dict[str, Any]:
+        events = trigger.run()
+        waiting = asyncio.ensure_future(anext(events))
+        done, _ = await asyncio.wait({waiting}, timeout=1.0)  # about five polls find nothing
+        assert done == set()
+        await asyncio.to_thread(produce, stack.kafka_bootstrap, topic, [("a", "v"), ("b", "v")], partition=1)
+        event = await asyncio.wait_for(waiting, timeout=30)
+        await events.aclose()
+        return dict(event.payload)
+
+    assert asyncio.run(polls_until_records())["pending"] == 2
+    produce(stack.kafka_bootstrap, topic, [("c", "v")], partition=0)
+    assert wait.execute(task_context())["pending"] == 3  # type: ignore[arg-type,index]
+    # the commit's, the trigger's first poll and the poll that found records, the operator's check
+    assert samples_of(stack.ledger_dsn, name) == [
+        ("commit", summary["epoch_id"], 2, 0, [(topic, 0, 2, 2, 0), (topic, 1, 1, 1, 0)]),
+        ("wait", None, 2, 0, [(topic, 0, 2, 2, 0), (topic, 1, 1, 1, 0)]),
+        ("wait", None, 2, 2, [(topic, 0, 2, 2, 0), (topic, 1, 1, 3, 2)]),
+        ("wait", None, 2, 3, [(topic, 0, 2, 3, 1), (topic, 1, 1, 3, 2)]),
+    ]
+
+
+def test_a_sample_that_cannot_be_stored_fails_nothing(
+    stack, ledger, pipeline, kafka_topic_factory, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = kafka_topic_factory(partitions=1, prefix="lagfail")
+    name, _group, file = pipeline(topics=[topic])
+    fill(stack, topic, [2])
+    summary = reserve(name, file)
+    vote(ledger, summary)
+    commit(name, file, summary["epoch_id"])
+    epoch = ledger.get_epoch(summary["epoch_id"])
+    down = Ledger("host=127.0.0.1 port=1 dbname=eo connect_timeout=2")  # the sample's ledger is gone
+    caplog.set_level(logging.WARNING)
+    report_committed(epoch, lambda: stack_kafka_hook(stack), down)  # returns: the commit stands
+    assert f"lag sample not stored pipeline={name} source=commit epoch_id={epoch.epoch_id}" in caplog.text
+    unknown = LagSample("no_such_pipeline", "wait", None, (SampledPartition(topic, 0, 0, 2, 2),))
+    assert store_sample(ledger, unknown, "partitions=1") is False  # refused by the pipelines' foreign key
+    assert "lag sample not stored pipeline=no_such_pipeline source=wait partitions=1" in caplog.text
+    assert ledger.get_epoch(epoch.epoch_id).state == "COMMITTED"
+    assert [s[0] for s in samples_of(stack.ledger_dsn, name)] == ["commit"]
+
+
+def test_a_window_of_samples_is_bounded(stack, ledger, pipeline) -> None:
+    name, _group, _file = pipeline(topics=["t"])
+    with psycopg2.connect(stack.ledger_dsn) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO eo.pipelines (name) VALUES (%s)", (name,))
+    conn.close()
+    ids = []
+    for i in range(25):  # partition p lags p * i behind in sample i
+        rows = tuple(SampledPartition("t", p, 100, 100 + p * i, p * i) for p in range(12))
+        ids.append(ledger.record_lag_sample(LagSample(name, "wait", None, rows)))
+    since = datetime.now(UTC) - timedelta(hours=1)
+    found = ledger.pipeline_charts(
+        name, since=since, last=None, max_epochs=5, max_samples=10, max_partitions=3
+    )
+    lag = found.lag
+    # 25 samples, at most 10: every 3rd counted from the newest (ages 0, 3, ..., 24)
+    assert (lag.in_window, lag.every, lag.partitions) == (25, 3, 12)
+    assert [s.sample_id for s in lag.samples] == ids[::3]
+    assert lag.shown_partitions == (("t", 9), ("t", 10), ("t", 11))  # the largest lag in the newest
+    assert [[(p.partition, p.lag) for p in s.shown] for s in lag.samples] == [
+        [(9, 9 * i), (10, 10 * i), (11, 11 * i)] for i in range(0, 25, 3)
+    ]
+    assert [s.total_lag for s in lag.samples] == [66 * i for i in range(0, 25, 3)]
+    assert (found.epochs, found.epochs_in_window) == ([], 0)
