@@ -82,7 +82,7 @@ def lag_chart(data: dict[str, Any]) -> str:
     start = _time(samples[0]["at"]) if samples else _time(data["since"])  # the window's samples, not its void
     notes = [] if samples else ["no lag sample in this window"]
     if lag["every"] > 1:
-        notes.append(f"every {lag['every']}th of {lag['samples_in_window']} samples")
+        notes.append(f"every {_ordinal(lag['every'])} of {lag['samples_in_window']} samples")
     if lag["partitions"] > len(lag["partitions_shown"]):
         notes.append(f"{len(lag['partitions_shown'])} of {lag['partitions']} partitions: the largest lag now")
     lags = [s["total_lag"] for s in samples] + [p["lag"] for s in samples for p in s["partitions"]]
@@ -196,6 +196,12 @@ def render_charts(data: dict[str, Any], window_label: str) -> str:
         f'(<a href="{esc(json_link)}">JSON</a>)</span></h2>'
         f'<div class="charts">{"".join(charts)}</div></section>'
     )
+
+
+def _ordinal(n: int) -> str:
+    """``2nd``, ``3rd``, ``11th``, ``22nd``..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _time(iso: str) -> datetime:

@@ -63,6 +63,19 @@ def samples_of(dsn: str, pipeline: str) -> list[tuple[str, int | None, int, int,
     return found
 
 
+def committed(
+    stack: Any, ledger: Ledger, pipeline: Any, topic: str, counts: list[int]
+) -> tuple[str, str, int]:
+    """A pipeline over ``topic`` after ``counts`` records per partition and one epoch
+    reserved, voted and committed by the operators: ``(name, pipelines file, epoch id)``."""
+    name, _group, file = pipeline(topics=[topic])
+    fill(stack, topic, counts)
+    summary = reserve(name, file)
+    vote(ledger, summary)
+    commit(name, file, summary["epoch_id"])
+    return name, file, int(summary["epoch_id"])
+
+
 def test_commits_and_recovery_store_the_lag_they_measured(
     stack, ledger, pipeline, kafka_topic_factory
 ) -> None:
@@ -91,11 +104,7 @@ def test_the_wait_step_stores_a_sample_at_its_check_and_its_polls(
     stack, ledger, pipeline, kafka_topic_factory
 ) -> None:
     topic = kafka_topic_factory(partitions=2, prefix="lagwait")
-    name, _group, file = pipeline(topics=[topic])
-    fill(stack, topic, [2, 1])
-    summary = reserve(name, file)
-    vote(ledger, summary)
-    commit(name, file, summary["epoch_id"])
+    name, file, epoch_id = committed(stack, ledger, pipeline, topic, [2, 1])
     wait = WaitForRecordsOperator(
         task_id="wait", pipeline=name, pipelines_file=file, timeout=60, poll_interval=1
     )
@@ -120,7 +129,7 @@ def test_the_wait_step_stores_a_sample_at_its_check_and_its_polls(
     assert wait.execute(task_context())["pending"] == 3  # type: ignore[arg-type,index]
     # the commit's, the trigger's first poll and the poll that found records, the operator's check
     assert samples_of(stack.ledger_dsn, name) == [
-        ("commit", summary["epoch_id"], 2, 0, [(topic, 0, 2, 2, 0), (topic, 1, 1, 1, 0)]),
+        ("commit", epoch_id, 2, 0, [(topic, 0, 2, 2, 0), (topic, 1, 1, 1, 0)]),
         ("wait", None, 2, 0, [(topic, 0, 2, 2, 0), (topic, 1, 1, 1, 0)]),
         ("wait", None, 2, 2, [(topic, 0, 2, 2, 0), (topic, 1, 1, 3, 2)]),
         ("wait", None, 2, 3, [(topic, 0, 2, 3, 1), (topic, 1, 1, 3, 2)]),
@@ -131,12 +140,8 @@ def test_a_sample_that_cannot_be_stored_fails_nothing(
     stack, ledger, pipeline, kafka_topic_factory, caplog: pytest.LogCaptureFixture
 ) -> None:
     topic = kafka_topic_factory(partitions=1, prefix="lagfail")
-    name, _group, file = pipeline(topics=[topic])
-    fill(stack, topic, [2])
-    summary = reserve(name, file)
-    vote(ledger, summary)
-    commit(name, file, summary["epoch_id"])
-    epoch = ledger.get_epoch(summary["epoch_id"])
+    name, _file, epoch_id = committed(stack, ledger, pipeline, topic, [2])
+    epoch = ledger.get_epoch(epoch_id)
     down = Ledger("host=127.0.0.1 port=1 dbname=eo connect_timeout=2")  # the sample's ledger is gone
     caplog.set_level(logging.WARNING)
     report_committed(epoch, lambda: stack_kafka_hook(stack), down)  # returns: the commit stands
