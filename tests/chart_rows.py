@@ -26,8 +26,7 @@ def raw_epochs(dsn: str, pipeline: str) -> list[dict[str, Any]]:
             SELECT e.epoch_id, e.kind, e.created_at, e.written_at, e.committed_at, e.commit_started_at,
                    e.metrics,
                    (SELECT at FROM eo.epoch_transitions t WHERE t.epoch_id = e.epoch_id AND from_state IS NULL
-                      AND actor_kind <> 'migration'),
-                   (SELECT count(*) FROM eo.dead_letters d WHERE d.epoch_id = e.epoch_id)
+                      AND actor_kind <> 'migration')
               FROM eo.epochs e WHERE pipeline = %s AND state = 'COMMITTED' ORDER BY epoch_id
             """,
             (pipeline,),
@@ -35,7 +34,7 @@ def raw_epochs(dsn: str, pipeline: str) -> list[dict[str, Any]]:
         rows = cur.fetchall()
     conn.close()
     found = []
-    for epoch_id, kind, created, written, committed, commit_started, metrics, reserved, dead in rows:
+    for epoch_id, kind, created, written, committed, commit_started, metrics, reserved in rows:
         spark, after = metrics.get("spark_tasks_s"), metrics.get("vote_after_tasks_s")
         ended = written - timedelta(seconds=after) if after is not None else None
         started = ended - timedelta(seconds=spark) if ended is not None and spark is not None else None
@@ -51,7 +50,7 @@ def raw_epochs(dsn: str, pipeline: str) -> list[dict[str, Any]]:
         rate = round(metrics["records"] / spark, 1) if spark else None
         found.append({
             "epoch_id": epoch_id, "kind": kind, "committed_at": committed.isoformat(),
-            "records": metrics["records"], "records_per_s": rate, "dead_letters": dead,
+            "records": metrics["records"], "records_per_s": rate, "dead_letters": metrics.get("bad_records"),
             "duration_s": span(created, committed), "phases": phases,
         })  # fmt: skip
     return found
@@ -79,6 +78,10 @@ def raw_samples(dsn: str, pipeline: str) -> list[dict[str, Any]]:
     return found
 
 
+def _shown(value: Any) -> str:
+    return "unknown" if value is None else str(value)
+
+
 def expected_points(epochs: list[dict[str, Any]], samples: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The ``data-*`` attributes (without the prefix) of every point the charts draw for
     ``epochs`` and ``samples`` (:func:`raw_epochs`, :func:`raw_samples`), sorted."""
@@ -88,8 +91,8 @@ def expected_points(epochs: list[dict[str, Any]], samples: list[dict[str, Any]])
         rate = e["records_per_s"]
         points += [
             {"chart": "records", **base, "value": str(e["records"])},
-            {"chart": "rate", **base, "value": "unknown" if rate is None else str(rate)},
-            {"chart": "dead-letters", **base, "value": str(e["dead_letters"])},
+            {"chart": "rate", **base, "value": _shown(rate)},
+            {"chart": "dead-letters", **base, "value": _shown(e["dead_letters"])},
         ]
         known = {p: v for p, v in e["phases"].items() if v is not None}
         stack = [(p, known[p]) for p in PHASE_ORDER if p in known]

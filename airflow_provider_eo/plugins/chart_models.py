@@ -26,7 +26,7 @@ class ChartEpoch(Answer):
     committed_at: Timestamp
     records: int | None = Field(description="records read by its write (the vote's records)")
     records_per_s: float | None = Field(description="records / its Spark job's seconds, one decimal")
-    dead_letters: int = Field(description="rows of eo.dead_letters naming the epoch")
+    dead_letters: int | None = Field(description="records its write dead-lettered (the vote's bad_records)")
     duration_s: float | None = Field(description="reservation to commit; the phases sum to it")
     phases: Phases
 

@@ -83,7 +83,7 @@ def _facts(e: dict[str, Any]) -> str:
         ("DAG", f"<code>{esc(e['dag_id'])}</code>"), ("run", f"<code>{esc(e['run_id'])}</code>"),
         ("offsets", esc(e["records_total"])), ("reserved", when(e["created_at"])),
         ("written", when(e["written_at"])), ("committed", when(e["committed_at"])),
-        ("aborted", when(e["aborted_at"])), ("dead letters", esc(e["dead_letters"])),
+        ("aborted", when(e["aborted_at"])),
         ("error", f'<span class="err">{esc(e["error"])}</span>' if e["error"] else "-"),
     ]  # fmt: skip
     body = "".join(f"<tr><th>{name}</th><td>{value}</td></tr>" for name, value in rows)

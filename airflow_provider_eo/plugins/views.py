@@ -118,8 +118,8 @@ def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, An
 
 
 def epoch_page_data(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
-    """What an epoch's page shows: :func:`epoch` (raising as it does) plus ``dead_letters``,
-    ``duration_s`` and ``phases`` (``ledger/phases.py``; None where unknown) and
+    """What an epoch's page shows: :func:`epoch` (raising as it does) plus ``duration_s``
+    and ``phases`` (``ledger/phases.py``; None where unknown) and
     ``lag_after_commit``: its commit lag sample (``{"at", "partitions": [{topic,
     partition, cursor, high_watermark, lag}]}``) or None."""
     shown = epoch(ledger, epoch_id, access)
@@ -131,7 +131,6 @@ def epoch_page_data(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> di
         lag = {"at": at.isoformat(), "partitions": [asdict(p) for p in partitions]}
     return {
         **shown,
-        "dead_letters": point.dead_letters,
         "duration_s": point.times.duration_s,
         "phases": point.times.phases(),
         "lag_after_commit": lag,

@@ -13,7 +13,7 @@ and on the ledger and HBase:
 5. the Epochs page (navigation entry and the DAG's Epochs tab) lists the three epochs
    with their exact ranges and, after producing more records, the exact lag per partition;
 6. the pipeline's charts draw exactly the ledger's rows: every point's ``data-*`` values
-   equal those computed from eo.epochs, eo.epoch_transitions, eo.dead_letters and the lag
+   equal those computed from eo.epochs, eo.epoch_transitions and the lag
    samples, read directly from PostgreSQL;
 7. links both ways: an epoch's row to its page, its page to the run's grid and the commit
    task's log in Airflow, the write task's "Epoch" extra link back to the epoch's page.

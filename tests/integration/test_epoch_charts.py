@@ -15,7 +15,7 @@ import psycopg2
 import pytest
 from fastapi.testclient import TestClient
 
-from airflow_provider_eo.ledger import DeadLetter, Ledger
+from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.operators.wait import WaitForRecordsOperator
 from airflow_provider_eo.plugins.app import create_app
 from tests.chart_rows import expected_points, raw_epochs, raw_samples
@@ -31,9 +31,9 @@ VOTE = {"records": 5, "cells_written": 10, "bad_records": 2, "tasks": 2, "durati
 
 @dataclass
 class Charted:
-    """Pipeline ``name``: epochs ``new`` (voted with the Spark job's times, committed by the
-    commit operator, two dead letters), ``old`` (voted and committed as before migration
-    0005: no job times, no commit start) and ``last``; a wait sample between them."""
+    """Pipeline ``name``: epochs ``new`` (voted with the Spark job's times and two records
+    dead-lettered, committed by the commit operator), ``old`` (voted and committed as before
+    migration 0005: no job times, no commit start) and ``last``; a wait sample between them."""
 
     dsn: str
     name: str
@@ -57,9 +57,6 @@ def charted(
         fill(stack, topic, [3, 2])
         new = reserve(name, str(file), run_id="r-new")
         ledger.vote_written(new["epoch_id"], new["fencing_token"], VOTE)
-        ledger.record_dead_letters(
-            [DeadLetter(name, topic, 0, o, new["epoch_id"], "bad JSON", b"k", b"v") for o in (0, 1)]
-        )
         commit(name, str(file), new["epoch_id"])
         produce(stack.kafka_bootstrap, topic, [("k", "v")] * 2, partition=1)
         old = reserve(name, str(file), run_id="r-old")
@@ -203,6 +200,5 @@ def test_an_epochs_own_page(charted: Charted, client: TestClient) -> None:
     assert re.findall(r'<tr class="transition" data-from="(\w*)" data-to="(\w+)">', html) == [
         ("", "RESERVED"), ("RESERVED", "WRITTEN"), ("WRITTEN", "COMMITTED")
     ]  # fmt: skip
-    assert "<th>dead letters</th><td>2</td>" in html
     missing = client.get("/epochs/999999")
     assert (missing.status_code, "epoch 999999 does not exist" in missing.text) == (404, True)

@@ -3,7 +3,7 @@ its phases are cut from (``ledger/phases.py``), read without the bulky parts of 
 
 :func:`window_epoch_ids` picks a window's committed epochs (one statement, the newest
 ``limit`` of them), :func:`epoch_points` reads their figures (one statement whatever their
-number; of the vote's metrics only the three numbers needed, never its per-partition list).
+number; of the vote's metrics only the four numbers needed, never its per-partition list).
 """
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ from airflow_provider_eo.ledger.states import EpochState
 
 @dataclass(frozen=True)
 class EpochPoint:
-    """One epoch's figures: ``records`` read by its write (the vote's ``records``; None
-    before the vote), ``dead_letters`` (rows of ``eo.dead_letters`` naming it) and its
+    """One epoch's figures from its vote (None before it): ``records`` read by its write,
+    ``dead_letters`` the records it dead-lettered (``bad_records``: what the epoch itself
+    rejected, which a later replay of the same offsets does not change), and its
     :class:`EpochTimes`."""
 
     epoch_id: int
     kind: str
     state: str
     records: int | None
-    dead_letters: int
+    dead_letters: int | None
     times: EpochTimes
 
 
@@ -67,11 +68,10 @@ def epoch_points(cur: Any, epoch_ids: Sequence[int]) -> list[EpochPoint]:
         """
         SELECT e.epoch_id, e.kind, e.state, e.created_at, e.written_at, e.committed_at,
                e.commit_started_at, e.metrics->'records', e.metrics->'spark_tasks_s',
-               e.metrics->'vote_after_tasks_s',
+               e.metrics->'vote_after_tasks_s', e.metrics->'bad_records',
                (SELECT t.at FROM eo.epoch_transitions t
                  WHERE t.epoch_id = e.epoch_id AND t.from_state IS NULL AND t.actor_kind <> 'migration'
-                 ORDER BY t.transition_id LIMIT 1),
-               (SELECT count(*) FROM eo.dead_letters d WHERE d.epoch_id = e.epoch_id)
+                 ORDER BY t.transition_id LIMIT 1)
           FROM eo.epochs e
          WHERE e.epoch_id = ANY(%s)
          ORDER BY e.epoch_id
@@ -80,9 +80,9 @@ def epoch_points(cur: Any, epoch_ids: Sequence[int]) -> list[EpochPoint]:
     )
     points = []
     for (epoch_id, kind, state, created, written, committed, commit_started, records, spark_tasks_s,
-         vote_after_tasks_s, reserved, dead_letters) in cur.fetchall():  # fmt: skip
+         vote_after_tasks_s, bad_records, reserved) in cur.fetchall():  # fmt: skip
         metrics = {"spark_tasks_s": spark_tasks_s, "vote_after_tasks_s": vote_after_tasks_s}
         times = EpochTimes.of(created, reserved, written, committed, commit_started, metrics)
-        read = None if records is None else int(records)
-        points.append(EpochPoint(int(epoch_id), kind, state, read, int(dead_letters), times))
+        read, rejected = (None if n is None else int(n) for n in (records, bad_records))
+        points.append(EpochPoint(int(epoch_id), kind, state, read, rejected, times))
     return points
