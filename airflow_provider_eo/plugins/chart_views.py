@@ -74,9 +74,9 @@ def charts(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """The series of ``pipeline`` over ``window`` (time windows end at ``now``, default the
-    current time). Raises ``PipelineNotFound`` for an unknown pipeline and, alike, for one
-    the caller may not see."""
-    if pipeline not in access.visible([pipeline]) or pipeline not in ledger.list_pipelines():
+    current time), in one ledger transaction. Raises ``PipelineNotFound`` for an unknown
+    pipeline and, alike, for one the caller may not see."""
+    if pipeline not in access.visible([pipeline]):
         raise PipelineNotFound(pipeline)
     found = ledger.pipeline_charts(
         pipeline,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_provider_eo.ledger.errors import EpochNotFound
+from airflow_provider_eo.ledger.errors import EpochNotFound, PipelineNotFound
 from airflow_provider_eo.ledger.lag_samples import LagSample, SampledPartition
 from airflow_provider_eo.ledger.store import epoch_points, lag_samples
 from airflow_provider_eo.ledger.store.epoch_points import EpochPoint
@@ -54,10 +54,13 @@ class LedgerObservations:
     ) -> PipelineCharts:
         """The window of ``pipeline`` (committed at or after ``since``, or its ``last``
         committed epochs; lag samples from ``since``, or from the oldest of those epochs'
-        creation) in one transaction of at most six statements."""
+        creation) in one transaction of at most six statements; raises
+        ``PipelineNotFound`` for a pipeline the ledger does not know."""
         with self._transaction() as cur:
-            cur.execute("SELECT now()")
-            until = cur.fetchone()[0]
+            cur.execute("SELECT now(), EXISTS (SELECT 1 FROM eo.pipelines WHERE name = %s)", (pipeline,))
+            until, known = cur.fetchone()
+            if not known:
+                raise PipelineNotFound(pipeline)
             ids, in_window = epoch_points.window_epoch_ids(
                 cur, pipeline, since=since, last=last, limit=max_epochs
             )
