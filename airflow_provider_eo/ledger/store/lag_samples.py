@@ -111,18 +111,19 @@ def lag_window(
 def _partition_rows(
     cur: Any, sample_ids: Sequence[int], shown: Sequence[TopicPartition]
 ) -> dict[int, list[SampledPartition]]:
-    """The rows of ``shown`` partitions of each of ``sample_ids``, in one statement."""
+    """The rows of ``shown`` partitions of each of ``sample_ids``, in one statement of at most
+    ``len(sample_ids) * len(shown)`` index lookups."""
     if not shown:
         return {}
-    cur.execute(
+    keys = [(sample_id, topic, partition) for sample_id in sample_ids for topic, partition in shown]
+    cur.execute(  # every (sample, partition) key named: primary-key lookups, never a sample's every row
         """
-        SELECT sample_id, topic, "partition", cursor_offset, high_watermark, lag
-          FROM eo.lag_sample_partitions
-         WHERE sample_id = ANY(%s)
-           AND (topic, "partition") IN (SELECT * FROM unnest(%s::text[], %s::integer[]))
-         ORDER BY sample_id, topic, "partition"
+        SELECT p.sample_id, p.topic, p."partition", p.cursor_offset, p.high_watermark, p.lag
+          FROM unnest(%s::bigint[], %s::text[], %s::integer[]) AS k(sample_id, topic, "partition")
+          JOIN eo.lag_sample_partitions p USING (sample_id, topic, "partition")
+         ORDER BY p.sample_id, p.topic, p."partition"
         """,
-        (list(sample_ids), [t for t, _ in shown], [p for _, p in shown]),
+        ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]),
     )
     found: dict[int, list[SampledPartition]] = {}
     for sample_id, topic, partition, cursor, high, lag in cur.fetchall():
