@@ -16,7 +16,10 @@ from datetime import datetime
 from html import escape
 
 #: Series colours (mid-tones: readable on a white and on a dark background).
-PALETTE = ("#3182ce", "#dd6b20", "#38a169", "#d53f8c", "#805ad5", "#d69e2e", "#319795", "#e53e3e")
+PALETTE = (
+    "#3182ce", "#dd6b20", "#38a169", "#d53f8c", "#805ad5", "#d69e2e", "#319795", "#e53e3e", "#718096",
+)  # fmt: skip
+"""Nine: a lag chart's total and its (at most) eight partitions each get their own."""
 HATCH_ID = "eo-unknown-hatch"
 
 
