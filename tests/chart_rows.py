@@ -78,6 +78,18 @@ def raw_samples(dsn: str, pipeline: str) -> list[dict[str, Any]]:
     return found
 
 
+def sample_rows(
+    dsn: str, pipeline: str
+) -> list[tuple[str, int | None, int, list[tuple[str, int, int, int, int]]]]:
+    """:func:`raw_samples` as ``(source, epoch_id, total_lag, [(topic, partition, cursor,
+    high_watermark, lag)])``, oldest first."""
+    return [
+        (s["source"], s["epoch_id"], s["total_lag"],
+         [(p["topic"], p["partition"], p["cursor"], p["high_watermark"], p["lag"]) for p in s["partitions"]])
+        for s in raw_samples(dsn, pipeline)
+    ]  # fmt: skip
+
+
 def _shown(value: Any) -> str:
     return "unknown" if value is None else str(value)
 

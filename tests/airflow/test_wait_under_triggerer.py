@@ -34,7 +34,7 @@ from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow_server import AirflowServer
-from tests.chart_rows import raw_samples
+from tests.chart_rows import raw_samples, sample_rows
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
 
@@ -206,17 +206,22 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
     assert [e.epoch_id for e in ledger.epochs(EpochFilter(pipeline=name))] == [epoch.epoch_id]
     assert ledger.cursors(name) == {(topic, 0): 0, (topic, 1): RECORDS}
 
-    # 4. lag samples: (source, epoch, total lag, [(partition, cursor, high watermark, lag)])
-    samples = [
-        (s["source"], s["epoch_id"], s["total_lag"],
-         [(p["partition"], p["cursor"], p["high_watermark"], p["lag"]) for p in s["partitions"]])
-        for s in raw_samples(stack.ledger_dsn, name)
-    ]  # fmt: skip
-    assert samples == [
-        ("wait", None, 0, [(0, 0, 0, 0), (1, 0, 0, 0)]),  # the first run's first poll
-        ("wait", None, RECORDS, [(0, 0, 0, 0), (1, 0, RECORDS, RECORDS)]),  # the poll that fired
-        ("commit", epoch.epoch_id, 0, [(0, 0, 0, 0), (1, RECORDS, RECORDS, 0)]),
-        ("wait", None, 0, [(0, 0, 0, 0), (1, RECORDS, RECORDS, 0)]),  # the second run's first poll
+    # 4. lag samples: (source, epoch, total lag, [(topic, partition, cursor, high watermark, lag)])
+    assert sample_rows(stack.ledger_dsn, name) == [
+        ("wait", None, 0, [(topic, 0, 0, 0, 0), (topic, 1, 0, 0, 0)]),  # the first run's first poll
+        (
+            "wait",
+            None,
+            RECORDS,
+            [(topic, 0, 0, 0, 0), (topic, 1, 0, RECORDS, RECORDS)],
+        ),  # the poll that fired
+        ("commit", epoch.epoch_id, 0, [(topic, 0, 0, 0, 0), (topic, 1, RECORDS, RECORDS, 0)]),
+        (
+            "wait",
+            None,
+            0,
+            [(topic, 0, 0, 0, 0), (topic, 1, RECORDS, RECORDS, 0)],
+        ),  # the second run's first poll
     ]
 
 

@@ -1,26 +1,23 @@
 """Lag samples (migration 0005) on the real ledger and broker: written by the commit operator
-and recovery's re-commit from the watermarks the lag metric reads, by the wait operator's
-check and the trigger's polls from the pending rule's reads, never failing what took them,
-and read back bounded (every k-th sample, the partitions with the largest lag)."""
+and recovery's re-commit from the watermarks the lag metric reads, never failing what took
+them, and read back bounded (every k-th sample, the partitions with the largest lag). The
+wait step's samples: tests/integration/test_wait_for_records.py (and under the real
+triggerer, tests/airflow/test_wait_under_triggerer.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg2
 import pytest
-from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.lag_samples import LagSample, SampledPartition
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 from airflow_provider_eo.observability.lag_sampling import store_sample
-from airflow_provider_eo.operators.wait import WaitForRecordsOperator
-from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger
+from tests.chart_rows import sample_rows
 from tests.integration.ledger_support import stack_kafka_hook
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     commit,
@@ -34,33 +31,8 @@ from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     vote,
 )
 from tests.kafka_helpers import produce
-from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
-
-Row = tuple[Any, ...]
-
-
-def samples_of(dsn: str, pipeline: str) -> list[tuple[str, int | None, int, int, list[Row]]]:
-    """``(source, epoch_id, partitions, total_lag, [(topic, partition, cursor, high, lag)])``
-    of every sample of ``pipeline``, oldest first, read directly from PostgreSQL."""
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            "SELECT sample_id, source, epoch_id, partitions, total_lag FROM eo.lag_samples"
-            " WHERE pipeline = %s ORDER BY sample_id",
-            (pipeline,),
-        )
-        headers = cur.fetchall()
-        found = []
-        for sample_id, source, epoch_id, partitions, total in headers:
-            cur.execute(
-                'SELECT topic, "partition", cursor_offset, high_watermark, lag FROM eo.lag_sample_partitions'
-                ' WHERE sample_id = %s ORDER BY topic, "partition"',
-                (sample_id,),
-            )
-            found.append((source, epoch_id, partitions, total, [tuple(r) for r in cur.fetchall()]))
-    conn.close()
-    return found
 
 
 def committed(
@@ -87,52 +59,16 @@ def test_commits_and_recovery_store_the_lag_they_measured(
     produce(stack.kafka_bootstrap, topic, [(f"n{i}", "v") for i in range(4)], partition=0)  # high 7
     commit(name, file, first["epoch_id"])
     commit(name, file, first["epoch_id"])  # a no-op commit stores nothing
-    assert samples_of(stack.ledger_dsn, name) == [
-        ("commit", first["epoch_id"], 2, 4, [(topic, 0, 3, 7, 4), (topic, 1, 2, 2, 0)]),
+    assert sample_rows(stack.ledger_dsn, name) == [
+        ("commit", first["epoch_id"], 4, [(topic, 0, 3, 7, 4), (topic, 1, 2, 2, 0)]),
     ]
     # a WRITTEN epoch of a dead run, re-committed by the next run's recovery
     second = reserve(name, file, run_id="crashed")
     vote(ledger, second)
     produce(stack.kafka_bootstrap, topic, [("m", "v")], partition=1)  # high 3
     assert recover(name, file, run_id="next")["recommitted"] == [second["epoch_id"]]
-    assert samples_of(stack.ledger_dsn, name)[1:] == [
-        ("commit", second["epoch_id"], 2, 1, [(topic, 0, 7, 7, 0), (topic, 1, 2, 3, 1)]),
-    ]
-
-
-def test_the_wait_step_stores_a_sample_at_its_check_and_its_polls(
-    stack, ledger, pipeline, kafka_topic_factory
-) -> None:
-    topic = kafka_topic_factory(partitions=2, prefix="lagwait")
-    name, file, epoch_id = committed(stack, ledger, pipeline, topic, [2, 1])
-    wait = WaitForRecordsOperator(
-        task_id="wait", pipeline=name, pipelines_file=file, timeout=60, poll_interval=1
-    )
-    with pytest.raises(TaskDeferred):  # nothing pending: it defers and leaves the sample to the trigger
-        wait.execute(task_context())  # type: ignore[arg-type]
-    trigger = RecordsAvailableTrigger(
-        pipeline=name, topics=[topic], topic_pattern=None, deadline=time.time() + 120, poll_interval=0.2
-    )
-
-    async def polls_until_records() -> dict[str, Any]:
-        events = trigger.run()
-        waiting = asyncio.ensure_future(anext(events))
-        done, _ = await asyncio.wait({waiting}, timeout=1.0)  # about five polls find nothing
-        assert done == set()
-        await asyncio.to_thread(produce, stack.kafka_bootstrap, topic, [("a", "v"), ("b", "v")], partition=1)
-        event = await asyncio.wait_for(waiting, timeout=30)
-        await events.aclose()
-        return dict(event.payload)
-
-    assert asyncio.run(polls_until_records())["pending"] == 2
-    produce(stack.kafka_bootstrap, topic, [("c", "v")], partition=0)
-    assert wait.execute(task_context())["pending"] == 3  # type: ignore[arg-type,index]
-    # the commit's, the trigger's first poll and the poll that found records, the operator's check
-    assert samples_of(stack.ledger_dsn, name) == [
-        ("commit", epoch_id, 2, 0, [(topic, 0, 2, 2, 0), (topic, 1, 1, 1, 0)]),
-        ("wait", None, 2, 0, [(topic, 0, 2, 2, 0), (topic, 1, 1, 1, 0)]),
-        ("wait", None, 2, 2, [(topic, 0, 2, 2, 0), (topic, 1, 1, 3, 2)]),
-        ("wait", None, 2, 3, [(topic, 0, 2, 3, 1), (topic, 1, 1, 3, 2)]),
+    assert sample_rows(stack.ledger_dsn, name)[1:] == [
+        ("commit", second["epoch_id"], 1, [(topic, 0, 7, 7, 0), (topic, 1, 2, 3, 1)]),
     ]
 
 
@@ -150,7 +86,7 @@ def test_a_sample_that_cannot_be_stored_fails_nothing(
     assert store_sample(ledger, unknown, "partitions=1") is False  # refused by the pipelines' foreign key
     assert "lag sample not stored pipeline=no_such_pipeline source=wait partitions=1" in caplog.text
     assert ledger.get_epoch(epoch.epoch_id).state == "COMMITTED"
-    assert [s[0] for s in samples_of(stack.ledger_dsn, name)] == ["commit"]
+    assert [s[0] for s in sample_rows(stack.ledger_dsn, name)] == ["commit"]
 
 
 def test_a_window_of_samples_is_bounded(stack, ledger, pipeline) -> None:
