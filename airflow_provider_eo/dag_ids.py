@@ -7,6 +7,8 @@ from __future__ import annotations
 STREAM_DAG_PREFIX = "eo_stream__"
 BACKFILL_DAG_PREFIX = "eo_backfill__"
 RECOVERY_DAG_ID = "eo_recovery"
+#: The backfill DAG's mapped task group: one ``chunk.write`` / ``chunk.commit`` per chunk.
+CHUNK_GROUP_ID = "chunk"
 
 
 def stream_dag_id(pipeline: str) -> str:

@@ -103,6 +103,7 @@ def prune(
         "epochs": sum(count.epochs for count in counts),
         "ranges": sum(count.ranges for count in counts),
         "transitions": sum(count.transitions for count in counts),
+        "lag_samples": sum(count.lag_samples for count in counts),
     }
 
 

@@ -35,7 +35,7 @@ from airflow.sdk.api.datamodels._generated import DagRunType
 
 from airflow_provider_eo.assets import asset_for
 from airflow_provider_eo.config import PipelineSpec, load_pipelines, resolve_pipelines_file
-from airflow_provider_eo.dag_ids import RECOVERY_DAG_ID, backfill_dag_id, stream_dag_id
+from airflow_provider_eo.dag_ids import CHUNK_GROUP_ID, RECOVERY_DAG_ID, backfill_dag_id, stream_dag_id
 from airflow_provider_eo.dags.backfill_params import backfill_params
 from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
@@ -195,7 +195,7 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
     ) as dag:
         plan = PlanBackfillOperator(task_id="plan", execution_timeout=STEP_TIMEOUTS["plan"], **common)
 
-        @task_group(group_id="chunk")
+        @task_group(group_id=CHUNK_GROUP_ID)
         def chunk(ranges: Any) -> None:
             write = WriteBackfillChunkOperator(
                 task_id="write",

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import socket
 import sys
 from dataclasses import dataclass
 from typing import Literal
 
 ActorKind = Literal["task", "eo-ledger", "recovery", "process"]
+_TASK_NAME = re.compile(r"^(?P<dag>[^/]+)/(?P<run>.+)/(?P<task>[^/ ]+) try (?P<try>\d+|\?)$")
 
 
 def _user_at_host() -> str:
@@ -49,6 +51,15 @@ class Actor:
         """The default: ``user@host pid N program``."""
         program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
         return cls("process", f"{_user_at_host()} pid {os.getpid()} {program}")
+
+    def task_instance(self) -> tuple[str, str, str, int | None] | None:
+        """``(dag_id, run_id, task_id, try number)`` of an actor :meth:`task` named (acting as
+        recovery too), read back from its name; None for any other actor."""
+        match = _TASK_NAME.match(self.name) if self.kind in ("task", "recovery") else None
+        if match is None:
+            return None
+        tried = None if match.group("try") == "?" else int(match.group("try"))
+        return match.group("dag"), match.group("run"), match.group("task"), tried
 
     def recovering(self) -> Actor:
         """The same actor acting as recovery (its settlements are recorded as ``recovery``)."""

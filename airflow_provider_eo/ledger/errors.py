@@ -36,6 +36,14 @@ class EpochNotFound(LedgerError):
         super().__init__(f"epoch {epoch_id} does not exist")
 
 
+class PipelineNotFound(LedgerError):
+    """No pipeline of this name in the ledger."""
+
+    def __init__(self, pipeline: str) -> None:
+        self.pipeline = pipeline
+        super().__init__(f"pipeline {pipeline!r} does not exist")
+
+
 class EpochOfAnotherPipeline(LedgerError, ValueError):
     """The epoch exists but belongs to another pipeline than the one named (nothing was changed)."""
 

@@ -105,6 +105,43 @@ def pending_records(
     return PendingRecords(pipeline, pending, unpinned, tuple(out_of_range))
 
 
+@dataclass(frozen=True)
+class PipelinePositions:
+    """What one check of ``pipeline`` read: the ``listed`` partitions, the ledger's
+    ``cursors`` (pinned partitions) and each listed partition's ``(low, high)``
+    ``watermarks``. The wait step's lag sample (``ledger/lag_samples.py``) is made of the
+    same reads."""
+
+    pipeline: str
+    listed: tuple[TopicPartition, ...]
+    cursors: Mapping[TopicPartition, int]
+    watermarks: Mapping[TopicPartition, tuple[int, int]]
+
+    def pending(self) -> PendingRecords:
+        """The rule (:func:`pending_records`) applied to these reads."""
+        return pending_records(self.pipeline, self.listed, self.cursors, self.watermarks)
+
+
+def read_positions(
+    pipeline: str,
+    topics: Sequence[str],
+    topic_pattern: str | None,
+    *,
+    ledger: CursorSource,
+    kafka: OffsetSource,
+) -> PipelinePositions:
+    """Read the ledger's cursors, then the listed partitions and their watermarks, now.
+
+    Cursors are read before the watermarks: a commit landing between the two reads can
+    only make the answer larger (an old cursor against new watermarks), never hide
+    records. Blocking: the trigger calls it in a worker thread. Kafka errors propagate.
+    """
+    cursors = ledger.cursors(pipeline)
+    listed = tuple(sorted(set(kafka.list_partitions(list(topics), topic_pattern))))
+    watermarks = kafka.watermarks(listed) if listed else {}
+    return PipelinePositions(pipeline, listed, cursors, watermarks)
+
+
 def check_pending(
     pipeline: str,
     topics: Sequence[str],
@@ -113,16 +150,8 @@ def check_pending(
     ledger: CursorSource,
     kafka: OffsetSource,
 ) -> PendingRecords:
-    """Apply :func:`pending_records` to the ledger's cursors and the broker's watermarks now.
-
-    Cursors are read before the watermarks: a commit landing between the two reads can
-    only make the answer larger (an old cursor against new watermarks), never hide
-    records. Blocking: the trigger calls it in a worker thread. Kafka errors propagate.
-    """
-    cursors = ledger.cursors(pipeline)
-    listed = sorted(set(kafka.list_partitions(list(topics), topic_pattern)))
-    watermarks = kafka.watermarks(listed) if listed else {}
-    return pending_records(pipeline, listed, cursors, watermarks)
+    """Apply :func:`pending_records` to :func:`read_positions` (see there)."""
+    return read_positions(pipeline, topics, topic_pattern, ledger=ledger, kafka=kafka).pending()
 
 
 def _names(tps: Iterable[TopicPartition]) -> str:

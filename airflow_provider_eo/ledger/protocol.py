@@ -46,6 +46,7 @@ resolves. See docs/DESIGN.md.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -250,8 +251,10 @@ class EpochProtocol(OperatorActions):
 
         Backfill epochs publish nothing. COMMITTED: a no-op success. RESERVED/ABORTED:
         ``IllegalTransition`` before anything is published; ``pipeline`` given and not
-        the epoch's: ``EpochOfAnotherPipeline``.
+        the epoch's: ``EpochOfAnotherPipeline``. The step's duration dates its start in
+        the ledger (``commit_started_at``, the commit phase of ``ledger/phases.py``).
         """
+        began = time.monotonic()
         epoch = self._epoch_of(pipeline, epoch_id) if pipeline else self.ledger.get_epoch(epoch_id)
         if epoch.state is EpochState.COMMITTED:
             log.info("epoch already COMMITTED, nothing to do %s", _describe(epoch))
@@ -267,7 +270,7 @@ class EpochProtocol(OperatorActions):
             log.info(
                 "published offsets %s group=%s offsets=%s", _describe(epoch), group, offsets_text(offsets)
             )
-        committed = self.ledger.mark_committed(epoch_id, reason)
+        committed = self.ledger.mark_committed(epoch_id, reason, step_seconds=time.monotonic() - began)
         return Committed(committed, offsets, group, already_committed=False)
 
     def abort(self, epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch:

@@ -25,6 +25,9 @@ variables, as Airflow's own legacy names do: ``eo.epoch.records.<pipeline>``,
 ``eo.partition.lag``   gauge    stream epochs only: the partition's high watermark minus the
                                 committed end offset, right after the commit
 =====================  =======  ==========================================================
+
+The same watermarks read also gives the ledger its commit lag sample (``ledger/lag_samples.py``,
+the Epochs page's lag chart) when a sink is given: no second broker call.
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
 
 from airflow_provider_eo.ledger.lag import lag as lag_of
+from airflow_provider_eo.ledger.lag_samples import LagSampleSink, commit_sample
 from airflow_provider_eo.ledger.models import Epoch
 from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.states import EpochKind
+from airflow_provider_eo.observability.lag_sampling import store_sample
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +59,17 @@ DURATION = "eo.epoch.duration"
 LAG = "eo.partition.lag"
 
 
-def partition_lag(epoch: Epoch, offsets: OffsetSource) -> dict[TopicPartition, int]:
-    """High watermark minus committed end per range of a stream epoch (one watermarks call);
+def committed_high_watermarks(epoch: Epoch, offsets: OffsetSource) -> dict[TopicPartition, int]:
+    """The high watermark of each range's partition of a stream epoch (one watermarks call);
     {} for other kinds."""
     if epoch.kind is not EpochKind.STREAM or not epoch.ranges:
         return {}
-    high = offsets.watermarks([r.tp for r in epoch.ranges])
-    return {r.tp: lag_of(r.end, high[r.tp][1]) for r in epoch.ranges if r.tp in high}
+    return {tp: high for tp, (_, high) in offsets.watermarks([r.tp for r in epoch.ranges]).items()}
+
+
+def partition_lag(epoch: Epoch, highs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """High watermark minus committed end per range whose partition is in ``highs``."""
+    return {r.tp: lag_of(r.end, highs[r.tp]) for r in epoch.ranges if r.tp in highs}
 
 
 def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
@@ -90,20 +99,27 @@ def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
     )  # fmt: skip
 
 
-def report_committed(epoch: Epoch, offsets: Callable[[], OffsetSource] | None) -> None:
+def report_committed(
+    epoch: Epoch, offsets: Callable[[], OffsetSource] | None, samples: LagSampleSink | None = None
+) -> None:
     """Emit ``epoch``'s metrics, with lag when ``offsets`` (a factory, called here) is
-    given. Never raises: the epoch is committed whatever happens here (a broker that
-    cannot be reached only drops the lag)."""
-    lag: dict[TopicPartition, int] = {}
+    given, and store its commit lag sample in ``samples`` (from the same watermarks).
+    Never raises: the epoch is committed whatever happens here (a broker that cannot be
+    reached only drops the lag and the sample; a sample that cannot be stored is logged)."""
+    highs: dict[TopicPartition, int] = {}
     try:
         if offsets is not None:
-            lag = partition_lag(epoch, offsets())
+            highs = committed_high_watermarks(epoch, offsets())
     except Exception as exc:
         log.warning("no lag metric pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
     try:
-        emit_epoch_metrics(epoch, lag)
+        emit_epoch_metrics(epoch, partition_lag(epoch, highs))
     except Exception as exc:
         log.warning("metrics not sent pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
+    if samples is not None:
+        store_sample(
+            samples, commit_sample(epoch, highs), f"epoch_id={epoch.epoch_id} ranges={epoch.ranges_brief}"
+        )
 
 
 def _part(value: str) -> str:

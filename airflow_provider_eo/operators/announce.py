@@ -37,10 +37,13 @@ def announce_recommits(context: Mapping[str, Any], asset: Asset, epochs: Iterabl
 def report_settled_commits(
     context: Mapping[str, Any], protocol: EpochProtocol, epoch_ids: Iterable[int], asset: Asset | None
 ) -> None:
-    """After a recovery or release committed ``epoch_ids``: send each epoch's metrics and
-    announce it on ``asset`` (None: metrics only). Call with ``protocol``'s ledger open."""
+    """After a recovery or release committed ``epoch_ids``: send each epoch's metrics, store
+    its lag sample and announce it on ``asset`` (None: metrics only). Call with
+    ``protocol``'s ledger open."""
     epochs = [protocol.ledger.get_epoch(epoch_id) for epoch_id in epoch_ids]
     for epoch in epochs:
-        report_committed(epoch, (lambda: protocol.kafka) if epoch.kind is EpochKind.STREAM else None)
+        report_committed(
+            epoch, (lambda: protocol.kafka) if epoch.kind is EpochKind.STREAM else None, protocol.ledger
+        )
     if asset is not None:
         announce_recommits(context, asset, epochs)

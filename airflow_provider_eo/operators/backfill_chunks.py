@@ -83,8 +83,9 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
         if isinstance(outcome, NothingToReserve):
             raise AirflowSkipException(f"pipeline {spec.name!r}: {outcome.reason}")
         epoch = outcome.epoch
+        self.epoch_id = epoch.epoch_id  # also what the "Epoch" extra link shows
         if isinstance(outcome, Reserved):
-            self.epoch_id, self.fencing_token = epoch.epoch_id, str(epoch.fencing_token)
+            self.fencing_token = str(epoch.fencing_token)
             super().execute(context)
         else:
             self.log.info(

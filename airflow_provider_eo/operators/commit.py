@@ -13,6 +13,7 @@ from airflow_provider_eo.ledger.states import EpochKind
 from airflow_provider_eo.lineage.operator_lineage import epoch_lineage
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 from airflow_provider_eo.operators.announce import announce_commit
+from airflow_provider_eo.operators.epoch_link import EpochPageLink
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.operators.xcom import commit_summary
 
@@ -38,7 +39,8 @@ class CommitEpochOperator(PipelineOperator):
     summary (``airflow_provider_eo.assets.epoch_event_extra``) as its extra, on a no-op
     re-commit too, so no committed epoch goes unannounced (see ``operators/announce.py``).
     An epoch this call committed also sends its metrics (``observability/epoch_metrics.py``:
-    counts, duration, per-partition lag after one watermarks call); a no-op sends none.
+    counts, duration, per-partition lag after one watermarks call) and stores its lag sample
+    in the ledger (the Epochs page's lag chart); a no-op does neither.
 
     :param epoch_id: epoch to commit, int or template such as
         ``"{{ ti.xcom_pull(task_ids='reserve')['epoch_id'] }}"`` (templated).
@@ -51,6 +53,7 @@ class CommitEpochOperator(PipelineOperator):
 
     template_fields: Sequence[str] = ("pipeline", "epoch_id", "pipelines_file")
     ui_color = "#e6f4ea"
+    operator_extra_links = (EpochPageLink(),)  # "Epoch": the epoch's page (operators/epoch_link.py)
 
     def __init__(
         self,
@@ -79,7 +82,7 @@ class CommitEpochOperator(PipelineOperator):
             self.lineage_epoch = outcome.epoch
             if not outcome.already_committed:
                 stream = outcome.epoch.kind is EpochKind.STREAM
-                report_committed(outcome.epoch, (lambda: protocol.kafka) if stream else None)
+                report_committed(outcome.epoch, (lambda: protocol.kafka) if stream else None, protocol.ledger)
             # also after a no-op commit: a retried commit task finishes an interrupted publication
             publication = protocol.publish_dead_letters(spec)
         if self.table_asset is not None:

@@ -3,7 +3,8 @@
 With it, a ``@continuous`` or frequent schedule holds no worker slot and starts no Spark
 job while there is nothing to read: the task checks once, then defers to
 :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger` in the
-triggerer. The rule is :func:`~airflow_provider_eo.ledger.pending.check_pending`'s.
+triggerer. The rule is :func:`~airflow_provider_eo.ledger.pending.check_pending`'s. A check
+that finds records at once stores its lag sample (the trigger stores those of its polls).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger.pending import check_pending
+from airflow_provider_eo.ledger.pending import read_positions
+from airflow_provider_eo.observability.lag_sampling import WaitSampler
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger
 
@@ -55,13 +57,16 @@ class WaitForRecordsOperator(PipelineOperator):
         started = time.time()
         spec = self.pipeline_spec()
         with EoLedgerHook(self.ledger_conn_id).get_ledger() as ledger:
-            found = check_pending(
+            positions = read_positions(
                 spec.name,
                 spec.topics,
                 spec.topic_pattern,
                 ledger=ledger,
                 kafka=EoKafkaHook(self.kafka_conn_id),
             )
+            found = positions.pending()
+            if found.ready:  # deferred: the trigger's first poll stores the sample
+                WaitSampler().record(ledger, positions, ready=True)
         if found.ready:
             self.log.info("pipeline=%s ready at once: %s", spec.name, found.reason())
             return found.to_json()

@@ -73,6 +73,7 @@ from airflow_provider_eo.operators.application_connections import (
     registry_connection_env,
 )
 from airflow_provider_eo.operators.driver_start import class_archive, start_up_conf
+from airflow_provider_eo.operators.epoch_link import EpochPageLink
 from airflow_provider_eo.operators.pipeline_operator import task_actor
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
@@ -123,6 +124,7 @@ class WriteEpochOperator(SparkSubmitOperator):
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id", "fencing_token")
     ui_color = "#f0e4ff"
+    operator_extra_links = (EpochPageLink(),)  # "Epoch": the epoch's page (operators/epoch_link.py)
 
     def __init__(
         self,

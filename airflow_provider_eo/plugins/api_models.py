@@ -25,11 +25,13 @@ Timestamp = Annotated[str, Field(json_schema_extra=_DATE_TIME)]
 """An ISO-8601 timestamp as ``datetime.isoformat`` writes it."""
 
 
-class _Answer(BaseModel):
+class Answer(BaseModel):
+    """Base of every answer: no field beyond those declared, immutable, enums as their values."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=True)
 
 
-class EpochCounts(_Answer):
+class EpochCounts(Answer):
     """Number of epochs of a pipeline in each state (every state present, zero included)."""
 
     RESERVED: int
@@ -38,7 +40,7 @@ class EpochCounts(_Answer):
     ABORTED: int
 
 
-class OpenEpoch(_Answer):
+class OpenEpoch(Answer):
     """A RESERVED or WRITTEN epoch of a pipeline."""
 
     epoch_id: int
@@ -47,7 +49,7 @@ class OpenEpoch(_Answer):
     run_id: str = Field(description="run id of the Airflow run that reserved it")
 
 
-class PartitionLag(_Answer):
+class PartitionLag(Answer):
     """One pinned partition of a pipeline: its cursor and how far the topic is ahead of it."""
 
     topic: str
@@ -59,7 +61,7 @@ class PartitionLag(_Answer):
     lag: int | None = Field(description="max(high_watermark - cursor, 0); null when unknown")
 
 
-class Pipeline(_Answer):
+class Pipeline(Answer):
     """One pipeline at a glance (``eo-ledger pipelines``) with its lag per partition."""
 
     name: str
@@ -74,7 +76,7 @@ class Pipeline(_Answer):
     )
 
 
-class PartitionRange(_Answer):
+class PartitionRange(Answer):
     """Offsets ``[start, end)`` of one topic-partition in an epoch (``PartitionRange.to_summary``)."""
 
     topic: str
@@ -84,7 +86,7 @@ class PartitionRange(_Answer):
     records: int = Field(description="end - start")
 
 
-class Epoch(_Answer):
+class Epoch(Answer):
     """One epoch with its ranges (``Epoch.to_summary``, as ``eo-ledger epoch`` prints it);
     no fencing token."""
 
@@ -104,7 +106,7 @@ class Epoch(_Answer):
     aborted_at: Timestamp | None
 
 
-class Transition(_Answer):
+class Transition(Answer):
     """One state change of an epoch (``Transition.to_json``, as ``eo-ledger epoch`` prints it)."""
 
     from_: EpochState | None = Field(alias="from", description="the state before; null: the epoch's creation")
@@ -121,11 +123,11 @@ class EpochDetail(Epoch):
     history: list[Transition] = Field(description="its state changes, oldest first (its creation first)")
 
 
-class ErrorBody(_Answer):
+class ErrorBody(Answer):
     """An error of the plugin's routes, as the CLI prints it."""
 
     error: str = Field(description="what went wrong")
-    type: str = Field(description="EpochNotFound, InvalidRequest or LedgerUnavailable")
+    type: str = Field(description="EpochNotFound, PipelineNotFound, InvalidRequest or LedgerUnavailable")
 
 
 class AuthErrorBody(BaseModel):
@@ -142,6 +144,12 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "no such epoch, or one the caller may not see (EpochNotFound)"},
+}
+PIPELINE_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
+    404: {
+        "model": ErrorBody,
+        "description": "no such pipeline, or one the caller may not see (PipelineNotFound)",
+    },
 }
 PAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
     **{status: ERROR_RESPONSES[status] for status in (401, 403, 422)},

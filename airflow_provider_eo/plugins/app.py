@@ -9,6 +9,10 @@ Routes (relative to the mount point, ``/eo`` in the Airflow API server):
 * ``GET /api/epochs?pipeline=&state=&kind=&limit=`` : ``eo-ledger epochs --limit``.
 * ``GET /api/epochs/{epoch_id}`` : ``eo-ledger epoch`` (the epoch with its ``history``,
   oldest first); 404 for an unknown id.
+* ``GET /api/pipelines/{name}/charts?window=`` : the Epochs page's chart series
+  (:mod:`.chart_views`); 404 for an unknown pipeline, 422 for a bad window.
+* ``GET /epochs/{epoch_id}`` : the epoch's own HTML page (:mod:`.epoch_page`); 404 page
+  for an unknown id.
 
 Answers are the typed models of :mod:`.api_models` (``/api/openapi.json`` describes
 them). Errors are JSON ``{"error": ..., "type": ...}`` as in the CLI: 404 unknown epoch,
@@ -29,15 +33,17 @@ from typing import Annotated, Any, Literal
 import psycopg2
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from airflow_provider_eo.dag_ids import pipeline_from_dag_id
-from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable
+from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable, PipelineNotFound
 from airflow_provider_eo.ledger.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
-from airflow_provider_eo.plugins import api_models, views
+from airflow_provider_eo.plugins import api_models, chart_models, chart_views, views
 from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
+from airflow_provider_eo.plugins.chart_window import DEFAULT_WINDOW, ChartWindow
+from airflow_provider_eo.plugins.epoch_page import render_epoch_page, render_missing
 from airflow_provider_eo.plugins.lag import WatermarkSource
 from airflow_provider_eo.plugins.page import render_page
 
@@ -106,7 +112,8 @@ def create_app(
     app.state.resolve_access = access
 
     @app.exception_handler(EpochNotFound)
-    def _not_found(request: Request, exc: EpochNotFound) -> JSONResponse:
+    @app.exception_handler(PipelineNotFound)
+    def _not_found(request: Request, exc: Exception) -> JSONResponse:
         return _error(404, exc)
 
     @app.exception_handler(LedgerUnavailable)
@@ -150,6 +157,36 @@ def create_app(
         may not see)."""
         return views.epoch(ledger, epoch_id, access)
 
+    @app.get(
+        "/api/pipelines/{name}/charts",
+        response_model=chart_models.Charts,
+        responses={**api_models.PIPELINE_NOT_FOUND_RESPONSE, **api_models.ERROR_RESPONSES},
+    )
+    def get_charts(
+        ledger: LedgerDep, access: AccessDep, name: str, window: str = DEFAULT_WINDOW
+    ) -> dict[str, Any] | JSONResponse:
+        """The chart series of a visible pipeline over ``window`` (``1h``, ``7d``, ``50e``...):
+        lag samples, and per committed epoch its records, rate, phases and dead letters."""
+        try:
+            chosen = ChartWindow.parse(window)
+        except ValueError as exc:
+            return _error(422, exc, "InvalidRequest")
+        return chart_views.charts(ledger, name, chosen, access)
+
+    @app.get("/epochs/{epoch_id}", response_class=HTMLResponse, responses=api_models.PAGE_RESPONSES)
+    def epoch_page(access: AccessDep, epoch_id: int) -> HTMLResponse:
+        """The epoch's own page (404 page if unknown or hidden, 503 page if the ledger fails)."""
+        try:
+            with ledger_factory() as opened:
+                shown = views.epoch_page_data(opened, epoch_id, access)
+        except EpochNotFound as exc:
+            return HTMLResponse(render_missing(str(exc)), status_code=404)
+        except Exception as exc:  # the page reports any ledger failure instead of a bare 500
+            log.warning("epoch ledger page of epoch %s: %s", epoch_id, exc)
+            message = f"epoch ledger unavailable: {type(exc).__name__}: {exc}".strip()
+            return HTMLResponse(render_missing(message), status_code=503)
+        return HTMLResponse(render_epoch_page(shown))
+
     @app.get("/", response_class=HTMLResponse, responses=api_models.PAGE_RESPONSES)
     def page(
         access: AccessDep,
@@ -158,8 +195,14 @@ def create_app(
         kind: EpochKind | Literal[""] | None = None,
         limit: Limit = views.DEFAULT_EPOCH_LIMIT,
         dag_id: str | None = None,
-    ) -> HTMLResponse:
-        """The HTML page (a ledger error is shown in the page, status 503)."""
+        window: str = DEFAULT_WINDOW,
+    ) -> Response:
+        """The HTML page (a ledger error is shown in the page, status 503); with a pipeline
+        chosen, its charts over ``window``."""
+        try:
+            chart_window = ChartWindow.parse(window)
+        except ValueError as exc:
+            return _error(422, exc, "InvalidRequest")
         chosen = pipeline if pipeline is not None else pipeline_from_dag_id(dag_id)
         states = frozenset({EpochState(state)}) if state else None
         selected = EpochFilter(pipeline=chosen or None, states=states, kind=kind or None, limit=limit)
@@ -168,9 +211,12 @@ def create_app(
         try:
             with ledger_factory() as opened:
                 data = views.page_data(opened, selected, access, watermarks)
+                if selected.pipeline is not None and selected.pipeline in data["pipeline_names"]:
+                    data["charts"] = chart_views.charts(opened, selected.pipeline, chart_window, access)
         except Exception as exc:  # the page reports any ledger failure instead of a bare 500
             log.warning("epoch ledger page: %s", exc)
             status, error = 503, f"epoch ledger unavailable: {type(exc).__name__}: {exc}".strip()
-        return HTMLResponse(render_page(**data, selected=selected, error=error), status_code=status)
+        page_html = render_page(**data, selected=selected, window=chart_window, error=error)
+        return HTMLResponse(page_html, status_code=status)
 
     return app

@@ -12,7 +12,7 @@ is imported by every Airflow component.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo.ledger.errors import EpochNotFound
@@ -115,3 +115,23 @@ def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, An
     if found.pipeline not in access.visible([found.pipeline]):
         raise EpochNotFound(epoch_id)
     return {**found.to_summary(), "history": [t.to_json() for t in ledger.history(epoch_id)]}
+
+
+def epoch_page_data(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
+    """What an epoch's page shows: :func:`epoch` (raising as it does) plus ``duration_s``
+    and ``phases`` (``ledger/phases.py``; None where unknown) and
+    ``lag_after_commit``: its commit lag sample (``{"at", "partitions": [{topic,
+    partition, cursor, high_watermark, lag}]}``) or None."""
+    shown = epoch(ledger, epoch_id, access)
+    point = ledger.epoch_point(epoch_id)
+    sample = ledger.epoch_lag_sample(epoch_id)
+    lag = None
+    if sample is not None:
+        at, partitions = sample
+        lag = {"at": at.isoformat(), "partitions": [asdict(p) for p in partitions]}
+    return {
+        **shown,
+        "duration_s": point.times.duration_s,
+        "phases": point.times.phases(),
+        "lag_after_commit": lag,
+    }

@@ -13,6 +13,11 @@ Contract of :func:`write_epoch` (returns the process exit code):
 * ``4``: a task failed (range unreadable, bad record under ``fail``, HBase
   unwritable): the epoch is not voted; the message is the task's own.
 
+The vote's metrics carry, beside the totals, where the Spark job sat in time: its length
+(``spark_tasks_s``, from the tasks' submission to the last result) and the time from its
+end to the vote (``vote_after_tasks_s``), both on the driver's monotonic clock, so the
+ledger places them from the vote's own time (``ledger/phases.py``).
+
 Before its tasks run, an epoch that can break the offset-version contract (offset versions,
 a row key template without the Kafka key, several partitions) logs one warning naming the
 fix (:mod:`~airflow_provider_eo.spark.version_contract`).
@@ -24,7 +29,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from enum import IntEnum
-from typing import Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.ledger import Ledger
@@ -34,13 +38,13 @@ from airflow_provider_eo.ledger.models import PartitionRange
 from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import aggregate_metrics, plan_tasks
-from airflow_provider_eo.spark.task_runner import TaskFailed, run_on_spark
+from airflow_provider_eo.spark.task_runner import SparkTasks, TaskFailed, run_on_spark
 from airflow_provider_eo.spark.version_contract import offset_version_warning
 from airflow_provider_eo.spark.write_task import TaskSettings
 
 log = logging.getLogger(__name__)
 
-SparkRunner = Callable[[TaskSettings, Sequence[TaskRange]], list[dict[str, Any]]]
+SparkRunner = Callable[[TaskSettings, Sequence[TaskRange]], SparkTasks]
 
 
 class ExitCode(IntEnum):
@@ -111,12 +115,14 @@ def write_epoch(
     )  # fmt: skip
     started = time.monotonic()
     try:
-        results = runner(settings, tasks) if tasks else []
+        ran = runner(settings, tasks) if tasks else SparkTasks([], started, started)
     except TaskFailed as exc:
         log.error("%s: task failed, epoch not voted: %s", where, exc)
         return ExitCode.TASK_FAILED
-    metrics = aggregate_metrics(epoch.ranges, results, time.monotonic() - started)
+    metrics = aggregate_metrics(epoch.ranges, ran.metrics, time.monotonic() - started)
+    metrics["spark_tasks_s"] = round(ran.ended - ran.started, 3)
     protocol_points.passed("spark.after_last_batch")
+    metrics["vote_after_tasks_s"] = round(time.monotonic() - ran.ended, 3)
     vote = protocol.vote(permission, metrics)
     if isinstance(vote, Fenced):
         log.error("%s: vote fenced out (%s); nothing changed in the ledger", where, vote.reason)
@@ -125,8 +131,9 @@ def write_epoch(
     if metrics["tombstones"]:
         warn_keep_deleted_cells(where, settings, int(metrics["tombstones"]))
     log.info(
-        "%s: voted WRITTEN records=%d cells=%d tombstones=%d bad=%d tasks=%d duration_s=%.3f",
+        "%s: voted WRITTEN records=%d cells=%d tombstones=%d bad=%d tasks=%d duration_s=%.3f"
+        " spark_tasks_s=%.3f",
         where, metrics["records"], metrics["cells_written"], metrics["tombstones"],
-        metrics["bad_records"], metrics["tasks"], metrics["duration_s"],
+        metrics["bad_records"], metrics["tasks"], metrics["duration_s"], metrics["spark_tasks_s"],
     )  # fmt: skip
     return ExitCode.OK

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.errors import TaskError
@@ -24,8 +26,19 @@ class TaskFailed(TaskError, RuntimeError):
         self.error = error
 
 
-def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
-    """One Spark task per TaskRange; returns each task's metrics dict.
+@dataclass(frozen=True)
+class SparkTasks:
+    """What the tasks returned: each task's metrics, and when the job ran on the driver's
+    monotonic clock (``time.monotonic()``): ``started`` when the tasks were submitted (the
+    SparkContext up), ``ended`` when the last result arrived."""
+
+    metrics: list[dict[str, Any]]
+    started: float
+    ended: float
+
+
+def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
+    """One Spark task per TaskRange; returns their metrics and the job's times.
 
     Raises :class:`TaskFailed` when a task fails (Spark aborts the job).
 
@@ -41,8 +54,10 @@ def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dic
     conf = SparkConf().setAppName(f"eo-write-{settings.pipeline}-epoch-{settings.epoch_id}")
     sc = SparkContext.getOrCreate(conf)
     try:
+        started = time.monotonic()
         rdd = sc.parallelize(list(tasks), len(tasks)).mapPartitions(task_partition_function(settings))
-        return rdd.collect()
+        metrics = rdd.collect()
+        return SparkTasks(metrics, started, time.monotonic())
     except Exception as exc:
         raise task_failure(exc) from exc
 

@@ -10,6 +10,10 @@ cursors against the broker's read_committed high watermarks) and fires one event
   (epoch seconds, absolute: a trigger moved to another triggerer keeps it) has passed
   with nothing to read (a last check is made at the deadline);
 
+Polls store lag samples in the ledger from the same reads (the Epochs page's lag chart,
+``observability/lag_sampling.py``: the first poll, the one that finds records, and one
+every few minutes between; a sample that cannot be stored is a warning, never a failure).
+
 A failing check (ledger or broker unreachable, a topic missing) raises out of ``run``:
 Airflow fails the deferred task with the trigger's traceback in its log, and the task's
 retries apply.
@@ -31,7 +35,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger.pending import PendingRecords, check_pending
+from airflow_provider_eo.ledger.pending import PendingRecords, read_positions
+from airflow_provider_eo.observability.lag_sampling import WaitSampler
 
 CLASSPATH = "airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger"
 
@@ -69,6 +74,7 @@ class RecordsAvailableTrigger(BaseTrigger):
         self.ledger_conn_id = ledger_conn_id
         self.kafka_conn_id = kafka_conn_id
         self._kafka: EoKafkaHook | None = None
+        self._sampler = WaitSampler()
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """The classpath and the keyword arguments (names and numbers only, no secrets)."""
@@ -112,11 +118,15 @@ class RecordsAvailableTrigger(BaseTrigger):
             await asyncio.sleep(min(self.poll_interval, remaining))
 
     def _check(self) -> PendingRecords:
-        """One application of the pending rule (blocking: runs in a worker thread)."""
+        """One application of the pending rule, and its lag sample when due (blocking: runs
+        in a worker thread)."""
         if self._kafka is None:
             self._kafka = EoKafkaHook(self.kafka_conn_id)
         # a connection per check: a waiting trigger holds no idle ledger connection
         with EoLedgerHook(self.ledger_conn_id).get_ledger() as ledger:
-            return check_pending(
+            positions = read_positions(
                 self.pipeline, self.topics, self.topic_pattern, ledger=ledger, kafka=self._kafka
             )
+            found = positions.pending()
+            self._sampler.record(ledger, positions, found.ready)
+        return found

@@ -8,7 +8,9 @@ One pipeline, its partitions already pinned and nothing to read:
 2. records arrive: the trigger fires, the run reserves, writes and commits exactly them
    (ledger ranges, HBase rows, the group's offsets, the wait task's XCom);
 3. a second run finds nothing again and ends by the wait's timeout: ``wait`` and
-   everything after it skipped, no new epoch.
+   everything after it skipped, no new epoch;
+4. the lag samples the triggerer's polls and the commit stored: exactly the first poll of
+   each wait, the poll that found the records, and the commit's.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve
 from airflow_provider_eo.ledger.recovery_plan import RunIdentity
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow_server import AirflowServer
+from tests.chart_rows import raw_samples, sample_rows
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
 
@@ -84,6 +87,17 @@ def wait_until_deferred(
     return states
 
 
+def wait_for_samples(
+    stack: StackInfo, pipeline: str, count: int, timeout: float = 120
+) -> list[dict[str, Any]]:
+    """The pipeline's lag samples once there are ``count`` (AssertionError after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while len(found := raw_samples(stack.ledger_dsn, pipeline)) < count:
+        assert time.monotonic() < deadline, f"{len(found)} lag samples of {pipeline} after {timeout:g}s"
+        time.sleep(0.5)
+    return found
+
+
 def task_instance(server: AirflowServer, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
     path = f"dags/{quote(dag_id)}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
     return dict(server.api("GET", path))
@@ -132,6 +146,8 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
     assert all(secret not in kwargs for secret in _secrets(stack)), "a secret in the stored trigger kwargs"
     assert ledger.epochs(EpochFilter(pipeline=name)) == []
     assert spark_submits_of(name) == []
+    first_poll = wait_for_samples(stack, name, 1)  # the trigger polls (the triggerer picked it up)
+    assert [(s["source"], s["total_lag"]) for s in first_poll] == [("wait", 0)]
 
     # 2. records arrive (one batch, partition 1): the trigger fires and the run commits them
     produce(
@@ -189,6 +205,24 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
     }
     assert [e.epoch_id for e in ledger.epochs(EpochFilter(pipeline=name))] == [epoch.epoch_id]
     assert ledger.cursors(name) == {(topic, 0): 0, (topic, 1): RECORDS}
+
+    # 4. lag samples: (source, epoch, total lag, [(topic, partition, cursor, high watermark, lag)])
+    assert sample_rows(stack.ledger_dsn, name) == [
+        ("wait", None, 0, [(topic, 0, 0, 0, 0), (topic, 1, 0, 0, 0)]),  # the first run's first poll
+        (
+            "wait",
+            None,
+            RECORDS,
+            [(topic, 0, 0, 0, 0), (topic, 1, 0, RECORDS, RECORDS)],
+        ),  # the poll that fired
+        ("commit", epoch.epoch_id, 0, [(topic, 0, 0, 0, 0), (topic, 1, RECORDS, RECORDS, 0)]),
+        (
+            "wait",
+            None,
+            0,
+            [(topic, 0, 0, 0, 0), (topic, 1, RECORDS, RECORDS, 0)],
+        ),  # the second run's first poll
+    ]
 
 
 def _secrets(stack: StackInfo) -> list[str]:

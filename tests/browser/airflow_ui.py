@@ -171,3 +171,9 @@ def run_list_row(browser: Browser, run_id: str) -> dict[str, str]:
         if cells.get("dag_run_id") == run_id:
             return cells
     raise LookupError(f"no row of run {run_id} in the run list")
+
+
+def extra_link(browser: Browser, name: str) -> WebElement:
+    """The extra link ``name`` of the task instance page's Details tab ("Extra Links")."""
+    section = browser.by_xpath("//*[normalize-space(.)='Extra Links']/..", timeout=60)
+    return browser.by_xpath(f".//a[normalize-space(.)='{name}']", within=section)

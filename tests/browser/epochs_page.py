@@ -2,9 +2,12 @@
 
 The page is server-rendered HTML (airflow_provider_eo/plugins/page.py): a table
 ``#pipelines`` whose partition cells are ``span.partition`` with ``data-topic``,
-``data-partition`` and ``data-lag``, and a table ``#epochs`` with one ``tr.epoch`` per
-epoch. Inside Airflow's UI it is shown in an iframe (the "Epochs" entry of the navigation
-bar and the "Epochs" tab of every DAG): :func:`enter_epochs_iframe` switches into it.
+``data-partition`` and ``data-lag``, the selected pipeline's charts (``#charts``: every
+data point an element of class ``point`` with its values in ``data-*`` attributes), and a
+table ``#epochs`` with one ``tr.epoch`` per epoch, its id a link (``a.epoch-link``) to the
+epoch's own page (``h1#epoch``, airflow_provider_eo/plugins/epoch_page.py). Inside
+Airflow's UI it is shown in an iframe (the "Epochs" entry of the navigation bar and the
+"Epochs" tab of every DAG): :func:`enter_epochs_iframe` switches into it.
 """
 
 from __future__ import annotations
@@ -41,11 +44,41 @@ class PartitionCell:
     text: str
 
 
-def enter_epochs_iframe(browser: Browser, src_contains: str) -> None:
-    """Switch into the Airflow UI's plugin iframe whose ``src`` contains ``src_contains``."""
+def enter_epochs_iframe(browser: Browser, src_contains: str, ready: str = "table#epochs") -> None:
+    """Switch into the Airflow UI's plugin iframe whose ``src`` contains ``src_contains``,
+    once it shows ``ready`` (a CSS selector)."""
     frame = browser.element(f'iframe[src*="{src_contains}"]', timeout=60)
     browser.driver.switch_to.frame(frame)
-    browser.element("table#epochs")
+    browser.element(ready)
+
+
+CHART_POINTS = """
+return Array.from(document.querySelectorAll("#charts .point")).map(function (point) {
+  var found = {};
+  point.getAttributeNames().forEach(function (name) {
+    if (name.indexOf("data-") === 0) found[name.slice(5)] = point.getAttribute(name);
+  });
+  return found;
+});
+"""
+
+
+def chart_points(browser: Browser) -> list[dict[str, str]]:
+    """The ``data-*`` attributes (without the prefix) of every chart point, sorted (one
+    WebDriver call: a script reading the attributes in the page)."""
+    found = browser.driver.execute_script(CHART_POINTS)
+    return sorted(({str(k): str(v) for k, v in p.items()} for p in found), key=lambda p: sorted(p.items()))
+
+
+def open_epoch(browser: Browser, epoch_id: int) -> None:
+    """Click the epoch's id in the epochs table: the iframe shows the epoch's page."""
+    browser.click(
+        browser.by_xpath(f"//table[@id='epochs']//a[@class='epoch-link' and normalize-space(.)='{epoch_id}']")
+    )
+    browser.wait(
+        f"epoch {epoch_id}'s page",
+        lambda: browser.element("h1#epoch").get_attribute("data-epoch-id") == str(epoch_id),
+    )
 
 
 def epoch_rows(browser: Browser) -> list[EpochRow]:

@@ -11,7 +11,12 @@ and on the ledger and HBase:
 4. run Airflow's Backfill dialog over one whole day: one run, and exactly that day's
    records of both partitions are rewritten, nothing else;
 5. the Epochs page (navigation entry and the DAG's Epochs tab) lists the three epochs
-   with their exact ranges and, after producing more records, the exact lag per partition.
+   with their exact ranges and, after producing more records, the exact lag per partition;
+6. the pipeline's charts draw exactly the ledger's rows: every point's ``data-*`` values
+   equal those computed from eo.epochs, eo.epoch_transitions and the lag
+   samples, read directly from PostgreSQL;
+7. links both ways: an epoch's row to its page, its page to the run's grid and the commit
+   task's log in Airflow, the write task's "Epoch" extra link back to the epoch's page.
 """
 
 from __future__ import annotations
@@ -19,15 +24,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from selenium.webdriver.common.by import By
 
+from airflow_provider_eo.ui_links import epoch_page_in_airflow
 from tests.airflow_server import AirflowServer
 from tests.browser import airflow_ui as ui
 from tests.browser import epochs_page
 from tests.browser.browser import Browser
 from tests.browser.walkthrough import Walk, hbase_rows, in_day, recreate_table, scan, walk_on
+from tests.chart_rows import expected_points, raw_epochs, raw_samples
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
 
@@ -246,6 +254,102 @@ def test_epochs_page_shows_ranges_and_lag(browser: Browser, walk: Walk) -> None:
     epochs_page.enter_epochs_iframe(browser, f"dag_id={walk.stream}")
     browser.shot("dag-epochs-tab")
     assert shown() == (expected_epochs, expected_partitions, "4")
+    walk.done.add("epochs")
+
+
+def _stream_epoch(walk: Walk) -> int:
+    """The id of the stream run's epoch."""
+    (epoch_id,) = [
+        e["epoch_id"] for e in raw_epochs(walk.stack.ledger_dsn, walk.name) if e["kind"] == "stream"
+    ]
+    return int(epoch_id)
+
+
+def test_charts_draw_exactly_the_ledgers_rows(browser: Browser, walk: Walk) -> None:
+    walk.require("login", "stream", "form", "dialog")
+    browser.open(f"{walk.server.url}/plugin/eo-epochs/eo/?pipeline={walk.name}")  # deep link: the nav's view
+    epochs_page.enter_epochs_iframe(browser, f"pipeline={walk.name}", ready="#charts")
+    browser.shot("charts")
+    epochs = raw_epochs(walk.stack.ledger_dsn, walk.name)
+    samples = raw_samples(walk.stack.ledger_dsn, walk.name)
+    stream = _stream_epoch(walk)
+    assert [(e["kind"], e["records"], e["dead_letters"]) for e in epochs] == [
+        ("stream", 11, 0), ("backfill", 3, 0), ("backfill", 5, 0)
+    ]  # fmt: skip
+    assert all(None not in e["phases"].values() for e in epochs)  # each phase recorded by the runs
+    t = walk.topic  # the stream commit's sample: both partitions drained
+    assert [(s["source"], s["epoch_id"], s["total_lag"], s["partitions"]) for s in samples] == [
+        ("commit", stream, 0, [
+            {"topic": t, "partition": 0, "cursor": 6, "high_watermark": 6, "lag": 0},
+            {"topic": t, "partition": 1, "cursor": 5, "high_watermark": 5, "lag": 0},
+        ]),
+    ]  # fmt: skip
+    assert epochs_page.chart_points(browser) == expected_points(epochs, samples)
+    walk.done.add("charts")
+
+
+def test_links_lead_from_an_epoch_to_airflow_and_back(browser: Browser, walk: Walk) -> None:
+    """Four page loads of the UI: the Epochs page, the commit task's log, the epoch's page
+    from the commit task's extra link, the run's grid (the write task's and a chunk's
+    extra links are read through the REST API)."""
+    walk.require("login", "stream", "epochs")
+    url, stream, run_id, epoch_id = walk.server.url, walk.stream, walk.runs["stream"], _stream_epoch(walk)
+    epoch_page = f"{url}/plugin/eo-epochs/eo/epochs/{epoch_id}"
+    # the epoch's row on the Epochs page -> its own page (the address bar follows the iframe)
+    browser.open(f"{url}/plugin/eo-epochs/eo/?pipeline={walk.name}")
+    epochs_page.enter_epochs_iframe(browser, f"pipeline={walk.name}")
+    epochs_page.open_epoch(browser, epoch_id)
+    phases = browser.driver.find_elements(By.CSS_SELECTOR, "#phases tr.phase")
+    assert [p.get_attribute("data-phase") for p in phases] == [
+        "reserve", "wait_for_spark", "spark_tasks", "wait_for_commit", "commit", "total"
+    ]  # fmt: skip
+    ranges = [
+        " ".join(r.text.split()) for r in browser.driver.find_elements(By.CSS_SELECTOR, "#ranges tr.range")
+    ]
+    # partition, start, end, offsets, records read, skipped, bad, high watermark and lag after the commit
+    assert ranges == [f"{walk.topic} 0 0 6 6 6 0 0 6 0", f"{walk.topic} 1 0 5 5 5 0 0 5 0"]
+    browser.driver.switch_to.default_content()
+    browser.wait("the address bar to show the epoch's page", lambda: browser.url == epoch_page)
+    browser.shot("epoch-page")
+    # the epoch's page -> the log of the task that committed it, out of the iframe
+    epochs_page.enter_epochs_iframe(browser, "eo/", ready="h1#epoch")
+    browser.click(browser.by_xpath("//a[contains(@class, 'commit-log')]"))
+    browser.driver.switch_to.default_content()
+    commit_task = f"{url}/dags/{stream}/runs/{quote(run_id, safe='')}/tasks/commit"
+    browser.wait("the commit task's log", lambda: browser.url == f"{commit_task}?try_number=1", 60)
+    body = browser.element("body")
+    browser.wait(
+        "the commit in its log", lambda: f"COMMITTED epoch_id={epoch_id}" in browser.text_of(body), 60
+    )
+    browser.shot("commit-log")
+    # the commit task's "Epoch" extra link (its Details tab) -> the epoch's page in the UI
+    browser.click(browser.by_xpath("//a[normalize-space(.)='Details']"))  # the task's Details tab
+    link = ui.extra_link(browser, "Epoch")
+    assert link.get_attribute("href") == epoch_page_in_airflow(url, epoch_id) == epoch_page
+    browser.shot("commit-extra-link")
+    browser.click(link)
+    browser.wait("the epoch's page from the extra link", lambda: browser.url == epoch_page)
+    epochs_page.enter_epochs_iframe(browser, f"epochs/{epoch_id}", ready="h1#epoch")
+    assert browser.element("h1#epoch").text.split()[:2] == ["Epoch", str(epoch_id)]
+    # the epoch's page -> its run in Airflow (the grid)
+    browser.click(browser.by_xpath("//a[@class='run-link']"))
+    browser.driver.switch_to.default_content()
+    browser.wait("the run's page", lambda: ui.run_id_from_url(browser, stream) == run_id, 60)
+    browser.wait(
+        f"run {run_id} to show Success", lambda: ui.run_header_state(browser, run_id) == "Success", 60
+    )
+    browser.shot("epoch-run-grid")
+    # the write task's link and a backfill chunk's commit (mapped) lead to their epochs too
+    links = "dags/{dag}/dagRuns/{run}/taskInstances/{task}/links"
+    write = walk.server.api("GET", links.format(dag=stream, run=run_id, task="write"))
+    assert write["extra_links"] == {"Epoch": epoch_page}
+    (form_epoch,) = [e["epoch_id"] for e in raw_epochs(walk.stack.ledger_dsn, walk.name) if e["records"] == 3]
+    chunk_commit = (
+        links.format(dag=walk.backfill, run=walk.runs["form"], task="chunk.commit") + "?map_index=0"
+    )
+    assert walk.server.api("GET", chunk_commit)["extra_links"] == {
+        "Epoch": epoch_page_in_airflow(url, form_epoch)
+    }
 
 
 def _iso(moment: datetime) -> str:

@@ -10,6 +10,7 @@ the write application does (``spark.settings.task_settings``), so a Kafka connec
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.spark.driver import ExitCode, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.settings import task_settings
+from airflow_provider_eo.spark.task_runner import SparkTasks
 from airflow_provider_eo.spark.write_task import TaskSettings, run_task
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
@@ -55,9 +57,11 @@ def pipeline_spec(name: str, topic: str, table: str, **options: Any) -> Pipeline
     return parse_pipelines_text(json.dumps({"pipelines": [entry]}), "<test>")[name]
 
 
-def in_process_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+def in_process_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
     """The driver's runner without Spark: every task in this process, in order."""
-    return [run_task(settings, task).to_dict() for task in tasks]
+    started = time.monotonic()
+    metrics = [run_task(settings, task).to_dict() for task in tasks]
+    return SparkTasks(metrics, started, time.monotonic())
 
 
 def scan(stack: StackInfo, table: str) -> Rows:

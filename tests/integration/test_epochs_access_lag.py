@@ -199,10 +199,28 @@ def test_each_user_sees_only_pipelines_whose_stream_dag_they_may_read(
     assert '<option value="evil"' not in page
     evil_page = alice.get("/", params={"pipeline": "evil"}).text
     assert rows(evil_page, "pipeline") == [] and rows(evil_page, "epoch") == []
+    assert 'id="charts"' not in evil_page and 'id="charts"' in alice.get("/?pipeline=orders").text
+    # the charts and the epoch pages of a hidden pipeline answer exactly as unknown ones
+    hidden_charts, unknown_charts = (
+        alice.get("/api/pipelines/evil/charts"),
+        alice.get("/api/pipelines/x/charts"),
+    )
+    assert (hidden_charts.status_code, hidden_charts.json()) == (
+        404, {"error": "pipeline 'evil' does not exist", "type": "PipelineNotFound"},
+    )  # fmt: skip
+    assert unknown_charts.json() == {"error": "pipeline 'x' does not exist", "type": "PipelineNotFound"}
+    assert alice.get("/api/pipelines/orders/charts").status_code == 200
+    hidden_page = alice.get(f"/epochs/{ledgered.evil.epoch_id}")
+    unknown_page = alice.get("/epochs/999999")
+    assert (hidden_page.status_code, unknown_page.status_code) == (404, 404)
+    assert hidden_page.text == unknown_page.text.replace("999999", str(ledgered.evil.epoch_id))
+    assert alice.get(f"/epochs/{ledgered.committed.epoch_id}").status_code == 200
     # bob may not read eo_stream__orders: reading eo_backfill__orders is not enough
     assert [p["name"] for p in bob.get("/api/pipelines").json()] == ["evil"]
     assert bob.get("/api/epochs").json() == [detail(ledgered.evil)]
     assert bob.get(f"/api/epochs/{ledgered.backfill.epoch_id}").status_code == 404
+    assert bob.get(f"/epochs/{ledgered.backfill.epoch_id}").status_code == 404
+    assert bob.get("/api/pipelines/orders/charts").status_code == 404
     by_backfill_dag = bob.get("/", params={"dag_id": "eo_backfill__orders"}).text
     assert rows(by_backfill_dag, "epoch") == [] and rows(by_backfill_dag, "pipeline") == []
     # carol is denied only eo_backfill__orders: she sees both pipelines

@@ -169,17 +169,22 @@ def test_html_page_rows_and_escaping(client: TestClient, ledgered: Ledgered) -> 
     assert ids == [e.epoch_id for e in reversed(every)]  # newest first
     assert ledgered.backfill.written_at is not None
     written = ledgered.backfill.written_at.isoformat()
-    (row,) = [r for r in rows(html, "epoch") if f"<td>{ledgered.backfill.epoch_id}</td>" in r]
+    epoch_id = ledgered.backfill.epoch_id
+    (row,) = [r for r in rows(html, "epoch") if f'href="epochs/{epoch_id}">{epoch_id}</a>' in r]
+    run_link = '<a class="run-link" href="../dags/eo_backfill__orders/runs/b1" target="_top">'
+    last_change = f'<td class="muted nw" title="{written}">{written[:19].replace("T", " ")}</td>'
     assert row == (
-        f"<td>{ledgered.backfill.epoch_id}</td><td>orders</td><td>backfill</td>"
+        f'<td><a class="epoch-link" href="epochs/{epoch_id}">{epoch_id}</a></td>'
+        "<td>orders</td><td>backfill</td>"
         '<td><span class="s s-WRITTEN">WRITTEN</span></td>'
-        "<td><code>eo_backfill__orders</code><br><code>b1</code></td>"
+        f"<td><code>eo_backfill__orders</code><br>{run_link}<code>b1</code></a></td>"
         f'<td><span class="nw"><code>{ledgered.topic}[0] [1, 3)</code> '
         '<span class="muted">2</span></span></td><td>2</td>'
-        "<td><code>{&quot;cells&quot;: 4, &quot;records&quot;: 2}</code></td>"
-        f'<td class="muted nw" title="{written}">{written[:19].replace("T", " ")}</td><td class="err"></td>'
+        '<td><span class="metrics">records 2</span></td>'  # the vote's figures the page names
+        f'{last_change}<td class="err"></td>'
     )
-    assert "<script>" not in html and "<b>1</b>" not in html
+    # the page's one script is its own (html_parts.TOP_LINKS); the hostile names are escaped
+    assert html.count("<script>") == 1 and "<b>1</b>" not in html
     assert "<code>&lt;script&gt;alert(1)&lt;/script&gt;[0] = 1</code>" in html
     assert partitions_shown(html) == [
         ("&lt;script&gt;alert(1)&lt;/script&gt;", 0, "0"),
@@ -187,7 +192,8 @@ def test_html_page_rows_and_escaping(client: TestClient, ledgered: Ledgered) -> 
         (ledgered.topic, 1, "3"),
     ]
     assert 'id="lag-error"' not in html
-    assert "<code>r&lt;b&gt;1&lt;/b&gt;</code>" in html
+    evil_run = "../dags/eo_stream__evil/runs/r%3Cb%3E1%3C%2Fb%3E"
+    assert f'href="{evil_run}" target="_top"><code>r&lt;b&gt;1&lt;/b&gt;</code>' in html
     assert '<td class="err">worker lost</td>' in html
 
 

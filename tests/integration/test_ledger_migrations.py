@@ -15,7 +15,13 @@ from tests.integration.ledger_support import fresh_database
 
 pytestmark = pytest.mark.integration
 
-SHIPPED = [(1, "initial"), (2, "stored_cursors"), (3, "operator_abort"), (4, "operations")]
+SHIPPED = [
+    (1, "initial"),
+    (2, "stored_cursors"),
+    (3, "operator_abort"),
+    (4, "operations"),
+    (5, "epoch_observations"),
+]
 
 
 def migration_rows(dsn: str) -> list[tuple[int, str]]:
@@ -35,9 +41,9 @@ def test_migrating_twice_applies_once(stack: StackInfo) -> None:
         conn = psycopg2.connect(dsn)
         try:
             assert applied_versions(conn) == []
-            assert apply_migrations(conn) == [1, 2, 3, 4]
+            assert apply_migrations(conn) == [1, 2, 3, 4, 5]
             assert apply_migrations(conn) == []
-            assert applied_versions(conn) == [1, 2, 3, 4]
+            assert applied_versions(conn) == [1, 2, 3, 4, 5]
         finally:
             conn.close()
         assert migration_rows(dsn) == SHIPPED
@@ -57,7 +63,7 @@ def test_concurrent_migrations_are_safe(stack: StackInfo) -> None:
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             results = sorted(pool.map(lambda _: migrate(), range(4)))
-        assert results == [[], [], [], [1, 2, 3, 4]]
+        assert results == [[], [], [], [1, 2, 3, 4, 5]]
         assert migration_rows(dsn) == SHIPPED
 
 

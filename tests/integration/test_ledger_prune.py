@@ -1,6 +1,7 @@
 """``eo-ledger prune``: a guarded dry run by default; deletes exactly the settled epochs the
-policy selects (and their ranges) and nothing else: open epochs, cursors, pins, gaps, dead
-letters and the epochs these name stay, so the next reservation starts where it would have."""
+policy selects (and their ranges, history and commit lag samples, and the wait lag samples
+the same criteria select) and nothing else: open epochs, cursors, pins, gaps, dead letters
+and the epochs these name stay, so the next reservation starts where it would have."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Ledger, PartitionRange
+from airflow_provider_eo.ledger.lag_samples import LagSample, SampledPartition
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
@@ -42,11 +44,14 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
 
 @dataclass
 class History:
-    """One pipeline's epochs: ids by role, settle times pushed 10 days back for e1..e5."""
+    """One pipeline's epochs: ids by role, settle times pushed 10 days back for e1..e5; its
+    lag samples by role: commit samples of e1 and e6, a wait sample taken 10 days ago and
+    one taken now."""
 
     name: str
     topic: str
     ids: dict[str, int]
+    samples: dict[str, int]
 
 
 def fill(stack: StackInfo, topic: str, partition: int, n: int) -> None:
@@ -99,14 +104,25 @@ def make_history(stack: StackInfo, dsn: str, hook: EoKafkaHook, topic: str) -> H
         ).epoch_id
         assert [(g["start"], g["end"], g["epoch_id"]) for g in ledger.gaps(spec.name)] == [(5, 7, ids["e4"])]
         assert ledger.cursors(spec.name) == {(topic, 0): 10, (topic, 1): 3}
+        lags = (SampledPartition(topic, 0, 3, 5, 2), SampledPartition(topic, 1, 2, 2, 0))
+        samples = {
+            "commit_e1": ledger.record_lag_sample(LagSample(spec.name, "commit", ids["e1"], lags)),
+            "commit_e6": ledger.record_lag_sample(LagSample(spec.name, "commit", ids["e6"], lags)),
+            "wait_old": ledger.record_lag_sample(LagSample(spec.name, "wait", None, lags)),
+            "wait_new": ledger.record_lag_sample(LagSample(spec.name, "wait", None, lags)),
+        }
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute(
             "UPDATE eo.epochs SET committed_at = committed_at - interval '10 days',"
             " aborted_at = aborted_at - interval '10 days' WHERE epoch_id = ANY(%s)",
             ([ids[role] for role in ("e1", "e2", "e3", "e4", "e5")],),
         )
+        cur.execute(  # before every epoch's creation, and more than 7 days ago
+            "UPDATE eo.lag_samples SET sampled_at = sampled_at - interval '10 days' WHERE sample_id = %s",
+            (samples["wait_old"],),
+        )
     conn.close()
-    return History(spec.name, topic, ids)
+    return History(spec.name, topic, ids, samples)
 
 
 def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -119,6 +135,8 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
         "gaps": "1, 2, 3, 4",
         "dead_letters": "1, 2, 3, 4",
         "epoch_transitions": "transition_id",
+        "lag_samples": "sample_id",
+        "lag_sample_partitions": "1, 2, 3",
     }
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
@@ -132,13 +150,16 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def without_epochs(
-    rows: dict[str, list[tuple[Any, ...]]], gone: set[int]
+    rows: dict[str, list[tuple[Any, ...]]], gone: set[int], samples_gone: set[int]
 ) -> dict[str, list[tuple[Any, ...]]]:
-    """``rows`` minus the epochs ``gone``, their ranges and their history."""
+    """``rows`` minus the epochs ``gone``, their ranges and their history, and minus the lag
+    samples ``samples_gone`` with their partitions."""
     kept = dict(rows)
     kept["epochs"] = [r for r in rows["epochs"] if r[0] not in gone]
     kept["epoch_ranges"] = [r for r in rows["epoch_ranges"] if r[0] not in gone]
     kept["epoch_transitions"] = [r for r in rows["epoch_transitions"] if r[1] not in gone]
+    kept["lag_samples"] = [r for r in rows["lag_samples"] if r[0] not in samples_gone]
+    kept["lag_sample_partitions"] = [r for r in rows["lag_sample_partitions"] if r[0] not in samples_gone]
     return kept
 
 
@@ -166,19 +187,26 @@ def test_prune_dry_run_reports_and_deletes_nothing(
                 "kept_referenced": 2,
                 "batches": 0,
                 "transitions": 8,  # e1, e2: reserved, written, committed; e3: reserved, aborted
+                "lag_samples": 2,  # e1's commit sample, the wait sample of 10 days ago
             }
         ],
         "epochs": 3,
         "ranges": 6,
         "transitions": 8,
+        "lag_samples": 2,
     }
     # --keep-last alone counts every settled epoch (e1..e7): the 3 newest (e5, e6, e7) stay,
-    # e4 stays for its gap; with both criteria only e1 and e2 are old AND beyond the newest 5
+    # e4 stays for its gap; with both criteria only e1 and e2 are old AND beyond the newest 5.
+    # Wait samples: taken before e5's (resp. e3's) creation, and (with both) 7 days ago.
     code, answer = cli(capsys, "prune", "--all-pipelines", "--keep-last", "3")
-    assert (code, answer["epochs"], answer["pipelines"][0]["kept_referenced"]) == (0, 3, 1)
+    assert (code, answer["epochs"], answer["pipelines"][0]["kept_referenced"], answer["lag_samples"]) == (
+        0, 3, 1, 2,
+    )  # fmt: skip
     assert answer["pipelines"][0]["newest_epoch_id"] == h.ids["e3"]
     code, answer = cli(capsys, "prune", "--pipeline", h.name, "--older-than-days", "7", "--keep-last", "5")
-    assert (code, answer["epochs"], answer["ranges"], answer["transitions"]) == (0, 2, 4, 6)
+    assert (code, answer["epochs"], answer["ranges"], answer["transitions"], answer["lag_samples"]) == (
+        0, 2, 4, 6, 2,
+    )  # fmt: skip
     assert (answer["pipelines"][0]["oldest_epoch_id"], answer["pipelines"][0]["newest_epoch_id"]) == (
         h.ids["e1"], h.ids["e2"],
     )  # fmt: skip
@@ -211,14 +239,17 @@ def test_prune_deletes_exactly_the_selected_epochs(
             "oldest_epoch_id": h.ids["e1"],
             "newest_epoch_id": h.ids["e3"],
             "kept_referenced": 2,
-            "batches": 2,
+            "batches": 3,  # epochs e1, e2 then e3, then the old wait sample
             "transitions": 8,
+            "lag_samples": 2,
         }
     ]
     gone = {h.ids["e1"], h.ids["e2"], h.ids["e3"]}
     assert sum(r[1] in gone for r in before["epoch_transitions"]) == 8
-    # exactly the history rows of the deleted epochs went with them; others' untouched too
-    assert snapshot(ledger_dsn) == without_epochs(before, gone)
+    # exactly the history rows and lag samples of the deleted epochs went with them, and the
+    # old wait sample; the other pipeline's rows are untouched
+    samples_gone = {h.samples["commit_e1"], h.samples["wait_old"]}
+    assert snapshot(ledger_dsn) == without_epochs(before, gone, samples_gone)
 
     with Ledger(ledger_dsn) as ledger:
         assert ledger.cursors(h.name) == cursors == {(h.topic, 0): 10, (h.topic, 1): 3}

@@ -275,5 +275,8 @@ def test_epochs_and_the_page_read_in_one_transaction_each(counted: Counted, buil
     assert [e["epoch_id"] for e in data["epochs"]] == [ids["b-stream"], ids["b-backfill"]]
     page = TestClient(create_app(counted.ledger)).get("/", params={"pipeline": "b-open"})
     assert page.status_code == 200 and f'id="epoch-{ids["b-backfill"]}"' in page.text
-    page_statements = SESSION_ACTOR + OVERVIEW_STATEMENTS + 3  # a new connection for the request
-    assert (len(counted.last.statements), counted.last.commits) == (page_statements, 3)
+    # a new connection for the request; then the pipeline's charts in one more transaction:
+    # the time and whether the pipeline exists, its window's committed epochs (none), its
+    # lag samples (none)
+    page_statements = SESSION_ACTOR + OVERVIEW_STATEMENTS + 3 + 3
+    assert (len(counted.last.statements), counted.last.commits) == (page_statements, 4)

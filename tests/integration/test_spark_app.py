@@ -167,6 +167,10 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
     assert epoch.state == EpochState.WRITTEN
     metrics = dict(epoch.metrics or {})
     assert isinstance(metrics.pop("duration_s"), float)
+    # the Spark job's length and its end to the vote (ledger/phases.py places them)
+    assert isinstance(metrics.pop("spark_tasks_s"), float) and isinstance(
+        metrics.pop("vote_after_tasks_s"), float
+    )
     value_bytes = sum(len(k or "") + len(v or b"") for k, v in partition_records(0))
     assert metrics == {
         "records": 30,

@@ -1,6 +1,8 @@
 """The wait-for-records step on the real ledger and broker: the pending rule, the
 operator's first check and deferral, and ``RecordsAvailableTrigger.run()`` driven
-directly with asyncio (the triggerer itself: ``tests/airflow/test_wait_under_triggerer.py``).
+directly with asyncio (the triggerer itself: ``tests/airflow/test_wait_under_triggerer.py``),
+and the lag samples each stores (a check that finds records at once, the trigger's first
+poll and the poll that finds records; never the polls in between).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.pending import PendingRecords, check_pending
 from airflow_provider_eo.operators.wait import DEFERRAL_BACKSTOP, WaitForRecordsOperator
 from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger
+from tests.chart_rows import sample_rows
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     commit,
     conn_env_fixture,
@@ -54,6 +57,11 @@ def _drained(stack: Any, pipeline: Pipeline, topic: str, counts: list[int]) -> t
         vote(ledger, summary)
     commit(name, file, summary["epoch_id"])
     return name, file
+
+
+def _samples(stack: Any, name: str) -> list[tuple[str, int, list[tuple[str, int, int, int, int]]]]:
+    """The pipeline's lag samples: ``(source, total lag, [(topic, partition, cursor, high, lag)])``."""
+    return [(source, total, rows) for source, _epoch, total, rows in sample_rows(stack.ledger_dsn, name)]
 
 
 def test_pending_follows_pins_cursors_commits_and_new_partitions(
@@ -122,6 +130,8 @@ def test_records_lost_to_retention_do_not_wait_and_the_operator_returns_at_once(
         task_id="wait", pipeline=name, pipelines_file=file, timeout=60, poll_interval=5
     )
     assert wait.execute(task_context()) == expected  # type: ignore[arg-type]
+    # the commit's sample, then the check's: lag counts from the cursor (5), not the low watermark
+    assert _samples(stack, name) == [("commit", 0, [(topic, 0, 5, 5, 0)]), ("wait", 3, [(topic, 0, 5, 8, 3)])]
 
 
 def test_operator_defers_to_the_trigger_when_nothing_is_pending_and_skips_on_timeout(
@@ -136,6 +146,7 @@ def test_operator_defers_to_the_trigger_when_nothing_is_pending_and_skips_on_tim
     with pytest.raises(TaskDeferred) as deferred:
         wait.execute(task_context())  # type: ignore[arg-type]
     after = time.time()
+    assert [source for source, _, _ in _samples(stack, name)] == ["commit"]  # a deferring check stores none
     assert (deferred.value.method_name, deferred.value.timeout) == (
         "execute_complete", timedelta(seconds=30) + DEFERRAL_BACKSTOP
     )  # fmt: skip
@@ -185,6 +196,11 @@ def test_trigger_times_out_without_records(stack, pipeline, kafka_topic_factory)
     payload = asyncio.run(first_event())
     assert isinstance(payload.pop("waited_seconds"), float)
     assert payload == {"status": "timeout", "pipeline": name, "pending": 0}
+    # polls every 0.5 s for 1.5 s: only the first stores its sample (then one a minute at most)
+    assert _samples(stack, name) == [
+        ("commit", 0, [(topic, 0, 3, 3, 0), (topic, 1, 0, 0, 0)]),
+        ("wait", 0, [(topic, 0, 3, 3, 0), (topic, 1, 0, 0, 0)]),
+    ]
 
 
 def test_trigger_fires_with_the_exact_pending_count_when_records_arrive(
@@ -206,7 +222,13 @@ def test_trigger_fires_with_the_exact_pending_count_when_records_arrive(
         await events.aclose()
         return dict(event.payload)
 
-    assert asyncio.run(scenario()) == {
+    event = asyncio.run(scenario())
+    # the trigger's first poll and the poll that found the records
+    assert _samples(stack, name)[1:] == [
+        ("wait", 0, [(topic, 0, 2, 2, 0), (topic, 1, 0, 0, 0)]),
+        ("wait", 5, [(topic, 0, 2, 2, 0), (topic, 1, 0, 5, 5)]),
+    ]
+    assert event == {
         "status": "records",
         "pipeline": name,
         "pending": 5,

@@ -8,6 +8,7 @@ reserved through the real ``EoKafkaHook`` on one real two-partition topic.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -19,6 +20,7 @@ from airflow_provider_eo.ledger import Epoch, EpochState, Ledger
 from airflow_provider_eo.spark.driver import ExitCode, TaskFailed, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task_plan import CoverageError
+from airflow_provider_eo.spark.task_runner import SparkTasks
 from airflow_provider_eo.spark.write_task import TaskMetrics, TaskSettings
 from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
@@ -58,13 +60,18 @@ def reserve(stack: StackInfo, ledger: Ledger, topic: str) -> Callable[[], Epoch]
     return first_epoch
 
 
+JOB_SECONDS = 2.5  # how long the fake runner says its Spark job took
+
+
 def fake_runner(tasks_seen: list[TaskRange]) -> Any:
-    def run(_settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+    def run(_settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
         tasks_seen.extend(tasks)
-        return [
+        ended = time.monotonic()
+        metrics = [
             TaskMetrics(t.topic, t.partition, t.start, t.end, records=t.end - t.start).to_dict()
             for t in tasks
         ]
+        return SparkTasks(metrics, ended - JOB_SECONDS, ended)
 
     return run
 
@@ -80,11 +87,13 @@ def test_success_votes_written_with_aggregated_metrics(
     voted = ledger.get_epoch(epoch.epoch_id)
     metrics = dict(voted.metrics or {})
     metrics.pop("duration_s")
+    assert metrics.pop("vote_after_tasks_s") >= 0  # the job's end to the vote (placed in ledger/phases.py)
     assert (voted.state, metrics) == (
         EpochState.WRITTEN,
         {
             "records": 5, "skipped_offsets": 0, "cells_written": 0, "tombstones": 0, "bad_records": 0,
             "bytes": 0, "segments": 0, "schema_fetches": 0, "schema_ids": [], "tasks": 3,
+            "spark_tasks_s": JOB_SECONDS,
             "partitions": [
                 {"topic": topic, "partition": 0, "start": 0, "end": 5, "records": 5, "skipped_offsets": 0,
                  "bad_records": 0},
@@ -101,7 +110,7 @@ def test_token_rotated_while_tasks_run_fences_out_the_vote(
     epoch = reserve()
     inner = fake_runner([])
 
-    def rotating_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+    def rotating_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
         rotate_fencing_token(ledger, epoch.epoch_id)  # e.g. a newer attempt took the epoch over
         return inner(settings, tasks)  # type: ignore[no-any-return]
 
@@ -115,7 +124,7 @@ def test_token_rotated_while_tasks_run_fences_out_the_vote(
 def test_task_failure_is_not_voted(ledger: Ledger, reserve: Callable[[], Epoch]) -> None:
     epoch = reserve()
 
-    def failing(_settings: TaskSettings, _tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+    def failing(_settings: TaskSettings, _tasks: Sequence[TaskRange]) -> SparkTasks:
         raise TaskFailed("RangeReadError: cannot read t partition 0 up to end offset 5: ...")
 
     assert (
@@ -129,7 +138,7 @@ def test_partial_task_results_are_never_voted(
 ) -> None:
     epoch = reserve()
 
-    def partial(settings: TaskSettings, tasks: Sequence[TaskRange]) -> list[dict[str, Any]]:
+    def partial(settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
         return fake_runner([])(settings, tasks[:-1])  # type: ignore[no-any-return]
 
     with pytest.raises(CoverageError, match=rf"tasks cover \[\(0, 2\)\] of {topic}/0, expected \[0, 5\)"):

@@ -58,16 +58,18 @@ def test_the_check_sees_imports_and_calls() -> None:
 
 
 #: What the store may import from the rest of the package: values (the actor its
-#: transactions are labelled with among them), errors, the state table and the fencing rule
-#: its guarded UPDATEs report with; never a planner or the protocol.
+#: transactions are labelled with, lag samples and epoch times among them), errors, the state
+#: table and the fencing rule its guarded UPDATEs report with; never a planner or the protocol.
 STORE_MAY_IMPORT = frozenset(
     {
         "airflow_provider_eo.ledger.actors",
         "airflow_provider_eo.ledger.errors",
         "airflow_provider_eo.ledger.fencing",
         "airflow_provider_eo.ledger.history",
+        "airflow_provider_eo.ledger.lag_samples",
         "airflow_provider_eo.ledger.models",
         "airflow_provider_eo.ledger.offsets",
+        "airflow_provider_eo.ledger.phases",
         "airflow_provider_eo.ledger.states",
     }
 )

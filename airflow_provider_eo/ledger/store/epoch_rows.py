@@ -138,7 +138,7 @@ def insert_epoch(
     )
     row = cur.fetchone()
     ordered = _in_stored_order(cur, ranges)
-    lines = "".join(f"{row[0]}\t{_copy_text(r.topic)}\t{r.partition}\t{r.start}\t{r.end}\n" for r in ordered)
+    lines = "".join(f"{row[0]}\t{copy_text(r.topic)}\t{r.partition}\t{r.start}\t{r.end}\n" for r in ordered)
     cur.copy_expert(  # COPY: 10,000 rows in half the time of one multi-row INSERT's text
         'COPY eo.epoch_ranges (epoch_id, topic, "partition", start_offset, end_offset) FROM STDIN',
         io.StringIO(lines),
@@ -157,7 +157,7 @@ def _in_stored_order(cur: Any, ranges: Sequence[PartitionRange]) -> tuple[Partit
     return tuple(sorted(ranges, key=lambda r: (rank[r.topic], r.partition)))
 
 
-def _copy_text(value: str) -> str:
+def copy_text(value: str) -> str:
     """``value`` escaped for COPY's text format (backslash, tab, newline, carriage return)."""
     return value.translate(_COPY_ESCAPES)
 

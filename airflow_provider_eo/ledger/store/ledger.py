@@ -31,15 +31,17 @@ from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epoch, fetch_epochs
 from airflow_provider_eo.ledger.store.migrate import applied_versions
+from airflow_provider_eo.ledger.store.observations import LedgerObservations
 from airflow_provider_eo.ledger.store.retention import PruneCount, PrunePolicy
 
 log = logging.getLogger(__name__)
 
 
-class Ledger:
+class Ledger(LedgerObservations):
     """The epoch ledger at ``dsn`` (a libpq DSN/URI) or from a connection factory;
     ``conn_id`` (the Airflow connection it came from) is named in connection errors.
-    ``actor`` is recorded as the author of every change (default: :meth:`Actor.process`)."""
+    ``actor`` is recorded as the author of every change (default: :meth:`Actor.process`).
+    Lag samples and the charts' reads: :class:`LedgerObservations`."""
 
     def __init__(
         self,
@@ -110,14 +112,17 @@ class Ledger:
         log.info("voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
         return epoch
 
-    def mark_committed(self, epoch_id: int, reason: str | None = None) -> Epoch:
+    def mark_committed(
+        self, epoch_id: int, reason: str | None = None, *, step_seconds: float | None = None
+    ) -> Epoch:
         """WRITTEN -> COMMITTED (call after publishing offsets); COMMITTED: no-op success.
-        ``reason`` is recorded in the epoch's history (None: "committed").
+        ``reason`` is recorded in the epoch's history (None: "committed"); ``step_seconds``,
+        how long the commit step has run so far, dates its start (``commit_started_at``).
 
         Raises ``IllegalTransition`` for RESERVED or ABORTED epochs.
         """
         with self._transaction() as cur:
-            epoch, changed = transitions.mark_committed(cur, epoch_id, reason)
+            epoch, changed = transitions.mark_committed(cur, epoch_id, reason, step_seconds)
         if changed:
             log.info(
                 "COMMITTED epoch_id=%s pipeline=%s ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_brief

@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow_provider_eo.ledger.offsets import TopicPartition
 from airflow_provider_eo.ledger.states import EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import _copy_text
+from airflow_provider_eo.ledger.store.epoch_rows import copy_text
 
 _CANDIDATES = """
 SELECT d.topic, d."partition", d."offset", d.epoch_id, d.resolved_by_epoch
@@ -70,7 +70,7 @@ def select_dead_letters(
 def insert_selection(cur: Any, epoch_id: int, selection: Mapping[TopicPartition, tuple[int, ...]]) -> int:
     """Store the offsets replay epoch ``epoch_id`` writes (one COPY); returns their count."""
     lines = "".join(
-        f"{epoch_id}\t{_copy_text(topic)}\t{partition}\t{offset}\n"
+        f"{epoch_id}\t{copy_text(topic)}\t{partition}\t{offset}\n"
         for (topic, partition), offsets in sorted(selection.items())
         for offset in offsets
     )

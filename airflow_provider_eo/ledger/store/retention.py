@@ -11,9 +11,11 @@ given, among those matching a :class:`PrunePolicy`. What it never touches:
   (reported as ``kept_referenced``), so those rows keep their foreign key and still say
   which epoch lost, rejected or resolved what.
 
-A deleted epoch's history (``eo.epoch_transitions``) and replay selection go with it, in
-the same transaction; the report counts the history rows (``transitions``), a dry run
-too. Cursor moves (``eo.cursor_moves``) name no epoch and are never pruned.
+A deleted epoch's history (``eo.epoch_transitions``), replay selection and commit lag
+sample go with it, in the same transaction; wait lag samples go by the same criteria
+(store/sample_retention.py). The report counts the history rows (``transitions``) and the
+samples (``lag_samples``), a dry run too. Cursor moves (``eo.cursor_moves``) name no epoch
+and are never pruned.
 
 After a prune the committed stream ranges of a partition tile ``[first kept start,
 cursor)`` instead of ``[initial_offset, cursor)``; backfill runs older than the pruned
@@ -36,6 +38,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from airflow_provider_eo.ledger.states import SETTLED_STATES, sql_literals
+from airflow_provider_eo.ledger.store import sample_retention
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +71,7 @@ class PrunePolicy:
 class PruneCount:
     """What a prune of one pipeline deletes (a dry run: would delete).
 
-    ``epochs`` / ``ranges`` / ``transitions`` (history rows): rows deleted;
+    ``epochs`` / ``ranges`` / ``transitions`` (history rows) / ``lag_samples``: rows deleted;
     ``oldest_epoch_id`` / ``newest_epoch_id``: the span of deleted ids (None when nothing);
     ``kept_referenced``: matching epochs kept because a gap or dead letter names them;
     ``batches``: delete transactions run.
@@ -82,6 +85,7 @@ class PruneCount:
     kept_referenced: int
     batches: int = 0
     transitions: int = 0
+    lag_samples: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Every field, by name."""
@@ -127,13 +131,20 @@ def count_prunable(cur: Any, pipeline: str, policy: PrunePolicy) -> PruneCount:
         _params(pipeline, policy),
     )
     epochs, ranges, oldest, newest, kept, history = cur.fetchone()
-    return PruneCount(pipeline, int(epochs), int(ranges), oldest, newest, int(kept), transitions=int(history))
+    doomed = f"SELECT epoch_id FROM ({_MATCHING}) matching WHERE NOT referenced"
+    samples = sample_retention.count_samples(cur, _params(pipeline, policy), doomed)
+    return PruneCount(
+        pipeline, int(epochs), int(ranges), oldest, newest, int(kept),
+        transitions=int(history), lag_samples=samples,
+    )  # fmt: skip
 
 
-def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) -> tuple[list[int], int, int]:
-    """Delete the oldest ``batch_size`` prunable epochs of ``pipeline``, their ranges and
-    history, in the caller's transaction; returns (deleted epoch ids, ranges deleted,
-    history rows deleted)."""
+def delete_batch(
+    cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int
+) -> tuple[list[int], int, int, int]:
+    """Delete the oldest ``batch_size`` prunable epochs of ``pipeline``, their ranges,
+    history and commit lag samples, in the caller's transaction; returns (deleted epoch
+    ids, ranges deleted, history rows deleted, samples deleted)."""
     cur.execute(
         f"""
         SELECT epoch_id FROM eo.epochs
@@ -146,55 +157,68 @@ def delete_batch(cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int) 
     )
     ids = [int(epoch_id) for (epoch_id,) in cur.fetchall()]
     if not ids:
-        return [], 0, 0
+        return [], 0, 0, 0
     cur.execute("DELETE FROM eo.epoch_ranges WHERE epoch_id = ANY(%s)", (ids,))
     ranges = int(cur.rowcount)
     # An epoch's history and replay selection go with it (migration 0004).
     cur.execute("DELETE FROM eo.epoch_transitions WHERE epoch_id = ANY(%s)", (ids,))
     history = int(cur.rowcount)
     cur.execute("DELETE FROM eo.replay_selections WHERE epoch_id = ANY(%s)", (ids,))
+    samples = sample_retention.delete_epoch_samples(cur, ids)
     cur.execute(
         "DELETE FROM eo.epochs WHERE epoch_id = ANY(%s) AND state = ANY(%s)",
         (ids, [state.value for state in SETTLED_STATES]),
     )
-    return ids, ranges, history
+    return ids, ranges, history, samples
 
 
 def prune_pipeline(
     transaction: Transaction, pipeline: str, policy: PrunePolicy, *, batch_size: int = 1000
 ) -> PruneCount:
     """Delete every prunable epoch of ``pipeline``, ``batch_size`` per transaction,
-    oldest first; returns what was deleted. Raises ``ValueError`` for ``batch_size < 1``."""
+    oldest first, then its prunable wait samples, ``batch_size`` per transaction; returns
+    what was deleted. Raises ``ValueError`` for ``batch_size < 1``."""
     if batch_size < 1:
         raise ValueError(f"batch size must be >= 1, not {batch_size}")
     with transaction() as cur:
         kept = count_prunable(cur, pipeline, policy).kept_referenced
     epochs: list[int] = []
-    ranges = batches = history = 0
-    for ids, deleted_ranges, deleted_history in _batches(transaction, pipeline, policy, batch_size):
+    ranges = batches = history = samples = 0
+    for ids, deleted_ranges, deleted_history, deleted_samples in _batches(
+        transaction, pipeline, policy, batch_size
+    ):
         epochs.extend(ids)
         ranges += deleted_ranges
         history += deleted_history
+        samples += deleted_samples
         batches += 1
         log.info(
-            "pruned pipeline=%s epochs=%s epoch_ids=%s..%s ranges=%s transitions=%s",
-            pipeline, len(ids), ids[0], ids[-1], deleted_ranges, deleted_history,
+            "pruned pipeline=%s epochs=%s epoch_ids=%s..%s ranges=%s transitions=%s lag_samples=%s",
+            pipeline, len(ids), ids[0], ids[-1], deleted_ranges, deleted_history, deleted_samples,
         )  # fmt: skip
+    while True:
+        with transaction() as cur:
+            deleted = sample_retention.delete_wait_samples(cur, _params(pipeline, policy), batch_size)
+        if not deleted:
+            break
+        samples += deleted
+        batches += 1
+        log.info("pruned pipeline=%s wait lag_samples=%s", pipeline, deleted)
     return PruneCount(
         pipeline, len(epochs), ranges, min(epochs, default=None), max(epochs, default=None), kept, batches,
-        transitions=history,
+        transitions=history, lag_samples=samples,
     )  # fmt: skip
 
 
 def _batches(
     transaction: Transaction, pipeline: str, policy: PrunePolicy, batch_size: int
-) -> Iterator[tuple[list[int], int, int]]:
+) -> Iterator[tuple[list[int], int, int, int]]:
     while True:
         with transaction() as cur:
-            ids, ranges, history = delete_batch(cur, pipeline, policy, batch_size)
+            ids, ranges, history, samples = delete_batch(cur, pipeline, policy, batch_size)
         if not ids:
             return
-        yield ids, ranges, history
+        yield ids, ranges, history, samples
 
 
 def known_pipelines(cur: Any, wanted: Sequence[str] | None) -> list[str]:

@@ -59,9 +59,13 @@ def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[s
     raise FencedOut(epoch_id, epoch.state.value, reason)
 
 
-def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[Epoch, bool]:
+def mark_committed(
+    cur: Any, epoch_id: int, reason: str | None = None, step_seconds: float | None = None
+) -> tuple[Epoch, bool]:
     """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed). ``reason``
-    goes to the epoch's history (None: the trigger's "committed").
+    goes to the epoch's history (None: the trigger's "committed"). ``commit_started_at`` is
+    ``committed_at`` minus ``step_seconds`` (the commit step's duration so far, on the
+    caller's monotonic clock: no clock skew), or NULL without it.
 
     A stream epoch's change raises its partitions' stored cursors to its range ends in
     the same transaction (:func:`~.cursors.advance_to_committed_ends`), the epoch's dead
@@ -72,8 +76,10 @@ def mark_committed(cur: Any, epoch_id: int, reason: str | None = None) -> tuple[
     """
     label_reason(cur, reason)
     cur.execute(
-        "UPDATE eo.epochs SET state = %s, committed_at = now() WHERE epoch_id = %s AND state = ANY(%s)",
-        (EpochState.COMMITTED.value, epoch_id, sources_of(EpochState.COMMITTED)),
+        "UPDATE eo.epochs SET state = %s, committed_at = now(),"
+        " commit_started_at = now() - make_interval(secs => %s::double precision)"
+        " WHERE epoch_id = %s AND state = ANY(%s)",
+        (EpochState.COMMITTED.value, step_seconds, epoch_id, sources_of(EpochState.COMMITTED)),
     )
     changed = cur.rowcount == 1
     if changed:

@@ -42,8 +42,10 @@ def closing_guide(
             " epoch each; its write and commit tasks name their epoch (id, records, ranges)",
             f"  - {url}/dags/{backfill}  the backfill DAG: the replay of {topic}[0]; its"
             " Trigger form takes topics, partitions and offsets or times",
-            f"  - {url}/plugin/eo-epochs  the Epochs page ('Epochs' in the navigation, a tab on each"
-            f" DAG; alone at {url}/eo/?dag_id={quote(stream)}): every epoch, its ranges, cursors, lag",
+            f"  - {url}/plugin/eo-epochs/eo/?pipeline={quote(pipeline)}  the Epochs page ('Epochs' in"
+            f" the navigation, a tab on each DAG; alone at {url}/eo/?dag_id={quote(stream)}): the"
+            f" charts of {pipeline} (lag, records, each epoch's phases, dead letters), every epoch"
+            " with a link to its own page, cursors, lag",
             *others,
             f"Stop everything: eo-stack down --state-dir {state_dir}",
         ]
