@@ -318,25 +318,34 @@ class WriteProc(LoggedProcess):
             self.cleanup()
 
     def driver_pid(self, timeout: float = 60) -> int:
-        """Pid of the Python driver (the child of spark-submit's JVM running app.py)."""
+        """Pid of the Python driver (the child of spark-submit's JVM running app.py), waited for
+        up to ``timeout`` seconds; AssertionError when none shows."""
         deadline = time.monotonic() + timeout
-        marker = ["--epoch-id", str(self.epoch_id)]
         while time.monotonic() < deadline:
-            for entry in Path("/proc").iterdir():
-                if not entry.name.isdigit():
-                    continue
-                try:
-                    argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-                    if "java" in Path(argv[0]).name or not any(a.endswith("app.py") for a in argv):
-                        continue
-                    if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(
-                        int(entry.name)
-                    ) == (self.proc.pid):
-                        return int(entry.name)
-                except OSError:  # the process exited while we looked at it
-                    continue
+            pid = self.running_driver()
+            if pid is not None:
+                return pid
             time.sleep(0.2)
         raise AssertionError(f"no Spark driver process found for epoch {self.epoch_id}")
+
+    def running_driver(self) -> int | None:
+        """Pid of the Python driver if it runs now (one look at /proc), else None: not started
+        yet, or done (the JVM may still be stopping after it)."""
+        marker = ["--epoch-id", str(self.epoch_id)]
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+                if "java" in Path(argv[0]).name or not any(a.endswith("app.py") for a in argv):
+                    continue
+                if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(
+                    int(entry.name)
+                ) == (self.proc.pid):
+                    return int(entry.name)
+            except OSError:  # the process exited while we looked at it
+                continue
+        return None
 
     def wait_for_hanging(self, count: int, timeout: float = 120) -> list[int]:
         """Pids of the Python workers standing at the ``spark.task.after_segment`` hang point,

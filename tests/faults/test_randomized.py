@@ -162,10 +162,11 @@ def _write_fault(case: Case, kind: str, epoch_id: int, rng: random.Random, tag: 
         assert rc == 4
     elif kind == "driver.sigkill_mid_write":
         proc = case.start_write(epoch_id)
-        proc.wait_for_output("task start")
+        proc.wait_for_output("task start")  # the driver runs (or, its tasks done, has voted and ended)
         time.sleep(rng.uniform(0, 1.5))
-        if proc.proc.poll() is None:
-            os.kill(proc.driver_pid(), signal.SIGKILL)
+        driver = proc.running_driver()
+        if driver is not None:
+            os.kill(driver, signal.SIGKILL)
         rc = proc.wait()
         # the tasks may all finish within the delay: a driver killed after its vote leaves WRITTEN
         voted_before_kill = rc != 0 and f"voted WRITTEN epoch_id={epoch_id} " in proc.output()
