@@ -89,6 +89,21 @@ def table(report: Mapping[str, Any]) -> str:
             f" (its tasks {big['tasks_ratio_vs_bound_100kb']}x);"
             f" peak RSS 900 KB vs 300 B {big['rss_ratio_900k_vs_small']}x"
         )
+    native = report.get("spark_native")
+    if native:
+        lines.append(
+            f"spark_native ({native['connector']['artifact']}, {native['master']}), median records/s:"
+        )
+        lines.append(
+            f"  {'records':<10} {'write step':>10} {'batch':>10} {'avail.Now':>10}"
+            f" {'vs batch':>9} {'vs aNow':>8}"
+        )
+        for size, part in native["sizes"].items():
+            rates = [part["runs"][name]["records_per_s"] for name in ("write_step", "batch", "available_now")]
+            lines.append(
+                f"  {int(size):<10,} {rates[0]:>10,} {rates[1]:>10,} {rates[2]:>10,}"
+                f" {part['ratio_vs_batch']:>8}x {part['ratio_vs_available_now']:>7}x"
+            )
     fleet = report.get("many_pipelines")
     if fleet:
         lines.append(

@@ -26,6 +26,7 @@ SECTIONS = (
     "many_pipelines",
     "standalone",
     "epoch_overhead",
+    "spark_native",
 )
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -92,6 +93,11 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
             report.update(standalone.run(stack, dataset, quick=args.quick))
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "spark_native" in args.sections:
+        from benchmarks import spark_native
+
+        sizes = spark_native.QUICK_SIZES if args.quick else spark_native.SIZES
+        report.update(spark_native.run(stack, sizes=sizes, partitions=args.partitions))
     if "epoch_overhead" in args.sections:
         from benchmarks import epoch_overhead
 
