@@ -24,7 +24,7 @@ SECTIONS = (
     "big_records",
     "reserve_commit",
     "many_pipelines",
-    "standalone",
+    "scaling",
     "epoch_overhead",
     "spark_native",
 )
@@ -85,12 +85,13 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
         from benchmarks import many_pipelines
 
         report.update(many_pipelines.run(stack, quick=args.quick))
-    if "standalone" in args.sections:
-        from benchmarks import standalone
+    if "scaling" in args.sections:
+        from benchmarks import scaling
 
-        dataset = produce_dataset(stack.kafka_bootstrap, records, args.partitions)
+        size = min(records, scaling.QUICK_RECORDS if args.quick else scaling.FULL_RECORDS)
+        dataset = produce_dataset(stack.kafka_bootstrap, size, args.partitions)
         try:
-            report.update(standalone.run(stack, dataset, quick=args.quick))
+            report.update(scaling.run(stack, dataset, quick=args.quick))
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
     if "spark_native" in args.sections:
