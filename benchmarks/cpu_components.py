@@ -29,13 +29,16 @@ from eo_devtools.stack.stack import LocalStack
 SERVER_SERVICES = ("kafka", "hbase", "hbase-thrift", "postgres")
 
 
-def spark_process_kind(cmdline: list[str]) -> str:
-    """The kind (module docstring) of a process of a spark-submit tree, from its command line.
+def spark_process_kind(cmdline: list[str]) -> str | None:
+    """The kind (module docstring) of a process of a spark-submit tree, from its command line;
+    None for an empty one (a process that exited and was not reaped yet).
 
     Python workers run a module (``-m``), also when forked from a daemon (they keep its
     command line); the driver runs the application's file.
     """
-    program = Path(cmdline[0]).name if cmdline else ""
+    if not cmdline:
+        return None
+    program = Path(cmdline[0]).name
     if program.startswith("java"):
         return "launcher" if "org.apache.spark.launcher.Main" in cmdline else "spark_jvm"
     if program.startswith("python"):

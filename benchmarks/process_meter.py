@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-KindOf = Callable[[list[str]], str]
-"""A process's kind from its command line."""
+KindOf = Callable[[list[str]], str | None]
+"""A process's kind from its command line; None: keep the kind seen before (a zombie's
+command line is empty)."""
 
 
 class ProcessMeter:
@@ -51,7 +52,7 @@ class ProcessMeter:
 
     @property
     def cpu_seconds_by_kind(self) -> dict[str, float]:
-        """:attr:`cpu_seconds` split by ``kind_of`` (one kind ``"all"`` without it)."""
+        """:attr:`cpu_seconds` split by ``kind_of`` (``"all"``: without it, or never known)."""
         totals: dict[str, float] = defaultdict(float)
         for pid, seconds in self._cpu.items():
             totals[self._kind.get(pid, "all")] += seconds
@@ -77,7 +78,7 @@ class ProcessMeter:
                     rss += process.memory_info().rss
                     times = process.cpu_times()
                     self._cpu[process.pid] = times.user + times.system
-                    if kind is not None:  # the latest wins: spark-class execs the JVM
+                    if kind is not None:  # the latest wins: spark-class turns into the JVM
                         self._kind[process.pid] = kind
             except psutil.Error:
                 continue

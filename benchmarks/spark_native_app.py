@@ -19,8 +19,9 @@ happybase ``Table.batch(batch_size)`` puts of the cells the provider's own mappe
 (``airflow_provider_eo.spark.mapping.build_mapper`` with the default mapping) makes, so
 the cells are the write step's; cell versions are HBase's clock (a user's plain puts), not
 offsets. Prints one line per peer, ``EO-PEER {"kind": "peer", "peer", "table", "records",
-"seconds"}`` (``records`` counted by the partitions' writers), and at the end ``EO-PEER
-{"kind": "app", "spark_s"}``: from before the SparkSession to after its stop.
+"seconds"}`` (``records`` counted by the partitions' writers; ``available_now`` adds
+``micro_batches``, those that read records), and at the end ``EO-PEER {"kind": "app",
+"spark_s"}``: from before the SparkSession to after its stop.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def run_peer(spark: Any, args: argparse.Namespace, peer: str, table: str) -> dic
     """Write the records with one peer; its line's fields."""
     written = spark.sparkContext.accumulator(0)
     write = partition_writer(args.hbase_host, args.hbase_port, table, args.batch_size, written)
+    line: dict[str, Any] = {"kind": "peer", "peer": peer, "table": table}
     started = time.monotonic()
     if peer == "batch":
         frame = kafka_reader(spark.read, args).option("endingOffsets", offsets_json(args.topic, args.ends))
@@ -134,8 +136,10 @@ def run_peer(spark: Any, args: argparse.Namespace, peer: str, table: str) -> dic
             .start()
         )
         query.awaitTermination()
-    seconds = time.monotonic() - started
-    return {"kind": "peer", "peer": peer, "table": table, "records": written.value, "seconds": seconds}
+        line["micro_batches"] = sum(1 for progress in query.recentProgress if progress.numInputRows)
+    line["seconds"] = time.monotonic() - started
+    line["records"] = written.value
+    return line
 
 
 def main(argv: Sequence[str] | None = None) -> int:

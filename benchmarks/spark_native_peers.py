@@ -74,7 +74,8 @@ def run_peer(
     Returns :meth:`SubmitRun.figures <benchmarks.spark_submit_run.SubmitRun.figures>` plus
     ``tasks_records_per_s`` (records over the app's SparkSession start to stop, as the write
     step's counts its SparkContext and tasks), ``read_write_s`` (the peer's read and write
-    alone) and ``table`` (dropped unless ``keep_table``).
+    alone; ``micro_batches`` too for ``available_now``) and ``table`` (dropped unless
+    ``keep_table``).
     """
     table = fresh_table(stack, f"bench_{peer}")
     run, lines = submit_peers(stack, dataset, [(peer, table)], master=master)
@@ -83,6 +84,8 @@ def run_peer(
     result = run.figures(dataset.records, dataset.megabytes)
     result["tasks_records_per_s"] = round(dataset.records / app["spark_s"])
     result["read_write_s"] = round(written["seconds"], 2)
+    if "micro_batches" in written:
+        result["micro_batches"] = written["micro_batches"]
     result["table"] = table
     if not keep_table:
         drop_table(stack, table)

@@ -57,7 +57,10 @@ def test_spark_kafka_pins_the_connector_and_excludes_everything_pyspark_ships() 
     }
     root = ET.parse(pom_path("spark-kafka")).getroot()
     exclusions = [
-        [(e.findtext("m:groupId", namespaces=POM_NS), e.findtext("m:artifactId", namespaces=POM_NS)) for e in dep]
+        [
+            (e.findtext("m:groupId", namespaces=POM_NS), e.findtext("m:artifactId", namespaces=POM_NS))
+            for e in dep
+        ]
         for dep in root.findall("m:dependencies/m:dependency/m:exclusions", POM_NS)
     ]
     assert exclusions == [[("*", "*")]] * 4
