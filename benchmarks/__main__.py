@@ -12,7 +12,12 @@ Sections (each a ratio or a figure measured against a baseline in this run):
 * ``many_pipelines``: 100 pipelines of 64 partitions each reserving and committing at once
   from 8 processes on one ledger: epochs/s, p50/p99 reserve + commit, lock waits, retries;
 * ``epoch_overhead``: one 1-record epoch under a real Airflow scheduler, broken down;
-* ``standalone``: the write step on a Spark standalone cluster with 1 and 2 workers.
+* ``scaling``: the write step's records/s against Spark tasks per core (``local[1]`` to
+  ``local[4]``, 1 or 2 tasks per partition), and the CPU per record of each component
+  (Spark's JVM and Python, Kafka, HBase, Thrift, PostgreSQL);
+* ``spark_native``: the write step against Spark's own Kafka source (a bounded
+  ``spark.read`` and ``readStream`` with ``Trigger.AvailableNow``, both writing the same
+  cells with happybase from ``foreachPartition``), alternated, at 500k and 1M records.
 
 Uses the local stack in ``--state-dir`` (default ``$EO_STACK_STATE_DIR`` or
 ``.eo-state``), started for the run (``epoch_overhead`` starts an Airflow of its own on it) and

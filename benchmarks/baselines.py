@@ -9,7 +9,7 @@
   memory small, ``distinct`` records are built and sent round-robin until the
   dataset's count is reached (rewriting a row costs HBase what a new one does).
 
-Each returns :func:`benchmarks.write_step.figures` for its run.
+Each returns :func:`benchmarks.spark_submit_run.figures` for its run.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ import happybase
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from Hbase_thrift import BatchMutation, Mutation  # registered by happybase's thriftpy2 loader
 
+from benchmarks.cpu_components import server_processes
 from benchmarks.dataset import Dataset, event
 from benchmarks.process_meter import cpu_seconds
-from benchmarks.write_step import drop_table, figures, fresh_table, server_pids
+from benchmarks.spark_submit_run import figures
+from benchmarks.write_step import drop_table, fresh_table
 from eo_devtools.stack.stack import LocalStack
 
 
@@ -65,7 +67,7 @@ class _Run:
     """Wall clock, own CPU and the stack servers' CPU of one baseline run."""
 
     def __init__(self, stack: LocalStack) -> None:
-        self.servers = server_pids(stack)
+        self.servers = list(server_processes(stack).values())
         self.server_before = cpu_seconds(self.servers)
         self.cpu_before = time.process_time()
         self.started = time.monotonic()

@@ -32,9 +32,10 @@ from airflow_provider_eo.spark import hbase_writer, write_task
 from airflow_provider_eo.spark.records import KafkaRecord, RowMutation, RowPut, TaskRange
 from airflow_provider_eo.spark.segments import WriteCall
 from airflow_provider_eo.spark.settings import task_settings
+from benchmarks.cpu_components import server_processes
 from benchmarks.dataset import delete_topic, produce_dataset
 from benchmarks.process_meter import cpu_seconds
-from benchmarks.write_step import drop_table, fresh_table, server_pids
+from benchmarks.write_step import drop_table, fresh_table
 from eo_devtools.stack.stack import LocalStack
 
 PARTITIONS = 2
@@ -88,7 +89,7 @@ def one_run(stack: LocalStack, topic: str, ends: tuple[int, ...], per: int | Non
 
     write_task.build_mapper = mapper_factory(per)
     hbase_writer.mutate_rows_ts = counted
-    servers = server_pids(stack)
+    servers = list(server_processes(stack).values())
     try:
         server_before, cpu_before, started = cpu_seconds(servers), time.process_time(), time.monotonic()
         metrics = [write_task.run_task(settings, TaskRange(topic, p, 0, end)) for p, end in enumerate(ends)]

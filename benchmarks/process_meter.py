@@ -3,26 +3,35 @@
 A :class:`ProcessMeter` follows a root process and every descendant it ever sees
 (Spark's JVM, its Python daemon and workers), sampling every ``interval_s``: peak
 RSS is the largest *sum* over the tree at one sample; CPU seconds are each process's
-last observed user+system time, summed. :func:`cpu_seconds` reads a fixed set of
-long-running processes (the stack's servers) before and after a run.
+last observed user+system time, summed, also per kind of process (``kind_of``, e.g.
+:func:`benchmarks.cpu_components.spark_process_kind`). :func:`cpu_seconds` reads a fixed
+set of long-running processes (the stack's servers) before and after a run; it counts the
+CPU of their children that already exited too (a PostgreSQL backend of a closed connection).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 
 import psutil
+
+KindOf = Callable[[list[str]], str | None]
+"""A process's kind from its command line; None: keep the kind seen before (a zombie's
+command line is empty)."""
 
 
 class ProcessMeter:
     """Samples a process tree in a background thread between ``start`` and ``stop``."""
 
-    def __init__(self, root_pid: int, interval_s: float = 0.1) -> None:
+    def __init__(self, root_pid: int, interval_s: float = 0.1, kind_of: KindOf | None = None) -> None:
         self.root_pid = root_pid
         self.interval_s = interval_s
+        self.kind_of = kind_of
         self.peak_rss_bytes = 0
         self._cpu: dict[int, float] = {}
+        self._kind: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="process-meter", daemon=True)
 
@@ -41,6 +50,14 @@ class ProcessMeter:
         """User+system CPU seconds of every process seen in the tree."""
         return sum(self._cpu.values())
 
+    @property
+    def cpu_seconds_by_kind(self) -> dict[str, float]:
+        """:attr:`cpu_seconds` split by ``kind_of`` (``"all"``: without it, or never known)."""
+        totals: dict[str, float] = defaultdict(float)
+        for pid, seconds in self._cpu.items():
+            totals[self._kind.get(pid, "all")] += seconds
+        return dict(totals)
+
     def _run(self) -> None:
         while True:
             self._sample()
@@ -57,23 +74,27 @@ class ProcessMeter:
         for process in tree:
             try:
                 with process.oneshot():
+                    kind = None if self.kind_of is None else self.kind_of(process.cmdline())
                     rss += process.memory_info().rss
                     times = process.cpu_times()
                     self._cpu[process.pid] = times.user + times.system
+                    if kind is not None:  # the latest wins: spark-class turns into the JVM
+                        self._kind[process.pid] = kind
             except psutil.Error:
                 continue
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
 
 
 def cpu_seconds(pids: Iterable[int]) -> float:
-    """User+system CPU seconds of each process and its descendants, summed (gone ones count 0)."""
+    """User+system CPU seconds of each process and its descendants, and of the children they
+    reaped, summed (gone ones count 0)."""
     total = 0.0
     for pid in pids:
         try:
             root = psutil.Process(pid)
             for process in [root, *root.children(recursive=True)]:
                 times = process.cpu_times()
-                total += times.user + times.system
+                total += times.user + times.system + times.children_user + times.children_system
         except psutil.Error:
             continue
     return total

@@ -49,16 +49,24 @@ def write_report(report: Mapping[str, Any], path: Path) -> None:
     path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
 
 
+RETIRED_SECTIONS = ("standalone",)
+"""Sections the suite no longer has, each its report key (``standalone``, 1 vs 2 workers on 2
+shared cores: replaced by ``scaling``)."""
+
+
 def merge_reports(previous: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str, Any]:
     """``previous`` with every key of ``fresh`` replacing its own. ``sections`` becomes the
     union, and ``section_runs`` says when each section was last measured (``finished_at``
-    of its run), so each ratio still comes from a single run."""
+    of its run), so each ratio still comes from a single run. Figures of
+    :data:`RETIRED_SECTIONS` are dropped."""
     runs = dict(
         previous.get("section_runs")
         or dict.fromkeys(previous.get("sections", []), previous.get("finished_at"))
     )
     runs.update(dict.fromkeys(fresh["sections"], fresh["finished_at"]))
-    return {**previous, **fresh, "sections": list(runs), "section_runs": runs}
+    kept = {key: value for key, value in previous.items() if key not in RETIRED_SECTIONS}
+    runs = {name: at for name, at in runs.items() if name not in RETIRED_SECTIONS}
+    return {**kept, **fresh, "sections": list(runs), "section_runs": runs}
 
 
 def table(report: Mapping[str, Any]) -> str:
@@ -89,6 +97,21 @@ def table(report: Mapping[str, Any]) -> str:
             f" (its tasks {big['tasks_ratio_vs_bound_100kb']}x);"
             f" peak RSS 900 KB vs 300 B {big['rss_ratio_900k_vs_small']}x"
         )
+    native = report.get("spark_native")
+    if native:
+        lines.append(
+            f"spark_native ({native['connector']['artifact']}, {native['master']}), median records/s:"
+        )
+        lines.append(
+            f"  {'records':<10} {'write step':>10} {'batch':>10} {'avail.Now':>10}"
+            f" {'vs batch':>9} {'vs aNow':>8}"
+        )
+        for size, part in native["sizes"].items():
+            rates = [part["runs"][name]["records_per_s"] for name in ("write_step", "batch", "available_now")]
+            lines.append(
+                f"  {int(size):<10,} {rates[0]:>10,} {rates[1]:>10,} {rates[2]:>10,}"
+                f" {part['ratio_vs_batch']:>8}x {part['ratio_vs_available_now']:>7}x"
+            )
     fleet = report.get("many_pipelines")
     if fleet:
         lines.append(
@@ -98,7 +121,15 @@ def table(report: Mapping[str, Any]) -> str:
             f" lock waits {fleet['lock_waits']['lock_wait_backend_samples']}, retries {fleet['retries']},"
             f" deadlocks {fleet['database']['deadlocks']}, worker crashes {fleet.get('worker_crashes')}"
         )
-    for key in ("reserve_commit_ms", "standalone", "memory", "epoch_overhead_parts"):
+    scaling = report.get("scaling")
+    if scaling:
+        lines.append(f"scaling, {scaling['records']:,} records, records/s by shape (tasks per core):")
+        for name, shape in scaling["shapes"].items():
+            lines.append(f"  {name:<14} {shape['records_per_s']:>8,} ({shape['tasks_per_core']:g} per core)")
+        cpu = scaling["cpu"]
+        lines.append(f"  CPU us/record beyond a run's fixed cost ({cpu['per_record_us_total']} in all):")
+        lines.append("  " + ", ".join(f"{name} {us}" for name, us in cpu["per_record_us"].items()))
+    for key in ("reserve_commit_ms", "memory", "epoch_overhead_parts"):
         if key in report:
             lines.append(f"{key}: {json.dumps(report[key])}")
     lines.append("targets:")

@@ -24,8 +24,9 @@ SECTIONS = (
     "big_records",
     "reserve_commit",
     "many_pipelines",
-    "standalone",
+    "scaling",
     "epoch_overhead",
+    "spark_native",
 )
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -84,14 +85,20 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
         from benchmarks import many_pipelines
 
         report.update(many_pipelines.run(stack, quick=args.quick))
-    if "standalone" in args.sections:
-        from benchmarks import standalone
+    if "scaling" in args.sections:
+        from benchmarks import scaling
 
-        dataset = produce_dataset(stack.kafka_bootstrap, records, args.partitions)
+        size = min(records, scaling.QUICK_RECORDS if args.quick else scaling.FULL_RECORDS)
+        dataset = produce_dataset(stack.kafka_bootstrap, size, args.partitions)
         try:
-            report.update(standalone.run(stack, dataset, quick=args.quick))
+            report.update(scaling.run(stack, dataset, quick=args.quick))
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "spark_native" in args.sections:
+        from benchmarks import spark_native
+
+        sizes = spark_native.QUICK_SIZES if args.quick else spark_native.SIZES
+        report.update(spark_native.run(stack, sizes=sizes, partitions=args.partitions))
     if "epoch_overhead" in args.sections:
         from benchmarks import epoch_overhead
 

@@ -85,6 +85,20 @@ TARGETS = (
         "reserve + commit p99 < 500 ms: 100 pipelines x 64 partitions from 8 processes",
         "many_pipelines.lock_waits",
     ),
+    *(
+        Target(
+            f"spark_native.ratio_vs_{peer}.{records}",
+            ">=",
+            2.0,
+            f"write step >= 2x Spark's Kafka source ({what}) at {records:,} records",
+            f"spark_native.sizes.{records}.cpu",
+        )
+        for peer, what in (
+            ("batch", "spark.read, one offset range"),
+            ("available_now", "Trigger.AvailableNow"),
+        )
+        for records in (500_000, 1_000_000)
+    ),
     Target(
         "epoch_overhead_s",
         "<=",

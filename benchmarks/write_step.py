@@ -1,17 +1,18 @@
 """One run of the write step as production runs it: ``spark-submit`` of the write application.
 
+The submission carries the write operator's start-up defaults
+(:func:`airflow_provider_eo.operators.driver_start.start_up_conf`, with the driver class
+archive) for every key ``conf`` does not set: the figures are what a pipeline that sets
+nothing gets.
+
 The epoch is a backfill epoch over the dataset's whole ranges, reserved in the stack's
 ledger under a pipeline of its own that writes to a fresh HBase table. ``spark-submit``
-is the one next to this interpreter (the venv's), so nothing depends on ``PATH``.
+is run and measured by :func:`benchmarks.spark_submit_run.measured_submit`.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,19 +22,12 @@ import happybase
 import yaml
 
 from airflow_provider_eo.ledger import Ledger, PartitionRange
+from airflow_provider_eo.operators.driver_start import class_archive, start_up_conf
 from airflow_provider_eo.spark import app as app_module
 from benchmarks.dataset import Dataset
-from benchmarks.process_meter import ProcessMeter, cpu_seconds
+from benchmarks.spark_submit_run import measured_submit
 from eo_devtools.ledger_direct import reserve_backfill_epoch
 from eo_devtools.stack.stack import LocalStack
-
-SERVER_SERVICES = ("kafka", "hbase", "hbase-thrift", "postgres")
-
-
-def server_pids(stack: LocalStack) -> list[int]:
-    """Process ids of the stack's Kafka, HBase, Thrift and PostgreSQL servers."""
-    status = stack.status()
-    return [int(status[name]["pid"]) for name in SERVER_SERVICES if status.get(name, {}).get("pid")]
 
 
 def fresh_table(stack: LocalStack, prefix: str) -> str:
@@ -54,25 +48,6 @@ def drop_table(stack: LocalStack, name: str) -> None:
         connection.delete_table(name, disable=True)
     finally:
         connection.close()
-
-
-def spark_submit_path() -> str:
-    """The ``spark-submit`` installed with this interpreter's pyspark."""
-    return str(Path(sys.executable).parent / "spark-submit")
-
-
-def figures(
-    records: int, megabytes: float, seconds: float, client_cpu_s: float, server_cpu_s: float
-) -> dict[str, Any]:
-    """records/s, MB/s and CPU seconds per million records of one run."""
-    return {
-        "records": records,
-        "wall_s": round(seconds, 2),
-        "records_per_s": round(records / seconds),
-        "mb_per_s": round(megabytes / seconds, 2),
-        "client_cpu_s_per_million": round(client_cpu_s * 1e6 / records, 1),
-        "server_cpu_s_per_million": round(server_cpu_s * 1e6 / records, 1),
-    }
 
 
 def pipelines_yaml(
@@ -116,10 +91,12 @@ def run_write_step(
     """Write the dataset once with spark-submit; raises RuntimeError when the application fails.
 
     ``mapping``: the pipeline's ``mapping:`` settings (e.g. ``{"value_format": "avro"}``;
-    default: the default JSON mapping). Returns :func:`figures` (wall time from
-    spark-submit's start to its exit) plus ``tasks_records_per_s`` (the vote's ``duration_s``:
-    Spark tasks only), ``peak_rss_mb`` (driver JVM + Python workers), ``table``, and the epoch's
-    ``cells_written`` and ``bad_records`` (and ``schema_fetches`` when the epoch reports it).
+    default: the default JSON mapping). Returns
+    :meth:`~benchmarks.spark_submit_run.SubmitRun.figures` (wall time from spark-submit's start
+    to its exit; ``peak_rss_mb`` of the driver JVM + Python workers; CPU per record by
+    component) plus ``tasks_records_per_s`` (the vote's ``duration_s``: the SparkContext and its
+    tasks), ``table``, and the epoch's ``cells_written`` and ``bad_records`` (and
+    ``schema_fetches`` when the epoch reports it).
     """
     table = fresh_table(stack, f"bench_{label}")
     pipeline = f"bench_{label}_{uuid.uuid4().hex[:6]}"
@@ -141,8 +118,13 @@ def run_write_step(
         epoch_id = reserve_backfill_epoch(
             ledger, pipeline, ranges, dag_id="bench", run_id=uuid.uuid4().hex
         ).epoch_id
-    argv = [spark_submit_path(), "--master", master, "--conf", "spark.ui.enabled=false"]
-    for key, value in (conf or {}).items():
+    archive = class_archive()
+    submitted = {
+        **start_up_conf(conf or {}, master=master, deploy_mode="client", archive=archive),
+        **(conf or {}),
+    }
+    argv = ["--master", master]
+    for key, value in submitted.items():
         argv += ["--conf", f"{key}={value}"]
     argv += [
         str(app_module.__file__),
@@ -153,37 +135,21 @@ def run_write_step(
         "--pipelines-file",
         str(pipelines),
     ]
-    env = {
-        **os.environ,
-        **stack.conn_env(),
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
-    # spark-submit looks for SPARK_HOME through the python on PATH: the venv's first
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    servers = server_pids(stack)
-    server_before = cpu_seconds(servers)
-    started = time.monotonic()
-    with tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(argv, env=env, stdout=output, stderr=subprocess.STDOUT)
-        meter = ProcessMeter(process.pid).start()
-        code = process.wait()
-        meter.stop()
-        wall = time.monotonic() - started
-        output.seek(0)
-        log_tail = output.read()[-4000:].decode("utf-8", "replace")
-    server_cpu = cpu_seconds(servers) - server_before
-    if code != 0:
-        raise RuntimeError(f"{label}: spark-submit exited {code}:\n{log_tail}")
+    succeeded = False
+    try:
+        run = measured_submit(stack, argv, label)
+        succeeded = True
+    finally:
+        if archive is not None:
+            archive.settle(succeeded=succeeded)
     with Ledger(stack.ledger_dsn) as ledger:
         metrics = ledger.get_epoch(epoch_id).metrics or {}
     if metrics.get("records") != dataset.records:
         raise RuntimeError(
             f"{label}: epoch {epoch_id} voted {metrics.get('records')} records, expected {dataset.records}"
         )
-    result = figures(dataset.records, dataset.megabytes, wall, meter.cpu_seconds, server_cpu)
+    result = run.figures(dataset.records, dataset.megabytes)
     result["tasks_records_per_s"] = round(dataset.records / float(metrics["duration_s"]))
-    result["peak_rss_mb"] = round(meter.peak_rss_bytes / 2**20, 1)
     result["table"] = table
     result["cells_written"] = metrics.get("cells_written")
     result["bad_records"] = metrics.get("bad_records")

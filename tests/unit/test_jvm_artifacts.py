@@ -10,7 +10,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from eo_devtools.stack.jvm_artifacts import COMPONENTS, lib_dir, pom_path, runner_jar, source_digest
+from eo_devtools.stack.jvm_artifacts import COMPONENTS, jar_list, lib_dir, pom_path, runner_jar, source_digest
 
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
@@ -46,6 +46,42 @@ def test_every_dependency_is_pinned_to_an_exact_release() -> None:
         "hbase-zookeeper": "2.6.1-hadoop3",
         "hbase-thrift": "2.6.1",
     }
+
+
+def test_spark_kafka_pins_the_connector_and_excludes_everything_pyspark_ships() -> None:
+    assert _versions("spark-kafka") == {
+        "spark-sql-kafka-0-10_2.13": "4.2.0",
+        "spark-token-provider-kafka-0-10_2.13": "4.2.0",
+        "kafka-clients": "3.9.2",
+        "commons-pool2": "2.13.1",
+    }
+    root = ET.parse(pom_path("spark-kafka")).getroot()
+    exclusions = [
+        [
+            (e.findtext("m:groupId", namespaces=POM_NS), e.findtext("m:artifactId", namespaces=POM_NS))
+            for e in dep
+        ]
+        for dep in root.findall("m:dependencies/m:dependency/m:exclusions", POM_NS)
+    ]
+    assert exclusions == [[("*", "*")]] * 4
+
+
+def test_pyspark_ships_what_the_connector_jars_leave_out() -> None:
+    """The compile dependencies of spark-sql-kafka 4.2.0 and kafka-clients 3.9.2 that the pom
+    excludes are in pyspark's own jars/ (the versions 4.2.0 asks for where it pins one), and
+    pyspark has no Kafka client or commons-pool2 of its own to clash with the pom's."""
+    import pyspark
+
+    shipped = {p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    assert {
+        "hadoop-client-runtime-3.5.0.jar",
+        "scala-parallel-collections_2.13-1.2.0.jar",
+        "jsr305-3.0.0.jar",
+        f"spark-tags_2.13-{pyspark.__version__}.jar",
+    } <= shipped
+    for prefix in ("zstd-jni-", "lz4-java-", "snappy-java-", "slf4j-api-"):
+        assert any(name.startswith(prefix) for name in shipped), prefix
+    assert not [n for n in shipped if n.startswith(("kafka-clients-", "commons-pool2-", "spark-sql-kafka"))]
 
 
 def test_schema_registry_pins_apicurio_its_quarkus_and_the_everit_replacement() -> None:
@@ -94,6 +130,12 @@ def test_cached_jars_need_neither_maven_nor_the_network() -> None:
         "hbase-zookeeper-2.6.1-hadoop3.jar",
         "hbase-thrift-2.6.1.jar",
     } <= (hbase_jars)
+    assert [p.name for p in jar_list("spark-kafka")] == [
+        "commons-pool2-2.13.1.jar",
+        "kafka-clients-3.9.2.jar",
+        "spark-sql-kafka-0-10_2.13-4.2.0.jar",
+        "spark-token-provider-kafka-0-10_2.13-4.2.0.jar",
+    ]
     registry_jars = {p.name for p in (lib_dir("schema-registry") / "lib").glob("*.jar")}
     assert runner_jar("schema-registry") == lib_dir("schema-registry") / "schema-registry-1-runner.jar"
     assert runner_jar("schema-registry").is_file()

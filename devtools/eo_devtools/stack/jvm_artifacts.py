@@ -1,13 +1,15 @@
 """The local stack's JVM servers: pinned poms resolved by Maven into a cache, and a JDK.
 
-Each component (``kafka``, ``hbase``, ``schema-registry``) has a pom under
+Each component (``kafka``, ``hbase``, ``schema-registry``, ``spark-kafka``) has a pom under
 ``eo_devtools/stack/jvm/<component>/`` that pins exact versions. :func:`resolve` fills
 ``<cache>/<component>-<digest>/lib`` once; later calls find the ``.complete`` marker and
 return at once, without Maven and without the network. The digest covers the pom and, for a
 built component, every other file of its directory. The cache root is ``$EO_JVM_CACHE`` or
 ``~/.cache/airflow-provider-eo/jvm``.
 
-Kafka and HBase are resolved: ``lib`` holds their runtime classpath. The Schema Registry is
+Kafka and HBase are resolved: ``lib`` holds their runtime classpath. ``spark-kafka`` is Spark's
+Kafka connector for the benchmark's ``spark_native`` section: ``lib`` holds exactly the jars
+spark-submit's ``--jars`` needs beside pyspark's own (:func:`jar_list`). The Schema Registry is
 built (:mod:`.jvm_build`): ``lib`` holds its Quarkus runner jar (:func:`runner_jar`) beside
 the runner's own ``lib/``.
 
@@ -29,7 +31,7 @@ from pathlib import Path
 from eo_devtools.stack.jvm_build import build_runner, run_maven
 from eo_devtools.stack.service import MissingBinaryError
 
-COMPONENTS: tuple[str, ...] = ("kafka", "hbase", "schema-registry")
+COMPONENTS: tuple[str, ...] = ("kafka", "hbase", "schema-registry", "spark-kafka")
 BUILT: dict[str, str] = {"schema-registry": "schema-registry-1-runner.jar"}
 """Components Maven builds into a runner jar (the jar's name), not just resolves."""
 POM_DIR = Path(__file__).resolve().parent / "jvm"
@@ -117,6 +119,14 @@ def classpath(component: str, *first: Path) -> str:
     """
     jars = resolve(component)
     return os.pathsep.join([*(str(p) for p in first), str(jars / "*")])
+
+
+def jar_list(component: str) -> list[Path]:
+    """Every jar of ``component``, sorted by name (e.g. for spark-submit's ``--jars``).
+
+    Raises :class:`MissingBinaryError` when the component is not resolved and cannot be.
+    """
+    return sorted(resolve(component).glob("*.jar"))
 
 
 def java_binary() -> str:
