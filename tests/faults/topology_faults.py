@@ -21,6 +21,7 @@ from pathlib import Path
 
 import happybase
 
+from eo_devtools.stack.hbase_admin import HBaseTableTool
 from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.topology import Topology, TopologyError, instance_name
 from tests.faults import kafka_brokers
@@ -30,6 +31,9 @@ TOPOLOGY_ENV = "EO_FAULT_TOPOLOGY"
 HANG = "spark.task.after_segment:hang"
 #: Tasks that run at once: the harness's spark-submit runs ``local[2]``.
 CONCURRENT_TASKS = 2
+
+#: How many times a region split is asked for before the fault fails (see :func:`_split`).
+SPLIT_TRIES = 3
 
 #: Kind -> what the stack's topology must have for it.
 REQUIREMENTS: dict[str, Callable[[Topology], bool]] = {
@@ -94,14 +98,32 @@ def _act(case: Case, kind: str, rng: random.Random) -> Callable[[], None]:
         return lambda: stack.restart(server)
     tool = stack.table_tool
     table = case.spec.hbase_table
-    regions = tool.regions(table)
     if kind == "hbase.region_split_mid_write":
-        tool.split(table, _split_row(case, {region.start for region in regions}, rng))
+        _split(case, tool, table, rng)
     elif kind == "hbase.region_move_mid_write":
-        tool.move(table, rng.choice(regions).name)
+        tool.move(table, rng.choice(tool.regions(table)).name)
     else:
         raise AssertionError(f"unknown topology fault kind {kind}")
     return lambda: None
+
+
+def _split(case: Case, tool: HBaseTableTool, table: str, rng: random.Random) -> None:
+    """Split one of ``table``'s regions at a written row.
+
+    HBase's master refuses to split a region that still holds reference files of an earlier
+    split (until a compaction rewrites them) or one in transition (the balancer moving it).
+    After a refusal the table is major-compacted and the split tried again at a fresh row,
+    :data:`SPLIT_TRIES` times in all; the last refusal raises the tool's RuntimeError."""
+    for attempt in range(1, SPLIT_TRIES + 1):
+        starts = {region.start for region in tool.regions(table)}
+        try:
+            tool.split(table, _split_row(case, starts, rng))
+            return
+        except RuntimeError as refused:
+            if attempt == SPLIT_TRIES:
+                raise
+            print(f"split of {table} refused (try {attempt}), compacting first: {str(refused)[:300]}")
+            tool.major_compact(table)
 
 
 def _split_row(case: Case, region_starts: set[str], rng: random.Random) -> str:

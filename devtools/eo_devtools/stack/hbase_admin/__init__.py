@@ -118,8 +118,14 @@ class HBaseTableTool:
         ]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
         if done.returncode != 0:
+            causes = [
+                line.strip()
+                for line in done.stderr.splitlines()
+                if "Exception" in line and not line.lstrip().startswith("at ")
+            ]
             raise RuntimeError(
-                f"HBaseTableTool {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}"
+                f"HBaseTableTool {' '.join(args)} failed ({done.returncode}): "
+                f"{' | '.join(causes[:4]) or 'no exception named'}\n{done.stderr[-3000:]}"
             )
         return done.stdout.splitlines()
 
