@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +35,8 @@ CONCURRENT_TASKS = 2
 
 #: How many times a region split is asked for before the fault fails (see :func:`_split`).
 SPLIT_TRIES = 3
+#: The pause before the next try when the compaction was refused as well.
+SPLIT_RETRY_PAUSE_S = 10
 
 #: Kind -> what the stack's topology must have for it.
 REQUIREMENTS: dict[str, Callable[[Topology], bool]] = {
@@ -123,7 +126,11 @@ def _split(case: Case, tool: HBaseTableTool, table: str, rng: random.Random) -> 
             if attempt == SPLIT_TRIES:
                 raise
             print(f"split of {table} refused (try {attempt}), compacting first: {str(refused)[:300]}")
-            tool.major_compact(table)
+            try:
+                tool.major_compact(table)
+            except RuntimeError as busy:  # a region in transition: give the master time instead
+                print(f"compaction of {table} refused too: {str(busy)[:300]}")
+                time.sleep(SPLIT_RETRY_PAUSE_S)
 
 
 def _split_row(case: Case, region_starts: set[str], rng: random.Random) -> str:
