@@ -1,7 +1,7 @@
 """One run of the write step as production runs it: ``spark-submit`` of the write application.
 
 The submission carries the write operator's start-up defaults
-(:func:`airflow_provider_eo.operators.driver_start.start_up_conf`, with the driver class
+(:func:`airflow_provider_eo.operators.driver_start.submission_conf`, with the driver class
 archive) for every key ``conf`` does not set: the figures are what a pipeline that sets
 nothing gets.
 
@@ -22,7 +22,7 @@ import happybase
 import yaml
 
 from airflow_provider_eo.ledger import Ledger, PartitionRange
-from airflow_provider_eo.operators.driver_start import class_archive, start_up_conf
+from airflow_provider_eo.operators.driver_start import submission_conf
 from airflow_provider_eo.spark import app as app_module
 from benchmarks.dataset import Dataset
 from benchmarks.spark_submit_run import measured_submit
@@ -118,30 +118,13 @@ def run_write_step(
         epoch_id = reserve_backfill_epoch(
             ledger, pipeline, ranges, dag_id="bench", run_id=uuid.uuid4().hex
         ).epoch_id
-    archive = class_archive()
-    submitted = {
-        **start_up_conf(conf or {}, master=master, deploy_mode="client", archive=archive),
-        **(conf or {}),
-    }
-    argv = ["--master", master]
-    for key, value in submitted.items():
-        argv += ["--conf", f"{key}={value}"]
-    argv += [
-        str(app_module.__file__),
-        "--pipeline",
-        pipeline,
-        "--epoch-id",
-        str(epoch_id),
-        "--pipelines-file",
-        str(pipelines),
-    ]
-    succeeded = False
-    try:
-        run = measured_submit(stack, argv, label)
-        succeeded = True
-    finally:
-        if archive is not None:
-            archive.settle(succeeded=succeeded)
+    app_args = [str(app_module.__file__), "--pipeline", pipeline, "--epoch-id", str(epoch_id)]
+    app_args += ["--pipelines-file", str(pipelines)]
+    with submission_conf(conf or {}, master=master, deploy_mode="client") as submitted:
+        argv = ["--master", master]
+        for key, value in submitted.items():
+            argv += ["--conf", f"{key}={value}"]
+        run = measured_submit(stack, argv + app_args, label)
     with Ledger(stack.ledger_dsn) as ledger:
         metrics = ledger.get_epoch(epoch_id).metrics or {}
     if metrics.get("records") != dataset.records:

@@ -20,7 +20,8 @@ None of them changes what the job computes. A pipeline opts out of one by settin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from airflow.sdk.configuration import conf
@@ -65,3 +66,21 @@ def start_up_conf(
     if DAEMON_KEY not in pipeline_conf and master.startswith("local"):
         conf[DAEMON_KEY] = WORKER_DAEMON
     return conf
+
+
+@contextmanager
+def submission_conf(
+    pipeline_conf: Mapping[str, str], *, master: str, deploy_mode: str
+) -> Iterator[dict[str, str]]:
+    """``pipeline_conf`` with :func:`start_up_conf` added, for one submission of the write
+    application; in client deploy mode the machine's :func:`class_archive` is settled when the
+    block exits (a first recording kept only when the block exited without an exception)."""
+    archive = class_archive() if deploy_mode == "client" else None
+    defaults = start_up_conf(pipeline_conf, master=master, deploy_mode=deploy_mode, archive=archive)
+    succeeded = False
+    try:
+        yield {**defaults, **pipeline_conf}
+        succeeded = True
+    finally:
+        if archive is not None:
+            archive.settle(succeeded=succeeded)

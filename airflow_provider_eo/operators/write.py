@@ -72,7 +72,7 @@ from airflow_provider_eo.operators.application_connections import (
     connection_env,
     registry_connection_env,
 )
-from airflow_provider_eo.operators.driver_start import class_archive, start_up_conf
+from airflow_provider_eo.operators.driver_start import submission_conf
 from airflow_provider_eo.operators.epoch_link import EpochPageLink
 from airflow_provider_eo.operators.pipeline_operator import task_actor
 from airflow_provider_eo.operators.spark_submission import (
@@ -242,12 +242,11 @@ class WriteEpochOperator(SparkSubmitOperator):
         )
         py_files = self.py_files
         deploy_mode = self.spec.spark.deploy_mode
-        archive = class_archive() if deploy_mode == "client" else None
-        defaults = start_up_conf(self.conf or {}, master=master, deploy_mode=deploy_mode, archive=archive)
-        self.conf = {**defaults, **(self.conf or {})}
-        succeeded = False
         try:
             with ExitStack() as scope:
+                self.conf = scope.enter_context(
+                    submission_conf(self.conf or {}, master=master, deploy_mode=deploy_mode)
+                )
                 if self.spark_master:
                     override = master_connection(self.submit_conn_id, connection, self.spark_master)
                     scope.enter_context(connection_in_environment(override))
@@ -261,10 +260,7 @@ class WriteEpochOperator(SparkSubmitOperator):
                 # the provider builds its hook from the settings above, in its execute
                 self._submitted = True
                 super().execute(context)
-                succeeded = True
         finally:
-            if archive is not None:
-                archive.settle(succeeded=succeeded)
             self.py_files = py_files
             if self._properties_path:
                 os.unlink(self._properties_path)

@@ -127,6 +127,25 @@ def test_the_archive_directory_comes_from_the_eo_section(
     assert driver_start.class_archive() is None
 
 
+def test_a_submission_keeps_a_recorded_archive_only_when_it_succeeded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW__EO__SPARK_CLASS_ARCHIVE_DIR", str(tmp_path))
+    failing = driver_start.submission_conf({}, master="local", deploy_mode="client")
+    with pytest.raises(RuntimeError, match="spark-submit failed"), failing as conf:
+        partial_of(conf).write_bytes(b"dump of a failed run")
+        raise RuntimeError("spark-submit failed")
+    assert list(tmp_path.iterdir()) == []  # the failed run's recording is dropped
+    with driver_start.submission_conf(
+        {"spark.ui.enabled": "true"}, master="local", deploy_mode="client"
+    ) as conf:
+        assert conf["spark.ui.enabled"] == "true"  # the pipeline's own setting stays
+        partial = partial_of(conf)
+        partial.write_bytes(b"dump")
+    archives = list(tmp_path.iterdir())
+    assert [p.suffix for p in archives] == [".jsa"] and archives[0] != partial
+
+
 def test_the_archive_in_use_is_read_from_the_memory_map() -> None:
     assert class_archive_in_use(os.getpid()) is None  # python maps no class archive
     assert class_archive_in_use(2**22 + 7) is None  # no such process
