@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, AssetAlias
 
-from airflow_provider_eo.hooks.connections import DEFAULT_HBASE_CONN_ID
-from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID
+from airflow_provider_eo.ledger.model.epochs import Epoch
 
 if TYPE_CHECKING:
     from urllib.parse import SplitResult

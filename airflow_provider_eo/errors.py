@@ -74,7 +74,7 @@ class TaskError(EoError):
 class BadRecord(RecordError):
     """One record that cannot be decoded or mapped; ``reason`` says why (the bad-record
     policy decides: a dead letter, or the task fails). Also importable from
-    ``airflow_provider_eo.spark.mapping``."""
+    ``airflow_provider_eo.spark.task.mapping``."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

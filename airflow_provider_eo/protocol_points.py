@@ -8,15 +8,15 @@ docs/faults.md): the product imports, reads and configures nothing for it.
 
 | Point | Where |
 |---|---|
-| ``reserve.in_transaction`` | stream reservation (``ledger/stream_reservation.py``): epoch inserted, transaction open |
+| ``reserve.in_transaction`` | stream reservation (``ledger/protocol/stream_reservation.py``): epoch inserted, transaction open |
 | ``reserve.after_insert`` | ``EpochProtocol.reserve_stream``: the epoch is committed, the reserve task has not returned |
-| ``spark.task.after_segment`` | a Spark task (Python worker, ``spark/write_task.py``): after each HBase segment |
-| ``spark.after_last_batch`` | the Spark driver (``spark/driver.py``): every HBase batch written, before the vote |
+| ``spark.task.after_segment`` | a Spark task (Python worker, ``spark/task/write_task.py``): after each HBase segment |
+| ``spark.after_last_batch`` | the Spark driver (``spark/driver/write_epoch.py``): every HBase batch written, before the vote |
 | ``spark.after_vote`` | the Spark driver: voted WRITTEN, before the application exits |
 | ``commit.before_publish`` | ``EpochProtocol.commit``: the epoch read WRITTEN, group offsets not yet published |
 | ``commit.after_publish`` | ``EpochProtocol.commit``: group offsets published, before marking COMMITTED |
-| ``dead_letters.before_commit`` | dead-letter publication (``hooks/dead_letter_topic.py``): a batch and its marker produced, Kafka transaction not committed |
-| ``dead_letters.after_commit`` | dead-letter publication (``ledger/dead_letter_publication.py``): a batch's Kafka transaction committed, nothing else done |
+| ``dead_letters.before_commit`` | dead-letter publication (``clients/dead_letter_topic.py``): a batch and its marker produced, Kafka transaction not committed |
+| ``dead_letters.after_commit`` | dead-letter publication (``ledger/protocol/dead_letter_publication.py``): a batch's Kafka transaction committed, nothing else done |
 """  # noqa: E501
 
 from __future__ import annotations

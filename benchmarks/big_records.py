@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_eo.config.specs import DEFAULT_BATCH_BYTES, MappingSpec
-from airflow_provider_eo.spark.mapping import build_mapper
+from airflow_provider_eo.spark.task.mapping import build_mapper
 from airflow_provider_eo.spark.records import KafkaRecord
 from benchmarks import baselines
 from benchmarks.dataset import delete_topic, event, produce_dataset, sized_event

@@ -11,8 +11,8 @@ import time
 
 import psycopg2
 
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.ledger.store.actors import label_actor
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 
 # The cursor query before migration 0002: every committed stream range of the partition.
 LEGACY_CURSORS = """

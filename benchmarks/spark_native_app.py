@@ -16,7 +16,7 @@ HBase table, with Spark's default settings:
 
 Both write every Spark partition (one per Kafka partition) from ``foreachPartition`` with
 happybase ``Table.batch(batch_size)`` puts of the cells the provider's own mapper
-(``airflow_provider_eo.spark.mapping.build_mapper`` with the default mapping) makes, so
+(``airflow_provider_eo.spark.task.mapping.build_mapper`` with the default mapping) makes, so
 the cells are the write step's; cell versions are HBase's clock (a user's plain puts), not
 offsets. Prints one line per peer, ``EO-PEER {"kind": "peer", "peer", "table", "records",
 "seconds"}`` (``records`` counted by the partitions' writers; ``available_now`` adds
@@ -72,7 +72,7 @@ def partition_writer(host: str, port: int, table: str, batch_size: int, written:
         import happybase
 
         from airflow_provider_eo.config.specs import MappingSpec
-        from airflow_provider_eo.spark.mapping import build_mapper
+        from airflow_provider_eo.spark.task.mapping import build_mapper
         from airflow_provider_eo.spark.records import KafkaRecord, RowDelete
 
         mapper = build_mapper(MappingSpec(), FAMILY)

@@ -17,7 +17,7 @@ import argparse
 from typing import Any
 
 from airflow_provider_eo.cli.replay_commands import add_replay_parser, run_replay
-from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID
+from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
 COMMAND = "dead-letters"
@@ -69,8 +69,8 @@ def listing(ledger: Ledger, pipeline: str, limit: int) -> dict[str, Any]:
 def publish(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) -> dict[str, Any]:
     """Publish the pipeline's dead letters (its spec from the pipelines file)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
-    from airflow_provider_eo.hooks.dead_letter_topic import dead_letter_topics
-    from airflow_provider_eo.ledger.protocol import EpochProtocol
+    from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
+    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)

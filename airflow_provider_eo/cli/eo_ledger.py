@@ -25,9 +25,9 @@ from typing import Any
 from airflow_provider_eo.cli import dead_letter_commands, history_commands, seek_commands
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.cli.replay_commands import ReplayRefused
-from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
-from airflow_provider_eo.ledger.errors import SeekRefused
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
+from airflow_provider_eo.ledger.model.refusals import SeekRefused
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
@@ -44,8 +44,8 @@ def resolve_dsn(dsn: str | None, conn_id: str) -> str:
         return dsn
     if os.environ.get(DSN_ENV):
         return os.environ[DSN_ENV]
-    from airflow_provider_eo.hooks.client_config import postgres_dsn
-    from airflow_provider_eo.hooks.connections import connection_from_env
+    from airflow_provider_eo.clients.connection_settings import postgres_dsn
+    from airflow_provider_eo.clients.connections import connection_from_env
 
     return postgres_dsn(connection_from_env(conn_id))
 
@@ -130,8 +130,8 @@ def run(args: argparse.Namespace) -> Any:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
     if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
         raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
-    from airflow_provider_eo.ledger.actors import Actor
-    from airflow_provider_eo.ledger.protocol import EpochProtocol
+    from airflow_provider_eo.ledger.model.actors import Actor
+    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
     dsn = resolve_dsn(args.dsn, args.conn_id)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from airflow_provider_eo.ledger.lag import lag as lag_of
-from airflow_provider_eo.ledger.offsets import OffsetSource
-from airflow_provider_eo.ledger.protocol import EpochProtocol, GroupId
+from airflow_provider_eo.ledger.model.lag import lag as lag_of
+from airflow_provider_eo.ledger.model.offsets import OffsetSource
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, GroupId
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.retention import PrunePolicy

@@ -7,7 +7,7 @@
         [--pipelines-file PATH] [--show N] (--dry-run | --yes)
 
 Selects the pipeline's unresolved dead letters of committed epochs matching every filter
-given (``ledger/replay_plan.py``), reports them (count, chunks, offsets per partition up
+given (``ledger/planning/replay_plan.py``), reports them (count, chunks, offsets per partition up
 to ``--show``) and, with ``--yes`` (not ``--dry-run``), triggers the pipeline's backfill
 DAG with the run conf ``{"replay_dead_letters": <filter>}`` through Airflow's REST API
 (connection ``airflow_api``); the answer names the new ``dag_run_id``. The run plans the
@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from airflow_provider_eo.dag_ids import backfill_dag_id
-from airflow_provider_eo.ledger.replay_plan import CONF_KEY, ReplayFilter, ReplayPlan
+from airflow_provider_eo.ledger.planning.replay_plan import CONF_KEY, ReplayFilter, ReplayPlan
 
 #: Offsets listed per partition in the answer unless ``--show`` says otherwise.
 DEFAULT_SHOWN = 20
@@ -81,7 +81,7 @@ def run_replay(
     the JSON answer. Raises ``refused`` (exit 2) for the refusals of the module docstring,
     before anything is triggered, and ``AirflowApiError`` when the trigger fails (exit 1)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
-    from airflow_provider_eo.ledger.protocol import EpochProtocol
+    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 
     if not args.dry_run and not args.yes:
         raise refused("refusing to trigger a replay without --yes (or report it with --dry-run)")
@@ -99,9 +99,9 @@ def run_replay(
     answer = replay_report(spec.name, wanted, plan, args.show)
     answer |= {"dry_run": bool(args.dry_run), "dag_id": dag_id, "conf": conf, "dag_run_id": None}
     if not args.dry_run:
-        from airflow_provider_eo.hooks.airflow_api import AirflowApi
-        from airflow_provider_eo.hooks.connections import ConnectionNotFound
-        from airflow_provider_eo.ledger.actors import Actor
+        from airflow_provider_eo.clients.airflow_rest import AirflowApi
+        from airflow_provider_eo.clients.connections import ConnectionNotFound
+        from airflow_provider_eo.ledger.model.actors import Actor
 
         note = f"eo-ledger dead-letters replay by {Actor.cli().name}: {answer['records']} record(s)"
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID
+from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID
 
 COMMANDS = frozenset({"seek", "reset"})
 
@@ -49,10 +49,10 @@ def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     """Run ``seek`` or ``reset`` on the ledger at ``dsn``; every refusal raises
     ``SeekRefused`` (exit 2) before anything changed."""
     from airflow_provider_eo.cli.ledger_commands import kafka_hook
-    from airflow_provider_eo.ledger.actors import Actor
-    from airflow_provider_eo.ledger.errors import SeekRefused
-    from airflow_provider_eo.ledger.protocol import EpochProtocol
-    from airflow_provider_eo.ledger.seek_plan import parse_partition, parse_target
+    from airflow_provider_eo.ledger.model.actors import Actor
+    from airflow_provider_eo.ledger.model.refusals import SeekRefused
+    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+    from airflow_provider_eo.ledger.planning.seek_plan import parse_partition, parse_target
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
     target = parse_target(args.to) if args.command == "seek" else None
@@ -79,7 +79,7 @@ def _pipeline_group(pipeline: str, pipelines_file: str | None) -> str:
     """The pipeline's consumer group from the pipelines file; ``SeekRefused`` when the file
     does not declare it (or cannot be read)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
-    from airflow_provider_eo.ledger.errors import SeekRefused
+    from airflow_provider_eo.ledger.model.refusals import SeekRefused
 
     try:
         return load_pipeline(pipeline, pipelines_file).group_id
@@ -91,8 +91,8 @@ def _require_paused_stream_dag(pipeline: str, conn_id: str) -> None:
     """``SeekRefused`` unless Airflow's API says the pipeline's stream DAG is paused."""
     from airflow_provider_eo.dag_ids import stream_dag_id
     from airflow_provider_eo.errors import ConfigError
-    from airflow_provider_eo.hooks.airflow_api import AirflowApi
-    from airflow_provider_eo.ledger.errors import SeekRefused
+    from airflow_provider_eo.clients.airflow_rest import AirflowApi
+    from airflow_provider_eo.ledger.model.refusals import SeekRefused
 
     dag_id = stream_dag_id(pipeline)
     try:

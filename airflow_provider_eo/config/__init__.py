@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_provider_eo.config.errors import PipelineConfigError, PipelineNotDeclared
+from airflow_provider_eo.config.config_errors import PipelineConfigError, PipelineNotDeclared
 from airflow_provider_eo.config.loader import (
     PIPELINES_FILE_ENV,
     load_pipeline,

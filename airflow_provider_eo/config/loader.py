@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from airflow_provider_eo.config.errors import PipelineConfigError, PipelineNotDeclared
+from airflow_provider_eo.config.config_errors import PipelineConfigError, PipelineNotDeclared
 from airflow_provider_eo.config.parsing import MAX_NAME_LENGTH, NAME_RE, parse_pipeline
 from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.specs import PipelineSpec

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
-from airflow_provider_eo.config.errors import PipelineConfigError
+from airflow_provider_eo.config.config_errors import PipelineConfigError
 
 _MISSING: Any = object()
 #: ISO control characters (newline, tab, NUL, ...): never part of a name, a path or an id.

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from airflow_provider_eo.config.errors import PipelineConfigError
+from airflow_provider_eo.config.config_errors import PipelineConfigError
 
 if TYPE_CHECKING:
     from airflow_provider_eo.config.specs import PipelineSpec

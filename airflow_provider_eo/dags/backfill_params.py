@@ -5,7 +5,7 @@ from __future__ import annotations
 from airflow.sdk import Param
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.ledger.replay_plan import EPOCH_PARAM
+from airflow_provider_eo.ledger.planning.replay_plan import EPOCH_PARAM
 
 
 def backfill_params(spec: PipelineSpec) -> dict[str, Param]:
@@ -16,7 +16,7 @@ def backfill_params(spec: PipelineSpec) -> dict[str, Param]:
     ``dead_letters_of_epoch`` replays that epoch's dead letters instead of a range (the
     generic filter, the run conf's ``replay_dead_letters`` that ``eo-ledger dead-letters
     replay`` sends, is no form field); the range params must then stay empty
-    (``ledger/replay_plan.py``).
+    (``ledger/planning/replay_plan.py``).
     """
     topics_hint = ", ".join(spec.topics) if spec.topics else f"topics matching /{spec.topic_pattern}/"
     return {

@@ -7,8 +7,8 @@ from typing import Any
 import happybase
 from airflow.sdk import BaseHook
 
-from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs
-from airflow_provider_eo.hooks.connections import DEFAULT_HBASE_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
+from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID, connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 

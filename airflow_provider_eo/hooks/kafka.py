@@ -2,7 +2,7 @@
 
 Implements the ledger's ``OffsetSource`` and ``OffsetPublisher`` protocols. The
 connection has the official Kafka provider's shape: ``extra`` holds librdkafka
-settings (see :func:`~airflow_provider_eo.hooks.client_config.kafka_client_config`),
+settings (see :func:`~airflow_provider_eo.clients.connection_settings.kafka_client_config`),
 so TLS/SASL settings reach every client this hook creates.
 """
 
@@ -22,11 +22,11 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from airflow_provider_eo.hooks.client_config import KafkaClientConfig, kafka_client_config
-from airflow_provider_eo.hooks.client_errors import ClientErrorLog, EoKafkaError
-from airflow_provider_eo.hooks.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
-from airflow_provider_eo.hooks.kafka_group_offsets import GroupOffsets
-from airflow_provider_eo.hooks.kafka_watermarks import TP, WatermarkReader
+from airflow_provider_eo.clients.connection_settings import KafkaClientConfig, kafka_client_config
+from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
+from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.kafka_group_offsets import GroupOffsets
+from airflow_provider_eo.clients.kafka_watermarks import TP, WatermarkReader
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 

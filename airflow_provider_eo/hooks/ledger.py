@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from airflow_provider_eo.hooks.client_config import postgres_dsn
-from airflow_provider_eo.hooks.connections import DEFAULT_LEDGER_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.connection_settings import postgres_dsn
+from airflow_provider_eo.clients.connections import DEFAULT_LEDGER_CONN_ID, connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 if TYPE_CHECKING:

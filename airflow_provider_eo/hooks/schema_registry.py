@@ -21,7 +21,7 @@ from airflow_provider_eo.formats.registry.field_check import (
 )
 from airflow_provider_eo.formats.registry.field_paths import SchemaFields
 from airflow_provider_eo.formats.registry.settings import RegistrySettings, registry_settings
-from airflow_provider_eo.hooks.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID, connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 

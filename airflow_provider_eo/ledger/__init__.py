@@ -3,7 +3,7 @@ PostgreSQL store and migrations (``store.ledger.Ledger``), the state machine and
 
 from __future__ import annotations
 
-from airflow_provider_eo.ledger.errors import (
+from airflow_provider_eo.ledger.model.refusals import (
     CursorBeyondHighWatermark,
     DataLossError,
     EpochNotFound,
@@ -15,10 +15,10 @@ from airflow_provider_eo.ledger.errors import (
     LedgerUnavailable,
     OpenEpochConflict,
 )
-from airflow_provider_eo.ledger.models import DeadLetter, Epoch, PartitionRange
-from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.protocol import EpochProtocol
-from airflow_provider_eo.ledger.states import ALLOWED_TRANSITIONS, EpochKind, EpochState
+from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.offsets import OffsetPublisher, OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+from airflow_provider_eo.ledger.model.states import ALLOWED_TRANSITIONS, EpochKind, EpochState
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
 __all__ = [

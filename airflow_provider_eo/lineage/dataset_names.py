@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_provider_eo.assets import DEFAULT_NAMESPACE
-from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, kafka_client_config
-from airflow_provider_eo.hooks.connections import EoConnection
+from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs, kafka_client_config
+from airflow_provider_eo.clients.connections import EoConnection
 
 KAFKA_SCHEME = "kafka"
 HBASE_SCHEME = "hbase"

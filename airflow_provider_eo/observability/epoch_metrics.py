@@ -26,7 +26,7 @@ variables, as Airflow's own legacy names do: ``eo.epoch.records.<pipeline>``,
                                 committed end offset, right after the commit
 =====================  =======  ==========================================================
 
-The same watermarks read also gives the ledger its commit lag sample (``ledger/lag_samples.py``,
+The same watermarks read also gives the ledger its commit lag sample (``ledger/model/lag_samples.py``,
 the Epochs page's lag chart) when a sink is given: no second broker call.
 """
 
@@ -38,11 +38,11 @@ from collections.abc import Callable, Mapping
 from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
 
-from airflow_provider_eo.ledger.lag import lag as lag_of
-from airflow_provider_eo.ledger.lag_samples import LagSampleSink, commit_sample
-from airflow_provider_eo.ledger.models import Epoch
-from airflow_provider_eo.ledger.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.states import EpochKind
+from airflow_provider_eo.ledger.model.lag import lag as lag_of
+from airflow_provider_eo.ledger.model.lag_samples import LagSampleSink, commit_sample
+from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.model.states import EpochKind
 from airflow_provider_eo.observability.lag_sampling import store_sample
 
 log = logging.getLogger(__name__)

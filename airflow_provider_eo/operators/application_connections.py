@@ -16,7 +16,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.formats.registry.settings import registry_formats
-from airflow_provider_eo.hooks.connections import (
+from airflow_provider_eo.clients.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
     DEFAULT_LEDGER_CONN_ID,

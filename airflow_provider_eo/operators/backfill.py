@@ -3,7 +3,7 @@ or the run's data interval; :func:`backfill_request`: what a backfill run asks f
 
 Backfill epochs replay a historical range beside the stream: they never move the
 stream cursor and never publish offsets to the consumer group. Planning the ranges is
-:func:`airflow_provider_eo.ledger.backfill_plan.plan_backfill`'s. The backfill DAG itself
+:func:`airflow_provider_eo.ledger.planning.backfill_plan.plan_backfill`'s. The backfill DAG itself
 writes a run as chunks (``backfill_chunks.py``); this operator is the one-epoch form.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 from airflow.sdk import Context
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.ledger.backfill_plan import BackfillRequest
-from airflow_provider_eo.ledger.protocol import EpochProtocol, Reservation
-from airflow_provider_eo.ledger.recovery_plan import RunIdentity
-from airflow_provider_eo.ledger.replay_plan import CONF_KEY
+from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reservation
+from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.planning.replay_plan import CONF_KEY
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 
 

@@ -12,10 +12,10 @@ from typing import Any
 from airflow.sdk import Asset, Context
 
 from airflow_provider_eo.assets import recommits_alias
-from airflow_provider_eo.ledger.recovery_plan import Action
+from airflow_provider_eo.ledger.planning.recovery_plan import Action
 from airflow_provider_eo.operators.announce import report_settled_commits
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
-from airflow_provider_eo.operators.xcom import run_identity
+from airflow_provider_eo.operators.run_context import run_identity
 
 
 class ReleaseEpochOperator(PipelineOperator):

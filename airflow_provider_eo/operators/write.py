@@ -57,14 +57,14 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import ConfigError
-from airflow_provider_eo.hooks.connections import (
+from airflow_provider_eo.clients.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
     DEFAULT_LEDGER_CONN_ID,
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
-from airflow_provider_eo.ledger.models import Epoch
+from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.lineage.operator_lineage import epoch_after_write, epoch_lineage
 from airflow_provider_eo.operators.application_connections import (
     check_registered_fields,
@@ -91,9 +91,9 @@ from airflow_provider_eo.spark.package_zip import build_zip
 
 def spark_application_path() -> str:
     """Path of the PySpark application file shipped in this package (no import needed)."""
-    spec = importlib.util.find_spec("airflow_provider_eo.spark.app")
+    spec = importlib.util.find_spec("airflow_provider_eo.spark.driver.application")
     if spec is None or spec.origin is None:
-        raise RuntimeError("airflow_provider_eo.spark.app is not installed with this package")
+        raise RuntimeError("airflow_provider_eo.spark.driver.application is not installed with this package")
     return spec.origin
 
 

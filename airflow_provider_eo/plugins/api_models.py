@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.queries import Gap
 
 _DATE_TIME: JsonDict = {"format": "date-time"}

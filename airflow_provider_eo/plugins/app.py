@@ -36,15 +36,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from airflow_provider_eo.dag_ids import pipeline_from_dag_id
-from airflow_provider_eo.ledger.errors import EpochNotFound, LedgerUnavailable, PipelineNotFound
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.model.refusals import EpochNotFound, LedgerUnavailable, PipelineNotFound
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins import api_models, chart_models, chart_views, views
 from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
 from airflow_provider_eo.plugins.chart_window import DEFAULT_WINDOW, ChartWindow
 from airflow_provider_eo.plugins.epoch_page import render_epoch_page, render_missing
-from airflow_provider_eo.plugins.lag import WatermarkSource
+from airflow_provider_eo.plugins.partition_lag import WatermarkSource
 from airflow_provider_eo.plugins.page import render_page
 
 LedgerFactory = Callable[[], Ledger]

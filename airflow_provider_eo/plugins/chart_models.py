@@ -9,7 +9,7 @@ from airflow_provider_eo.plugins.api_models import Answer, Timestamp
 
 
 class Phases(Answer):
-    """Seconds per phase of an epoch (``ledger/phases.py``); null when it did not record it."""
+    """Seconds per phase of an epoch (``ledger/model/phases.py``); null when it did not record it."""
 
     reserve: float | None = Field(description="the reservation transaction")
     wait_for_spark: float | None = Field(description="reservation to the Spark job's tasks")

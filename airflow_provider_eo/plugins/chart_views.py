@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eo.ledger.errors import PipelineNotFound
+from airflow_provider_eo.ledger.model.refusals import PipelineNotFound
 from airflow_provider_eo.ledger.store.epoch_points import EpochPoint
-from airflow_provider_eo.ledger.store.lag_samples import StoredSample
+from airflow_provider_eo.ledger.store.lag_sample_rows import StoredSample
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.chart_window import (
     MAX_EPOCH_POINTS,
@@ -36,7 +36,7 @@ def records_per_second(point: EpochPoint) -> float | None:
 
 def epoch_json(point: EpochPoint) -> dict[str, Any]:
     """One epoch of the charts: ids, ``records``, ``records_per_s``, ``dead_letters``,
-    ``duration_s`` (reservation to commit) and its ``phases`` (``ledger/phases.py``)."""
+    ``duration_s`` (reservation to commit) and its ``phases`` (``ledger/model/phases.py``)."""
     committed = point.times.committed_at
     return {
         "epoch_id": point.epoch_id,

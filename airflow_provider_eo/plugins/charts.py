@@ -3,7 +3,7 @@
 
 * lag over time: the total and each shown partition, one point per lag sample;
 * records per epoch, and records per second of each epoch's Spark job;
-* each epoch's duration, stacked by phase (``ledger/phases.py``; what an epoch did not
+* each epoch's duration, stacked by phase (``ledger/model/phases.py``; what an epoch did not
   record is a hatched "unknown" part, never zero);
 * dead letters per epoch.
 
@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from airflow_provider_eo.ledger.phases import PHASE_LABELS, PHASES
+from airflow_provider_eo.ledger.model.phases import PHASE_LABELS, PHASES
 from airflow_provider_eo.plugins.svg_plot import (
     HATCH_ID,
     PALETTE,

@@ -1,6 +1,6 @@
 """An epoch's own page (``/eo/epochs/{id}``): what the ledger holds about it, readable.
 
-Its facts, where its time went (``ledger/phases.py``: a phase it did not record reads
+Its facts, where its time went (``ledger/model/phases.py``: a phase it did not record reads
 "unknown"), its ranges with the vote's per-partition counts and the lag right after its
 commit, its metrics as a table of named figures, its history. Links lead back to the
 Epochs page (the same iframe) and into Airflow (``target="_top"``, :mod:`.html_parts`):
@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 
 from airflow_provider_eo import ui_links
 from airflow_provider_eo.dag_ids import CHUNK_GROUP_ID
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.ledger.phases import PHASE_LABELS
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.model.phases import PHASE_LABELS
 from airflow_provider_eo.plugins.html_parts import document, esc, state_badge, top_link, when
 from airflow_provider_eo.plugins.svg_plot import number
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eo.ledger.errors import EpochNotFound
+from airflow_provider_eo.ledger.model.refusals import EpochNotFound
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
-from airflow_provider_eo.plugins.lag import (
+from airflow_provider_eo.plugins.partition_lag import (
     WatermarkSource,
     pipeline_partitions,
     read_high_watermarks,
@@ -119,7 +119,7 @@ def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, An
 
 def epoch_page_data(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
     """What an epoch's page shows: :func:`epoch` (raising as it does) plus ``duration_s``
-    and ``phases`` (``ledger/phases.py``; None where unknown) and
+    and ``phases`` (``ledger/model/phases.py``; None where unknown) and
     ``lag_after_commit``: its commit lag sample (``{"at", "partitions": [{topic,
     partition, cursor, high_watermark, lag}]}``) or None."""
     shown = epoch(ledger, epoch_id, access)

@@ -110,7 +110,7 @@ def skip_pyspark_testing_import() -> bool:
 
 
 #: What every write task imports, loaded once by the daemon so that the workers it forks have it.
-TASK_MODULE = "airflow_provider_eo.spark.write_task"
+TASK_MODULE = "airflow_provider_eo.spark.task.write_task"
 
 
 def preload_task_modules() -> bool:

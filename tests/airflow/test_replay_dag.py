@@ -18,7 +18,7 @@ import pytest
 
 from airflow_provider_eo.dag_ids import backfill_dag_id
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow.conftest import PipelineFactory
 from tests.conftest import StackInfo

@@ -30,8 +30,8 @@ from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.dags.factory import stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
-from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve
-from airflow_provider_eo.ledger.recovery_plan import RunIdentity
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, NothingToReserve
+from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow_server import AirflowServer
 from tests.chart_rows import raw_samples, sample_rows
@@ -227,7 +227,7 @@ def test_stream_run_waits_in_the_triggerer_then_commits_what_arrives_then_times_
 
 def _secrets(stack: StackInfo) -> list[str]:
     """Passwords of the stack's connections (JSON or URI form), to prove none is stored."""
-    from airflow_provider_eo.hooks.connections import parse_connection
+    from airflow_provider_eo.clients.connections import parse_connection
 
     found = []
     for env_name, value in stack.conn_env.items():

@@ -25,7 +25,7 @@ import random
 import shutil
 from pathlib import Path
 
-from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.faults.airflow_services import (
     ADOPTION_SETTINGS,

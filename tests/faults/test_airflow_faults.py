@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.faults.airflow_services import (
     HEARTBEAT_TIMEOUT_S,

@@ -23,12 +23,12 @@ from airflow_provider_eo.config import PipelineConfigError
 from airflow_provider_eo.dags.factory import build_dags
 from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
-from airflow_provider_eo.spark.driver import ExitCode
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.demo.sample_events import produce_records, sample_events
 from eo_devtools.ledger_direct import partition_pins
@@ -448,7 +448,7 @@ def test_invalid_yaml_in_the_dag_folder_is_a_clear_import_error(
     errors = json.loads(listed[0])
     assert [e["filepath"] for e in errors] == [str(REPO / "dags" / "eo_pipelines.py")]
     last_line = errors[0]["error"].strip().splitlines()[-1]
-    assert last_line == f"airflow_provider_eo.config.errors.PipelineConfigError: {message}"
+    assert last_line == f"airflow_provider_eo.config.config_errors.PipelineConfigError: {message}"
     shown = message.replace(str(bad_file), "<file>")
     report["observed"] = f"airflow dags list-import-errors (exit 1): dags/eo_pipelines.py: {shown}"
     report["recovery"] = "n/a (fix the file; nothing ran)"

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_eo.ledger.states import EpochState
-from airflow_provider_eo.spark.driver import ExitCode
+from airflow_provider_eo.ledger.model.states import EpochState
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.stack.hbase_admin import Region
 from eo_devtools.stack.topology import Topology
 from tests.faults.harness import Case, FaultStack, new_case, running_fault_stack
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.long_faults
 MIDDLE = "user-0020"
 #: 15 keys: 16 regions of about 2-3 sample users each.
 SIXTEEN_REGIONS = [f"user-{i * 40 // 16:04d}" for i in range(1, 16)]
-#: What a segment write that failed and was retried logs (spark/hbase_writer.py).
+#: What a segment write that failed and was retried logs (spark/hbase_sink/hbase_writer.py).
 RETRY_LOG = "HBase write failed"
 
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.ledger.states import EpochState
-from airflow_provider_eo.spark.driver import ExitCode
+from airflow_provider_eo.ledger.model.states import EpochState
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.stack.topology import Topology
 from tests.faults.harness import (
     OFFSETS_TOPIC,

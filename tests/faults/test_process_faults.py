@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.model.states import EpochState
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from tests.faults.conftest import runner_for
 from tests.faults.harness import SIGKILLED, FaultStack, hang_env, new_case

@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.model.states import EpochState
 from eo_devtools.stack.topology import Topology
 from tests.conftest import LONG_MODE_ENV
 from tests.faults import reliability

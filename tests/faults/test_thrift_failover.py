@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_eo.ledger.states import EpochState
-from airflow_provider_eo.spark.driver import ExitCode
+from airflow_provider_eo.ledger.model.states import EpochState
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.stack.hbase import HBaseThriftService
 from eo_devtools.stack.ports import LOOPBACK, find_free_port
 from eo_devtools.stack.process import stop_process_group

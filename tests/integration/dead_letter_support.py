@@ -17,11 +17,11 @@ import yaml
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.hooks.client_config import KafkaClientConfig
-from airflow_provider_eo.hooks.dead_letter_topic import DeadLetterTopic
+from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
+from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.dead_letter_publication import DeadLetterPublication
-from airflow_provider_eo.ledger.protocol import EpochProtocol
+from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
     EpochRoundTrip,

@@ -14,7 +14,7 @@ import pytest
 from airflow_provider_eo.config import CapsSpec, PipelineSpec, StartingSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger
-from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource
+from airflow_provider_eo.ledger.model.offsets import OffsetPublisher, OffsetSource
 from eo_devtools.ledger_direct import reserve_stream_epoch
 from eo_devtools.stack.scratch_database import scratch_database
 from tests.conftest import StackInfo

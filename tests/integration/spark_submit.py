@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import airflow_provider_eo.spark.app as app_module
+import airflow_provider_eo.spark.driver.application as app_module
 from tests.spark_startup import SPARK_SUBMIT, spark_conf_args
 
 

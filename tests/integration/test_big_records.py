@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.config.specs import DEFAULT_BATCH_BYTES
 from airflow_provider_eo.ledger import PartitionRange
-from airflow_provider_eo.spark.range_reader import RangeReadError
+from airflow_provider_eo.spark.task.range_reader import RangeReadError
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
     EpochRoundTrip,

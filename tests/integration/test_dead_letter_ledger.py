@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
-from airflow_provider_eo.ledger.models import DeadLetter
-from airflow_provider_eo.ledger.store.dead_letters import dead_letters_to_publish
+from airflow_provider_eo.ledger.model.epochs import DeadLetter
+from airflow_provider_eo.ledger.store.dead_letter_rows import dead_letters_to_publish
 from eo_devtools.ledger_direct import reserve_backfill_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database

@@ -24,7 +24,7 @@ import pytest
 
 from airflow_provider_eo.config import load_pipelines
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.expected_state import ProducedRecord, expected_rows
 from eo_devtools.demo.sample_events import produce_records

@@ -19,9 +19,9 @@ import pytest
 
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.ledger.history import CursorMove
-from airflow_provider_eo.ledger.store.actors import label_actor
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.model.history import CursorMove
+from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator

@@ -27,7 +27,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.plugins.access import PipelineAccess, StreamDagReaders
 from airflow_provider_eo.plugins.app import create_app
-from airflow_provider_eo.plugins.lag import LAG_OFF
+from airflow_provider_eo.plugins.partition_lag import LAG_OFF
 from eo_devtools.stack.ports import find_free_port
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo

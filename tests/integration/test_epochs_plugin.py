@@ -27,7 +27,7 @@ from fastapi.testclient import TestClient
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.actors import Actor
+from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.plugins import epochs as plugin_module
 from airflow_provider_eo.plugins.app import create_app
 from eo_devtools.stack.ports import find_free_port

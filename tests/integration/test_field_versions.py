@@ -26,7 +26,7 @@ import happybase
 import pytest
 
 from airflow_provider_eo.ledger import PartitionRange
-from airflow_provider_eo.spark.version_contract import offset_version_warning
+from airflow_provider_eo.spark.driver.version_contract import offset_version_warning
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection, pipeline_spec
 from tests.integration.ledger_support import fresh_database
@@ -101,7 +101,7 @@ def test_one_row_from_two_partitions_offset_versions_show_the_hazard_field_versi
     topic, trips, hbase = setup
     offsets, fields = trips["offset"], trips["field"]
 
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver"):
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver.write_epoch"):
         epoch = offsets.run_stream_epoch()
     assert epoch is not None
     ranges = [PartitionRange(topic, 0, 0, 1), PartitionRange(topic, 1, 0, 4)]
@@ -119,7 +119,7 @@ def test_one_row_from_two_partitions_offset_versions_show_the_hazard_field_versi
     assert row(hbase, offsets, "r") == stale  # still hidden: version 0 < 3
 
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver"):
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver.write_epoch"):
         assert fields.run_stream_epoch() is not None
     assert [
         r.getMessage() for r in caplog.records if "cell versions are Kafka offsets" in r.getMessage()

@@ -21,8 +21,8 @@ import happybase
 import pytest
 from Hbase_thrift import BatchMutation, Mutation
 
-from airflow_provider_eo.spark.hbase_writer import SegmentWriter, UnsafeColumnFamilyError
-from airflow_provider_eo.spark.segments import Segment
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter, UnsafeColumnFamilyError
+from airflow_provider_eo.spark.hbase_sink.segments import Segment
 from tests.conftest import StackInfo
 
 pytestmark = pytest.mark.integration

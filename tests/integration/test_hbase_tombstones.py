@@ -122,7 +122,7 @@ def pipelines(stack: StackInfo, tool: HBaseTableTool) -> Iterator[dict[bool, Pip
 def test_replay_after_major_compaction_with_and_without_keep_deleted_cells(
     stack: StackInfo, tool: HBaseTableTool, pipelines: dict[bool, Pipeline], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver"):
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver.write_epoch"):
         for pipeline in pipelines.values():
             assert [pipeline.trip.run_stream_epoch() is None for _ in range(3)] == [False, False, True]
             assert scan(stack, pipeline.table) == LATEST
@@ -146,7 +146,7 @@ def test_replay_after_major_compaction_with_and_without_keep_deleted_cells(
     assert scan(stack, pipelines[True].table) == scan(stack, pipelines[False].table) == LATEST
 
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver"):
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.driver.write_epoch"):
         for pipeline in pipelines.values():
             trip = pipeline.trip
             backfill = trip.reserve_backfill([PartitionRange(trip.spec.topics[0], 0, 0, 3)])

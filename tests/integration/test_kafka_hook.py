@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.hooks.kafka import EoKafkaError, EoKafkaHook
-from airflow_provider_eo.ledger.offsets import OffsetPublisher, OffsetSource
+from airflow_provider_eo.ledger.model.offsets import OffsetPublisher, OffsetSource
 from tests.conftest import StackInfo
 from tests.kafka_helpers import delete_records_before, produce, recent_timestamp_ms
 

@@ -14,7 +14,7 @@ import psycopg2
 import pytest
 
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.lag_samples import LagSample, SampledPartition
+from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 from airflow_provider_eo.observability.lag_sampling import store_sample
 from tests.chart_rows import sample_rows

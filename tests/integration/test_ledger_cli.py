@@ -12,7 +12,7 @@ from psycopg2.extensions import parse_dsn
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Epoch, Ledger
-from airflow_provider_eo.ledger.actors import Actor
+from airflow_provider_eo.ledger.model.actors import Actor
 from eo_devtools.ledger_direct import reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, ranges_of, run_epoch

@@ -18,7 +18,7 @@ import yaml
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.dag_ids import stream_dag_id
 from airflow_provider_eo.dags.factory import build_dags
-from airflow_provider_eo.spark.settings import load_pipeline
+from airflow_provider_eo.spark.driver.task_settings import load_pipeline
 from tests.integration.operator_support import conn_env_fixture, fill  # noqa: F401 (fixtures)
 from tests.task_context import task_context
 

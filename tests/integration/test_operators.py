@@ -12,7 +12,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eo.ledger.errors import (
+from airflow_provider_eo.ledger.model.refusals import (
     CursorBeyondHighWatermark,
     IllegalTransition,
     InvalidRanges,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_eo.ledger.errors import InvalidRanges
+from airflow_provider_eo.ledger.model.refusals import InvalidRanges
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.conftest import StackInfo
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)

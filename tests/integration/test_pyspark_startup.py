@@ -40,7 +40,7 @@ sc = SparkContext.getOrCreate(SparkConf().set("spark.ui.enabled", "false"))
 pandas_after_start = "pandas" in sys.modules
 worker = sc.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
 preloaded = sc.parallelize([0], 1).map(
-    lambda _: "airflow_provider_eo.spark.write_task" in __import__("sys").modules
+    lambda _: "airflow_provider_eo.spark.task.write_task" in __import__("sys").modules
 ).collect()
 sc.stop()
 print("RESULT " + json.dumps({"driver": __import__("pyspark").__file__, "worker": worker,

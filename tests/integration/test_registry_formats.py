@@ -25,7 +25,7 @@ from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from airflow_provider_eo.config.errors import PipelineConfigError
+from airflow_provider_eo.config.config_errors import PipelineConfigError
 from airflow_provider_eo.errors import BadRecord, EoError, RegistryAccessError
 from airflow_provider_eo.formats.registry import (
     RegistrySettings,

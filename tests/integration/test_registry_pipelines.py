@@ -37,13 +37,13 @@ from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from airflow_provider_eo.config.errors import PipelineConfigError
-from airflow_provider_eo.formats.registry.errors import RegistryUnavailable
+from airflow_provider_eo.config.config_errors import PipelineConfigError
+from airflow_provider_eo.formats.registry.registry_errors import RegistryUnavailable
 from airflow_provider_eo.ledger import PartitionRange
 from airflow_provider_eo.operators.application_connections import check_registered_fields
 from airflow_provider_eo.spark.records import TaskRange
-from airflow_provider_eo.spark.settings import task_settings
-from airflow_provider_eo.spark.write_task import run_task
+from airflow_provider_eo.spark.driver.task_settings import task_settings
+from airflow_provider_eo.spark.task.write_task import run_task
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
     EpochRoundTrip,

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import happybase
 import pytest
 
-from airflow_provider_eo.spark.hbase_writer import SegmentWriter, UnsafeColumnFamilyError
-from airflow_provider_eo.spark.segment_pipeline import SegmentPipeline
-from airflow_provider_eo.spark.segments import Segment
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter, UnsafeColumnFamilyError
+from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
+from airflow_provider_eo.spark.hbase_sink.segments import Segment
 from tests.conftest import StackInfo
 
 pytestmark = pytest.mark.integration

@@ -167,7 +167,7 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
     assert epoch.state == EpochState.WRITTEN
     metrics = dict(epoch.metrics or {})
     assert isinstance(metrics.pop("duration_s"), float)
-    # the Spark job's length and its end to the vote (ledger/phases.py places them)
+    # the Spark job's length and its end to the vote (ledger/model/phases.py places them)
     assert isinstance(metrics.pop("spark_tasks_s"), float) and isinstance(
         metrics.pop("vote_after_tasks_s"), float
     )
@@ -212,7 +212,7 @@ def test_fail_policy_fails_the_epoch_naming_topic_partition_offset(world: World)
     assert result.returncode == 4, result.output[-4000:]
     failed = [line.split(" ERROR ", 1)[1] for line in result.output.splitlines() if "task failed" in line]
     assert failed == [
-        f"airflow_provider_eo.spark.driver pipeline=spark_fail epoch_id={epoch_id}: "
+        f"airflow_provider_eo.spark.driver.write_epoch pipeline=spark_fail epoch_id={epoch_id}: "
         "task failed, epoch not voted: "
         f"BadRecordError: bad record in pipeline 'spark_fail' epoch {epoch_id} at topic {world.fail_topic} "
         "partition 0 offset 2: value is not valid JSON: Expecting property name enclosed in double quotes: "

@@ -15,15 +15,15 @@ from collections.abc import Iterator
 import happybase
 import pytest
 
-from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, hbase_endpoints
-from airflow_provider_eo.hooks.connections import EoConnection
-from airflow_provider_eo.spark.hbase_writer import SegmentWriter
-from airflow_provider_eo.spark.segments import Segment
+from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs, hbase_endpoints
+from airflow_provider_eo.clients.connections import EoConnection
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter
+from airflow_provider_eo.spark.hbase_sink.segments import Segment
 from tests.conftest import StackInfo
 
 pytestmark = pytest.mark.integration
 
-WRITER_LOG = "airflow_provider_eo.spark.hbase_writer"
+WRITER_LOG = "airflow_provider_eo.spark.hbase_sink.hbase_writer"
 
 
 @pytest.fixture

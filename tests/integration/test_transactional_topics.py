@@ -25,7 +25,7 @@ import happybase
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from airflow_provider_eo.spark.range_reader import RangeReadError, read_range
+from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.records import TaskRange
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
@@ -143,7 +143,7 @@ def test_committed_and_aborted_transactions_interleaved(case: Case, caplog: pyte
     a.commit()  # marker 8
     assert trip.kafka.watermarks([(case.topic, 0)]) == {(case.topic, 0): (0, 9)}
 
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.range_reader"):
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_eo.spark.task.range_reader"):
         first = trip.run_stream_epoch()  # [0, 9): tasks [0,3) [3,6) [6,9); the last ends on two markers
     assert first is not None
     assert scan(case.stack, case.table) == {b"k1": {b"d:v": b"a2"}}

@@ -16,11 +16,11 @@ from typing import Any
 import psycopg2
 import pytest
 
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.ledger.errors import IllegalTransition
-from airflow_provider_eo.ledger.states import EpochState, is_allowed
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.model.refusals import IllegalTransition
+from airflow_provider_eo.ledger.model.states import EpochState, is_allowed
 from airflow_provider_eo.ledger.store import transitions
-from airflow_provider_eo.ledger.store.actors import label_actor
+from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 from airflow_provider_eo.ledger.store.migrate import apply_migrations
 
 pytestmark = pytest.mark.integration

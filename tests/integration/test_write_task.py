@@ -22,12 +22,12 @@ import pytest
 
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger import Ledger, PartitionRange
-from airflow_provider_eo.spark.dead_letters import BadRecordError
-from airflow_provider_eo.spark.hbase_writer import HBaseWriteError, SegmentWriter
+from airflow_provider_eo.spark.task.bad_records import BadRecordError
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, SegmentWriter
 from airflow_provider_eo.spark.records import RowMutation, TaskRange
-from airflow_provider_eo.spark.segments import Segment, build_segments
-from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
-from airflow_provider_eo.spark.write_task import TaskSettings, run_task, task_partition_function
+from airflow_provider_eo.spark.hbase_sink.segments import Segment, build_segments
+from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.task.write_task import TaskSettings, run_task, task_partition_function
 from eo_devtools.ledger_direct import reserve_backfill_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database
@@ -227,7 +227,7 @@ def test_writer_does_not_retry_what_no_retry_can_cure(
 ) -> None:
     writer = SegmentWriter(_hbase_kwargs(stack), table, attempts=3, backoff_s=0)
     segment = Segment(1, 1, 1, puts={b"r" * 40_000: {b"cf:a": b"1"}})  # HBase refuses rows over 32,767 bytes
-    logger = "airflow_provider_eo.spark.hbase_writer"
+    logger = "airflow_provider_eo.spark.hbase_sink.hbase_writer"
     with caplog.at_level(logging.WARNING, logger=logger), pytest.raises(HBaseWriteError) as info:
         writer.write(segment)
     writer.close()

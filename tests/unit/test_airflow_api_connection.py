@@ -9,8 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from airflow_provider_eo.hooks.airflow_api import AirflowApi
-from airflow_provider_eo.hooks.connections import connection_from_env
+from airflow_provider_eo.clients.airflow_rest import AirflowApi
+from airflow_provider_eo.clients.connections import connection_from_env
 from eo_devtools.stack.connections import airflow_api_connection
 from eo_devtools.stack.stack import LocalStack
 

@@ -11,9 +11,9 @@ import pytest
 
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.errors import BadRecord
-from airflow_provider_eo.formats.factory import build_decoder
+from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.plain import decode_json_key
-from airflow_provider_eo.spark.mapping import build_mapper, encode_value
+from airflow_provider_eo.spark.task.mapping import build_mapper, encode_value
 from airflow_provider_eo.spark.records import KafkaRecord, RowPut
 
 CEST = dt.timezone(dt.timedelta(hours=2))

@@ -7,15 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.ledger.lag_samples import (
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.model.lag_samples import (
     LagSample,
     SampledPartition,
     wait_sample,
     wait_sample_interval,
 )
-from airflow_provider_eo.ledger.pending import PipelinePositions
-from airflow_provider_eo.ledger.phases import EpochTimes
+from airflow_provider_eo.ledger.planning.records_available import PipelinePositions
+from airflow_provider_eo.ledger.model.phases import EpochTimes
 from airflow_provider_eo.observability.lag_sampling import WaitSampler
 from airflow_provider_eo.operators.epoch_link import rendered_epoch_id
 from airflow_provider_eo.plugins.chart_window import ChartWindow

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from airflow_provider_eo.config.specs import MappingSpec
-from airflow_provider_eo.ledger.models import DeadLetter
-from airflow_provider_eo.spark.dead_letters import BadRecordHandler
+from airflow_provider_eo.ledger.model.epochs import DeadLetter
+from airflow_provider_eo.spark.task.bad_records import BadRecordHandler
 from airflow_provider_eo.spark.records import KafkaRecord
-from airflow_provider_eo.spark.task_schemas import registry_schema_id
+from airflow_provider_eo.spark.task.task_schemas import registry_schema_id
 
 
 def test_buffer_is_flushed_when_its_raw_bytes_reach_the_bound() -> None:

@@ -8,8 +8,8 @@ import sys
 PROGRAM = """
 import sys
 from airflow_provider_eo.config.specs import MappingSpec
-from airflow_provider_eo.formats.factory import build_decoder
-from airflow_provider_eo.spark.mapping import build_mapper
+from airflow_provider_eo.formats.decoder_factory import build_decoder
+from airflow_provider_eo.spark.task.mapping import build_mapper
 from airflow_provider_eo.spark.records import KafkaRecord
 
 for fmt in ("json", "string", "bytes"):
@@ -25,7 +25,7 @@ def test_plain_formats_never_import_the_registry_package() -> None:
     result = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, check=True)
     loaded = [
         "airflow_provider_eo.formats",
-        "airflow_provider_eo.formats.factory",
+        "airflow_provider_eo.formats.decoder_factory",
         "airflow_provider_eo.formats.plain",
     ]
     assert result.stdout.strip() == repr(loaded)

@@ -26,7 +26,7 @@ def lines_with(literals: tuple[str, ...]) -> list[str]:
 
 def test_default_connection_ids_are_defined_once() -> None:
     found = lines_with(CONNECTION_IDS)
-    assert ({line.split(":")[0] for line in found}, len(found)) == ({"hooks/connections.py"}, 5), found
+    assert ({line.split(":")[0] for line in found}, len(found)) == ({"clients/connections.py"}, 5), found
 
 
 def test_the_pipeline_spec_variable_is_defined_once() -> None:

@@ -5,8 +5,8 @@ Checked documents: README.md, RELIABILITY.md, docs/*.md and docker/README.md. In
 * a **repository path** is a word whose first segment is a top-level entry of the
   repository (``docs/spark.md``, ``tests/faults/``, ``scripts/setup.sh``): it must be a
   file or folder of the repository. A word of several segments ending in a source
-  extension whose first segment is not top-level (``ledger/protocol.py``,
-  ``spark/driver.py``: paths inside a package) must be the tail of one; so must a single
+  extension whose first segment is not top-level (``ledger/protocol/epoch_protocol.py``,
+  ``spark/driver/write_epoch.py``: paths inside a package) must be the tail of one; so must a single
   ``*.py`` / ``*.md`` name. Placeholders (``<name>``, ``{id}``, ``NNNN``, ``*``, ``...``)
   match any one segment. Words with ``:``, ``=``, ``$``, ``~`` or a leading ``/`` are
   not repository paths (URLs, ``host:port/db``, absolute paths, shell variables).
@@ -236,8 +236,8 @@ def test_the_name_check_catches_names_that_no_longer_exist() -> None:
 
 def test_the_checks_catch_stale_references() -> None:
     text = (
-        "Start at `airflow_provider_eo/ledger/protocol.py` (not `airflow_provider_eo/ledger/cli.py`);"
-        " `ledger/cli_commands.py`, [faults](docs/faults.md), [gone](docs/gone.md#x), `spark/driver.py`,"
+        "Start at `airflow_provider_eo/ledger/protocol/epoch_protocol.py` (not `airflow_provider_eo/ledger/cli.py`);"
+        " `ledger/cli_commands.py`, [faults](docs/faults.md), [gone](docs/gone.md#x), `spark/driver/write_epoch.py`,"
         " `devtools/eo_devtools/stack/jvm/<component>/pom.xml`, `tests/faults/...`, `faults.py`,"
         " `host:9092/db`, `DIR/kafka/server.properties`, `/tmp/s`, `~/.cache/x.py`."
     )
@@ -248,11 +248,11 @@ def test_the_checks_catch_stale_references() -> None:
         "docs/gone.md",
     ]
     refs = (
-        "`airflow_provider_eo.ledger.protocol.EpochProtocol`, `airflow_provider_eo.demo`,"
+        "`airflow_provider_eo.ledger.protocol.epoch_protocol.EpochProtocol`, `airflow_provider_eo.demo`,"
         " `tests.faults.crash_points:handle`, airflow_provider_eo.egg-info."
     )
     assert module_references(refs) == [
-        "airflow_provider_eo.ledger.protocol.EpochProtocol",
+        "airflow_provider_eo.ledger.protocol.epoch_protocol.EpochProtocol",
         "airflow_provider_eo.demo",
         "tests.faults.crash_points.handle",
     ]

@@ -15,7 +15,7 @@ from airflow_provider_eo.operators.driver_class_archive import (
     installation_digest,
 )
 from airflow_provider_eo.operators.driver_start import DRIVER_JAVA_OPTIONS, WORKER_DAEMON, start_up_conf
-from airflow_provider_eo.spark.driver_jvm import class_archive_in_use
+from airflow_provider_eo.spark.driver.driver_jvm import class_archive_in_use
 
 
 def partial_of(conf: dict[str, str]) -> Path:

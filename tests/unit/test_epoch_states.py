@@ -10,8 +10,8 @@ import itertools
 import pytest
 
 from airflow_provider_eo.ledger import ALLOWED_TRANSITIONS
-from airflow_provider_eo.ledger.errors import IllegalTransition
-from airflow_provider_eo.ledger.states import (
+from airflow_provider_eo.ledger.model.refusals import IllegalTransition
+from airflow_provider_eo.ledger.model.states import (
     SETTLED_STATES,
     TRANSITIONS,
     EpochState,

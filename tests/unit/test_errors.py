@@ -13,17 +13,17 @@ from airflow_provider_eo.errors import (
     RegistryAccessError,
     TaskError,
 )
-from airflow_provider_eo.formats.registry.errors import RegistryRefused, RegistryUnavailable
-from airflow_provider_eo.hooks.connections import ConnectionNotFound
+from airflow_provider_eo.formats.registry.registry_errors import RegistryRefused, RegistryUnavailable
+from airflow_provider_eo.clients.connections import ConnectionNotFound
 from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.ledger import errors as ledger_errors
-from airflow_provider_eo.spark.dead_letters import BadRecordError
-from airflow_provider_eo.spark.hbase_writer import HBaseWriteError, UnsafeColumnFamilyError
-from airflow_provider_eo.spark.mapping import BadRecord
-from airflow_provider_eo.spark.range_reader import RangeReadError
-from airflow_provider_eo.spark.task_errors import ExecutorTaskError
-from airflow_provider_eo.spark.task_plan import CoverageError
-from airflow_provider_eo.spark.task_runner import TaskFailed
+from airflow_provider_eo.spark.task.bad_records import BadRecordError
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, UnsafeColumnFamilyError
+from airflow_provider_eo.spark.task.mapping import BadRecord
+from airflow_provider_eo.spark.task.range_reader import RangeReadError
+from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError
+from airflow_provider_eo.spark.driver.task_plan import CoverageError
+from airflow_provider_eo.spark.driver.task_runner import TaskFailed
 
 LEDGER_ERRORS = [
     cls

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eo.hooks.connections import EoConnection
+from airflow_provider_eo.clients.connections import EoConnection
 from airflow_provider_eo.lineage.dataset_names import (
     DatasetName,
     first_bootstrap_server,

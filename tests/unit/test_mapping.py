@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_eo.config.specs import HBASE_KEYVALUE_MAXSIZE, MappingSpec
-from airflow_provider_eo.spark.mapping import (
+from airflow_provider_eo.spark.task.mapping import (
     BadRecord,
     RecordMapper,
     build_mapper,

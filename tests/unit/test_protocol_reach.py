@@ -12,9 +12,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_eo"
 STORE_TRANSITION_MODULES = frozenset(
     {
         "airflow_provider_eo.ledger.store.transitions",
-        "airflow_provider_eo.ledger.stream_reservation",
-        "airflow_provider_eo.ledger.backfill_reservation",
-        "airflow_provider_eo.ledger.seek",
+        "airflow_provider_eo.ledger.protocol.stream_reservation",
+        "airflow_provider_eo.ledger.protocol.backfill_reservation",
+        "airflow_provider_eo.ledger.protocol.cursor_seek",
         "airflow_provider_eo.ledger.store.cursor_moves",
     }
 )
@@ -47,12 +47,12 @@ def test_no_product_code_outside_the_ledger_reaches_a_transition() -> None:
 def test_the_check_sees_imports_and_calls() -> None:
     source = (
         "from airflow_provider_eo.ledger.store import transitions\n"
-        "import airflow_provider_eo.ledger.stream_reservation\n"
+        "import airflow_provider_eo.ledger.protocol.stream_reservation\n"
         "ledger.vote_written(1, 't')\nprotocol.vote(lease, {})\n"
     )
     assert reaches(source) == [
         "airflow_provider_eo.ledger.store.transitions",
-        "airflow_provider_eo.ledger.stream_reservation",
+        "airflow_provider_eo.ledger.protocol.stream_reservation",
         "vote_written",
     ]
 
@@ -62,15 +62,15 @@ def test_the_check_sees_imports_and_calls() -> None:
 #: table and the fencing rule its guarded UPDATEs report with; never a planner or the protocol.
 STORE_MAY_IMPORT = frozenset(
     {
-        "airflow_provider_eo.ledger.actors",
-        "airflow_provider_eo.ledger.errors",
-        "airflow_provider_eo.ledger.fencing",
-        "airflow_provider_eo.ledger.history",
-        "airflow_provider_eo.ledger.lag_samples",
-        "airflow_provider_eo.ledger.models",
-        "airflow_provider_eo.ledger.offsets",
-        "airflow_provider_eo.ledger.phases",
-        "airflow_provider_eo.ledger.states",
+        "airflow_provider_eo.ledger.model.actors",
+        "airflow_provider_eo.ledger.model.refusals",
+        "airflow_provider_eo.ledger.planning.fencing",
+        "airflow_provider_eo.ledger.model.history",
+        "airflow_provider_eo.ledger.model.lag_samples",
+        "airflow_provider_eo.ledger.model.epochs",
+        "airflow_provider_eo.ledger.model.offsets",
+        "airflow_provider_eo.ledger.model.phases",
+        "airflow_provider_eo.ledger.model.states",
     }
 )
 

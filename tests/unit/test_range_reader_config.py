@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_provider_eo.spark.range_reader import consumer_config
+from airflow_provider_eo.spark.task.range_reader import consumer_config
 
 
 def test_prefetch_is_bounded_in_bytes_unless_the_connection_says_otherwise() -> None:

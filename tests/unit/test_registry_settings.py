@@ -16,10 +16,10 @@ from airflow_provider_eo.formats.registry.settings import (
     registry_formats,
     registry_settings,
 )
-from airflow_provider_eo.hooks.connections import ConnectionNotFound, EoConnection, parse_connection
+from airflow_provider_eo.clients.connections import ConnectionNotFound, EoConnection, parse_connection
 from airflow_provider_eo.operators.application_connections import registry_connection_env
 from airflow_provider_eo.plugins.page import _schema_ids
-from airflow_provider_eo.spark.settings import schema_registry_from_env
+from airflow_provider_eo.spark.driver.task_settings import schema_registry_from_env
 
 SECRET = "s3cr3t-pw"
 

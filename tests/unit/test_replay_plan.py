@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eo.ledger.backfill_plan import parse_ranges
-from airflow_provider_eo.ledger.models import PartitionRange
-from airflow_provider_eo.ledger.replay_plan import (
+from airflow_provider_eo.ledger.planning.backfill_plan import parse_ranges
+from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.planning.replay_plan import (
     Candidate,
     ReplayFilter,
     SelectedRange,
@@ -16,7 +16,7 @@ from airflow_provider_eo.ledger.replay_plan import (
     selection_of,
 )
 from airflow_provider_eo.spark.records import TaskRange
-from airflow_provider_eo.spark.task_plan import plan_tasks
+from airflow_provider_eo.spark.driver.task_plan import plan_tasks
 
 
 def test_filter_from_the_form_and_the_conf() -> None:

@@ -1,12 +1,12 @@
-"""``ledger/seek_plan.py``: targets, partitions and watermarks -> cursor moves, gaps, refusals."""
+"""``ledger/planning/seek_plan.py``: targets, partitions and watermarks -> cursor moves, gaps, refusals."""
 
 from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eo.ledger.errors import SeekRefused
-from airflow_provider_eo.ledger.models import PartitionRange
-from airflow_provider_eo.ledger.seek_plan import (
+from airflow_provider_eo.ledger.model.refusals import SeekRefused
+from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.planning.seek_plan import (
     CursorMove,
     SeekPlan,
     SeekTarget,

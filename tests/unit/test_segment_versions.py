@@ -8,7 +8,7 @@ import random
 import pytest
 
 from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
-from airflow_provider_eo.spark.segments import (
+from airflow_provider_eo.spark.hbase_sink.segments import (
     MAX_CELL_VERSION,
     Segment,
     SegmentBuilder,

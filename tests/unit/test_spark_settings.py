@@ -17,10 +17,10 @@ from airflow_provider_eo.config import (
     parse_pipelines_text,
 )
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.spark.app import actor_of, parse_args
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.spark.driver.application import actor_of, parse_args
 from airflow_provider_eo.spark.package_zip import build_zip
-from airflow_provider_eo.spark.settings import load_pipeline, task_settings
+from airflow_provider_eo.spark.driver.task_settings import load_pipeline, task_settings
 
 YAML = """
 pipelines:
@@ -155,7 +155,7 @@ def test_py_files_zip_is_importable_and_reproducible(tmp_path: Path) -> None:
     assert first.read_bytes() == second.read_bytes()
     archive = zipfile.ZipFile(first)
     names = archive.namelist()
-    assert "airflow_provider_eo/spark/app.py" in names
+    assert "airflow_provider_eo/spark/driver/application.py" in names
     assert "airflow_provider_eo/ledger/store/migrations/0001_initial.sql" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # Only the provider ships: no local stack, demo or fault (kill/hang) machinery.
@@ -163,9 +163,9 @@ def test_py_files_zip_is_importable_and_reproducible(tmp_path: Path) -> None:
     shipped = {n.split("/")[1] for n in names}
     assert not shipped & {"devstack", "demo", "faults.py"}
     assert not [n for n in names if b"SIGKILL" in archive.read(n)]
-    probe = "import airflow_provider_eo.spark.segments as s; print(s.__file__)"
+    probe = "import airflow_provider_eo.spark.hbase_sink.segments as s; print(s.__file__)"
     out = subprocess.run(
         [sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(first)!r}); {probe}"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert out.stdout.strip() == f"{first}/airflow_provider_eo/spark/segments.py"
+    assert out.stdout.strip() == f"{first}/airflow_provider_eo/spark/hbase_sink/segments.py"

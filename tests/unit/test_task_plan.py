@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_eo.spark.records import TaskRange
-from airflow_provider_eo.spark.task_errors import ExecutorTaskError, TaskErrorData
-from airflow_provider_eo.spark.task_plan import CoverageError, aggregate_metrics, plan_tasks, split_range
-from airflow_provider_eo.spark.task_runner import task_failure
-from airflow_provider_eo.spark.write_task import TaskMetrics
+from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.driver.task_plan import CoverageError, aggregate_metrics, plan_tasks, split_range
+from airflow_provider_eo.spark.driver.task_runner import task_failure
+from airflow_provider_eo.spark.task.write_task import TaskMetrics
 
 
 @pytest.mark.parametrize(
@@ -118,9 +118,9 @@ def test_task_failure_decodes_the_executors_error_data() -> None:
     wrapped = (
         "An error occurred while calling o42.collect.\n: org.apache.spark.SparkException: Job aborted\n"
         "Traceback (most recent call last):\n  File ...\n"
-        "airflow_provider_eo.spark.range_reader.RangeReadError: cannot read t partition 0 to 9\n\n"
+        "airflow_provider_eo.spark.task.range_reader.RangeReadError: cannot read t partition 0 to 9\n\n"
         "The above exception was the direct cause of the following exception:\n"
-        f"airflow_provider_eo.spark.task_errors.ExecutorTaskError: {marker}\n"
+        f"airflow_provider_eo.spark.task.task_errors.ExecutorTaskError: {marker}\n"
         " SQLSTATE: 38000\n\tat org.apache.spark..."
     )
     failed = task_failure(RuntimeError(wrapped))

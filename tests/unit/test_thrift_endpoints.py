@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from airflow_provider_eo.hooks.client_config import hbase_connection_kwargs, hbase_endpoints
-from airflow_provider_eo.hooks.connections import EoConnection, parse_connection
-from airflow_provider_eo.spark.hbase_writer import HBaseWriteError, SegmentWriter
-from airflow_provider_eo.spark.segments import Segment
-from airflow_provider_eo.spark.thrift_endpoints import ThriftEndpoints, endpoint_text, spark_task_index
+from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs, hbase_endpoints
+from airflow_provider_eo.clients.connections import EoConnection, parse_connection
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, SegmentWriter
+from airflow_provider_eo.spark.hbase_sink.segments import Segment
+from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import ThriftEndpoints, endpoint_text, spark_task_index
 from eo_devtools.stack.connections import stack_conn_env
 
 
@@ -140,7 +140,7 @@ def test_writer_fails_over_in_list_order(
     writer = SegmentWriter({"timeout": 5000}, "t", attempts=3, backoff_s=0, servers=servers, task_index=3)
     assert (writer.endpoints.servers, writer.attempts) == ((dead, closing), 3)
     segment = Segment(5, 9, 5, puts={b"r": {b"cf:a": b"1"}})
-    logger = "airflow_provider_eo.spark.hbase_writer"
+    logger = "airflow_provider_eo.spark.hbase_sink.hbase_writer"
     with caplog.at_level(logging.WARNING, logger=logger), pytest.raises(HBaseWriteError) as info:
         writer.write(segment)
     a, b = endpoint_text(dead), endpoint_text(closing)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_eo.config.specs import MappingSpec
-from airflow_provider_eo.ledger.models import PartitionRange
-from airflow_provider_eo.spark.version_contract import offset_version_warning
+from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.spark.driver.version_contract import offset_version_warning
 
 
 def mapping(version: str, row_key: str) -> MappingSpec:

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from airflow_provider_eo.spark.worker_gc import TASK_THRESHOLDS, task_gc
+from airflow_provider_eo.spark.task.worker_gc import TASK_THRESHOLDS, task_gc
 
 
 def test_task_gc_freezes_and_raises_thresholds_then_restores_them() -> None:

@@ -35,7 +35,7 @@ def test_properties_file_is_private_and_carries_conf_and_driver_env() -> None:
 def test_application_arguments_are_names_and_ids_only() -> None:
     op = WriteEpochOperator(task_id="write", pipeline="p", epoch_id="{{ x }}", spec=SPEC)
     assert op.application == spark_application_path()
-    assert op.application.endswith("airflow_provider_eo/spark/app.py")
+    assert op.application.endswith("airflow_provider_eo/spark/driver/application.py")
     assert op.application_args == ["--pipeline", "p", "--epoch-id", "{{ x }}"]
     assert (op.conf, op.env_vars) == ({"spark.executor.instances": "3"}, None)
     assert {"epoch_id", "fencing_token"} <= set(op.template_fields)

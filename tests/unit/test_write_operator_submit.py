@@ -29,7 +29,7 @@ from airflow.sdk.exceptions import AirflowException
 from airflow_provider_eo.config import parse_pipelines_text
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.errors import ConfigError
-from airflow_provider_eo.hooks.connections import env_var_name
+from airflow_provider_eo.clients.connections import env_var_name
 from airflow_provider_eo.operators.driver_start import DRIVER_JAVA_OPTIONS, WORKER_DAEMON
 from airflow_provider_eo.operators.spark_submission import (
     connection_master,
@@ -372,7 +372,7 @@ def test_package_zip_is_shipped_to_a_cluster(fake_spark: FakeSpark) -> None:
     submitted = submit(op, fake_spark)
     extra, package = option(submitted["argv"], "--py-files").split(",")
     assert extra == "/opt/extra.py"
-    assert "airflow_provider_eo/spark/write_task.py" in submitted["py_files"][package]
+    assert "airflow_provider_eo/spark/task/write_task.py" in submitted["py_files"][package]
     assert op.py_files == "/opt/extra.py"  # restored after the run
     assert not Path(package).exists()  # the temp zip is removed
 

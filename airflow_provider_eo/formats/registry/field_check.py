@@ -19,9 +19,9 @@ from typing import Any
 from confluent_kafka.schema_registry import RegisteredSchema, SchemaRegistryClient
 from confluent_kafka.schema_registry._sync.avro import _resolve_named_schema as _avro_named
 
-from airflow_provider_eo.config.errors import PipelineConfigError
+from airflow_provider_eo.config.config_errors import PipelineConfigError
 from airflow_provider_eo.errors import BadRecord
-from airflow_provider_eo.formats.registry.errors import RegistryNotFound, registry_call
+from airflow_provider_eo.formats.registry.registry_errors import RegistryNotFound, registry_call
 from airflow_provider_eo.formats.registry.field_paths import (
     SchemaFields,
     avro_field_paths,

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 from confluent_kafka.schema_registry import RegisteredSchema, Schema, SchemaRegistryClient
 
 from airflow_provider_eo.errors import BadRecord
-from airflow_provider_eo.formats.registry.errors import RegistryNotFound, registry_call
+from airflow_provider_eo.formats.registry.registry_errors import RegistryNotFound, registry_call
 from airflow_provider_eo.formats.registry.settings import RegistrySettings
 
 T = TypeVar("T")

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from airflow_provider_eo.config.specs import MappingSpec
-from airflow_provider_eo.hooks.connections import EoConnection
+from airflow_provider_eo.clients.connections import EoConnection
 
 #: The formats decoded with a registry's schemas (Confluent wire format).
 REGISTRY_FORMATS = ("avro", "protobuf", "json_schema")

@@ -10,9 +10,9 @@ from typing import Any
 import psycopg2
 from psycopg2.extensions import parse_dsn
 
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.ledger.errors import LedgerUnavailable
-from airflow_provider_eo.ledger.store.actors import label_actor
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.model.refusals import LedgerUnavailable
+from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 from airflow_provider_eo.ledger.store.migrate import apply_migrations
 
 # Errors of the connection itself (server gone, restarted, unreachable), not of a statement.

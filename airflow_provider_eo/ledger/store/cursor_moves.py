@@ -1,4 +1,4 @@
-"""Statements of a seek or reset (``ledger/seek.py`` runs them in one transaction).
+"""Statements of a seek or reset (``ledger/protocol/cursor_seek.py`` runs them in one transaction).
 
 The transaction first declares itself a seek or reset (``store/actors.py``
 ``declare_cursor_move``): only then does the 0004 trigger let a cursor move back, and it
@@ -13,7 +13,7 @@ from typing import Any
 
 from psycopg2.extras import execute_values
 
-from airflow_provider_eo.ledger.models import PartitionRange
+from airflow_provider_eo.ledger.model.epochs import PartitionRange
 
 #: ``(topic, partition, from_offset, to_offset)``: one cursor's move.
 Move = tuple[str, int, int, int]

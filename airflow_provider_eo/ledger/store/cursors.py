@@ -21,9 +21,9 @@ from typing import Any
 
 from psycopg2.extras import execute_values
 
-from airflow_provider_eo.ledger.models import PartitionRange
-from airflow_provider_eo.ledger.offsets import Pin, TopicPartition
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.offsets import Pin, TopicPartition
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 
 
 def stream_cursors(cur: Any, pipeline: str) -> dict[TopicPartition, int]:

@@ -1,5 +1,5 @@
 """Per-epoch figures for the charts and the epoch page: records, dead letters and the times
-its phases are cut from (``ledger/phases.py``), read without the bulky parts of a row.
+its phases are cut from (``ledger/model/phases.py``), read without the bulky parts of a row.
 
 :func:`window_epoch_ids` picks a window's committed epochs (one statement, the newest
 ``limit`` of them), :func:`epoch_points` reads their figures (one statement whatever their
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_provider_eo.ledger.phases import EpochTimes
-from airflow_provider_eo.ledger.states import EpochState
+from airflow_provider_eo.ledger.model.phases import EpochTimes
+from airflow_provider_eo.ledger.model.states import EpochState
 
 
 @dataclass(frozen=True)

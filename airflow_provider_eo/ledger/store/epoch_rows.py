@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_eo.ledger.errors import EpochNotFound
-from airflow_provider_eo.ledger.models import Epoch, PartitionRange
-from airflow_provider_eo.ledger.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.model.refusals import EpochNotFound
+from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 
 EPOCH_COLUMNS = (
     "epoch_id, pipeline, kind, state, fencing_token::text, dag_id, run_id,"

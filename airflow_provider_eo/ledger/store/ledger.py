@@ -3,7 +3,7 @@
 Each state-changing method is one guarded transaction of the state machine
 (``states.TRANSITIONS``): it refuses what the table or the fencing token forbids. The
 reservation transactions are the protocol's scripts, run in :meth:`Ledger.transaction`.
-When to call which is :class:`~airflow_provider_eo.ledger.protocol.EpochProtocol`'s;
+When to call which is :class:`~airflow_provider_eo.ledger.protocol.epoch_protocol.EpochProtocol`'s;
 operators, the Spark driver and the CLI go through the protocol, never through these
 (tests/unit/test_protocol_reach.py fails otherwise).
 
@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from airflow_provider_eo.ledger.actors import Actor
-from airflow_provider_eo.ledger.history import HistoryEvent, Transition
-from airflow_provider_eo.ledger.models import DeadLetter, Epoch
-from airflow_provider_eo.ledger.offsets import TopicPartition
-from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
+from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch
+from airflow_provider_eo.ledger.model.offsets import TopicPartition
+from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind
 from airflow_provider_eo.ledger.store import dead_letters, history, queries, retention, transitions
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
@@ -94,7 +94,7 @@ class Ledger(LedgerObservations):
 
     def transaction(self) -> AbstractContextManager[Any]:
         """One transaction for a multi-statement script of the protocol (the reservation
-        transactions, ``ledger/stream_reservation.py`` and ``ledger/backfill_reservation.py``):
+        transactions, ``ledger/protocol/stream_reservation.py`` and ``ledger/protocol/backfill_reservation.py``):
         a psycopg2 cursor, committed when the block ends normally, rolled back when it raises."""
         return self._transaction()
 

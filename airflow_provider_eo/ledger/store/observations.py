@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_provider_eo.ledger.errors import EpochNotFound, PipelineNotFound
-from airflow_provider_eo.ledger.lag_samples import LagSample, SampledPartition
+from airflow_provider_eo.ledger.model.refusals import EpochNotFound, PipelineNotFound
+from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition
 from airflow_provider_eo.ledger.store import epoch_points, lag_samples
 from airflow_provider_eo.ledger.store.epoch_points import EpochPoint
-from airflow_provider_eo.ledger.store.lag_samples import LagWindow
+from airflow_provider_eo.ledger.store.lag_sample_rows import LagWindow
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class LedgerObservations:
     _transaction: Callable[[], AbstractContextManager[Any]]
 
     def record_lag_sample(self, sample: LagSample) -> int:
-        """Store ``sample`` (``ledger/lag_samples.py``); returns its id. Not a state change:
+        """Store ``sample`` (``ledger/model/lag_samples.py``); returns its id. Not a state change:
         no epoch moves, and a failure here leaves every epoch as it was."""
         with self._transaction() as cur:
             return lag_samples.insert_lag_sample(cur, sample)

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow_provider_eo.ledger.offsets import TopicPartition
-from airflow_provider_eo.ledger.states import OPEN_STATES, EpochKind, EpochState
+from airflow_provider_eo.ledger.model.offsets import TopicPartition
+from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind, EpochState
 
 
 @dataclass(frozen=True)

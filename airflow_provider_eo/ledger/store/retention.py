@@ -37,7 +37,7 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow_provider_eo.ledger.states import SETTLED_STATES, sql_literals
+from airflow_provider_eo.ledger.model.states import SETTLED_STATES, sql_literals
 from airflow_provider_eo.ledger.store import sample_retention
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_provider_eo.ledger.states import SETTLED_STATES, sql_literals
+from airflow_provider_eo.ledger.model.states import SETTLED_STATES, sql_literals
 
 _SETTLED = sql_literals(SETTLED_STATES)
 WAIT_MATCHING = f"""

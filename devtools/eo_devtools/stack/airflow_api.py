@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from airflow_provider_eo.hooks.airflow_api import send_json
+from airflow_provider_eo.clients.airflow_rest import send_json
 
 FINISHED_STATES = frozenset({"success", "failed"})
 POLL_S = 0.25

@@ -63,7 +63,7 @@ def spark_standalone_connection(master_url: str) -> str:
 
 def airflow_api_connection(url: str, username: str, password: str) -> str:
     """Airflow URI connection for the stack's REST API (``airflow_api``, read by
-    ``hooks/airflow_api.py``): ``http://<user>:<password>@<host>:<port>`` with both quoted.
+    ``clients/airflow_rest.py``): ``http://<user>:<password>@<host>:<port>`` with both quoted.
     Contains the password: print it only where ``eo-stack env`` prints secrets."""
     server = urlsplit(url)
     login = f"{quote(username, safe='')}:{quote(password, safe='')}"

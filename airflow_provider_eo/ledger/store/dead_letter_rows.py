@@ -1,0 +1,182 @@
+"""Storage of dead-lettered records (``eo.dead_letters``): idempotent upserts, the
+pipeline's publish order (``publish_seq``) and the batches the dead-letter topic reads."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from psycopg2.extras import execute_values
+
+from airflow_provider_eo.ledger.model.epochs import DeadLetter, SequencedDeadLetter
+
+#: Never touches publish_seq, resolved_by_epoch, resolved_at; a row of a newer epoch stays
+#: (a zombie writer of an older epoch, or a late flush of a fenced task, never overwrites it).
+_UPSERT = """
+INSERT INTO eo.dead_letters
+    (pipeline, topic, "partition", "offset", epoch_id, error, key, value, headers,
+     error_class, record_timestamp, schema_id)
+VALUES %s
+ON CONFLICT (pipeline, topic, "partition", "offset") DO UPDATE SET
+    epoch_id = EXCLUDED.epoch_id, error = EXCLUDED.error, key = EXCLUDED.key,
+    value = EXCLUDED.value, headers = EXCLUDED.headers, error_class = EXCLUDED.error_class,
+    record_timestamp = EXCLUDED.record_timestamp, schema_id = EXCLUDED.schema_id,
+    recorded_at = now()
+WHERE EXCLUDED.epoch_id IS NULL OR eo.dead_letters.epoch_id IS NULL
+   OR EXCLUDED.epoch_id >= eo.dead_letters.epoch_id
+"""
+
+
+def as_dead_letter(row: DeadLetter | Mapping[str, Any]) -> DeadLetter:
+    """Accept a ``DeadLetter`` or a mapping with the same field names."""
+    return row if isinstance(row, DeadLetter) else DeadLetter(**row)
+
+
+def upsert_dead_letters(cur: Any, rows: Iterable[DeadLetter | Mapping[str, Any]]) -> int:
+    """Insert or overwrite each record's row (an existing row of a newer epoch is kept);
+    returns how many rows were given."""
+    letters = [as_dead_letter(row) for row in rows]
+    if not letters:
+        return 0
+    _lock_pipelines(cur, {letter.pipeline for letter in letters})
+    values = [
+        (
+            d.pipeline, d.topic, d.partition, d.offset, d.epoch_id, d.error,
+            d.key, d.value, None if d.headers is None else json.dumps(d.headers_json()),
+            d.error_class, d.timestamp, d.schema_id,
+        )
+        for d in letters
+    ]  # fmt: skip
+    execute_values(cur, _UPSERT, values, template="(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+    return len(letters)
+
+
+def _lock_pipelines(cur: Any, pipelines: set[str]) -> None:
+    for name in sorted(pipelines):
+        cur.execute("INSERT INTO eo.pipelines (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (name,))
+
+
+def count_dead_letters(cur: Any, pipeline: str, epoch_id: int | None = None) -> int:
+    """Dead letters of ``pipeline`` (of one epoch if ``epoch_id`` is given)."""
+    cur.execute(
+        "SELECT count(*) FROM eo.dead_letters WHERE pipeline = %s AND (%s::bigint IS NULL OR epoch_id = %s)",
+        (pipeline, epoch_id, epoch_id),
+    )
+    return int(cur.fetchone()[0])
+
+
+def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """JSON-serializable dead letters (key/value base64) ordered by topic, partition, offset;
+    ``resolved_by_epoch`` / ``resolved_at``: the replay that wrote it (None: unresolved)."""
+    cur.execute(
+        'SELECT topic, "partition", "offset", epoch_id, error, key, value, headers, recorded_at,'
+        " error_class, record_timestamp, schema_id, publish_seq, resolved_by_epoch, resolved_at"
+        ' FROM eo.dead_letters WHERE pipeline = %s ORDER BY topic, "partition", "offset" LIMIT %s',
+        (pipeline, limit),
+    )
+    return [
+        {
+            "pipeline": pipeline,
+            "topic": topic,
+            "partition": partition,
+            "offset": offset,
+            "epoch_id": epoch_id,
+            "error": error,
+            "error_class": error_class,
+            "timestamp": timestamp,
+            "schema_id": schema_id,
+            "publish_seq": publish_seq,
+            "resolved_by_epoch": resolved_by,
+            "resolved_at": None if resolved_at is None else resolved_at.isoformat(),
+            "key_b64": None if key is None else base64.b64encode(bytes(key)).decode(),
+            "value_b64": None if value is None else base64.b64encode(bytes(value)).decode(),
+            "headers": headers,
+            "recorded_at": recorded_at.isoformat(),
+        }
+        for (
+            topic, partition, offset, epoch_id, error, key, value, headers, recorded_at,
+            error_class, timestamp, schema_id, publish_seq, resolved_by, resolved_at,
+        ) in cur.fetchall()
+    ]  # fmt: skip
+
+
+def sequence_epoch_dead_letters(cur: Any, pipeline: str, epoch_id: int) -> range:
+    """Number the epoch's dead letters that have no ``publish_seq`` yet, consecutively from
+    the pipeline's ``dead_letters_sequenced``, ordered by topic, partition, offset, and
+    advance that counter; returns the numbers given (empty: none).
+
+    Runs in the transaction that commits the epoch, under the pipeline row's lock, so the
+    numbers of a pipeline are committed in order and never given twice.
+    """
+    cur.execute("SELECT dead_letters_sequenced FROM eo.pipelines WHERE name = %s FOR UPDATE", (pipeline,))
+    row = cur.fetchone()
+    if row is None:
+        return range(0)
+    first = int(row[0])
+    cur.execute(_NUMBER, {"pipeline": pipeline, "epoch_id": epoch_id, "first": first})
+    count = cur.rowcount
+    if count:
+        cur.execute(
+            "UPDATE eo.pipelines SET dead_letters_sequenced = %s WHERE name = %s", (first + count, pipeline)
+        )
+    return range(first, first + count)
+
+
+_NUMBER = """
+UPDATE eo.dead_letters d SET publish_seq = n.seq
+  FROM (SELECT topic, "partition", "offset",
+               %(first)s + row_number() OVER (ORDER BY topic, "partition", "offset") - 1 AS seq
+          FROM eo.dead_letters
+         WHERE epoch_id = %(epoch_id)s AND pipeline = %(pipeline)s AND publish_seq IS NULL) n
+ WHERE d.pipeline = %(pipeline)s
+   AND (d.topic, d."partition", d."offset") = (n.topic, n."partition", n."offset")
+"""
+
+#: One batch in publish order: at most ``limit`` rows, and rows while the bytes before each
+#: stay under ``max_bytes`` (> 0, so the first row always comes). Reads the publish-order index.
+_BATCH = """
+SELECT publish_seq, topic, "partition", "offset", epoch_id, error, key, value, headers,
+       error_class, record_timestamp, schema_id
+  FROM (SELECT *, sum(coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0))
+                      OVER (ORDER BY publish_seq) AS upto,
+               coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0) AS size
+          FROM eo.dead_letters
+         WHERE pipeline = %(pipeline)s AND publish_seq >= %(start)s
+         ORDER BY publish_seq
+         LIMIT %(limit)s) batch
+ WHERE upto - size < %(max_bytes)s
+ ORDER BY publish_seq
+"""
+
+
+def dead_letters_to_publish(
+    cur: Any, pipeline: str, start: int, limit: int, max_bytes: int
+) -> list[SequencedDeadLetter]:
+    """The committed dead letters of ``pipeline`` from ``publish_seq`` ``start`` on, in
+    publish order: at most ``limit`` of them and about ``max_bytes`` of raw key and value
+    (the first one whatever its size). Empty: every numbered letter is before ``start``."""
+    cur.execute(_BATCH, {"pipeline": pipeline, "start": start, "limit": limit, "max_bytes": max_bytes})
+    return [
+        SequencedDeadLetter(
+            int(seq),
+            DeadLetter(
+                pipeline=pipeline, topic=topic, partition=partition, offset=offset, epoch_id=epoch_id,
+                error=error, key=None if key is None else bytes(key),
+                value=None if value is None else bytes(value), headers=_headers(headers),
+                error_class=error_class, timestamp=timestamp, schema_id=schema_id,
+            ),
+        )
+        for (
+            seq, topic, partition, offset, epoch_id, error, key, value, headers,
+            error_class, timestamp, schema_id,
+        ) in cur.fetchall()
+    ]  # fmt: skip
+
+
+def _headers(stored: Any) -> list[tuple[str, bytes | None]] | None:
+    """Headers as :meth:`DeadLetter.headers_json` stored them (values base64)."""
+    if stored is None:
+        return None
+    return [(str(name), None if raw is None else base64.b64decode(raw)) for name, raw in stored]

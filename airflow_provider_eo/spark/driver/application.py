@@ -1,0 +1,120 @@
+"""The PySpark write application (the ``spark-submit`` application file).
+
+Usage (arguments are names and ids only; secrets come from the environment)::
+
+    spark-submit [spark options] airflow_provider_eo/spark/driver/application.py \
+        --pipeline NAME --epoch-id N [--pipelines-file PATH] [--fencing-token UUID] \
+        [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase] \
+        [--schema-registry-conn-id schema_registry] [--actor-kind task --actor NAME]
+    python -m airflow_provider_eo.spark.driver.application --pipeline NAME --epoch-id N   # same, Spark from pyspark
+
+Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
+``AIRFLOW_CONN_EO_HBASE``, ``AIRFLOW_CONN_SCHEMA_REGISTRY`` for registry formats (or the ids
+given), and ``EO_PIPELINE_SPEC`` (the parsed spec,
+as JSON) or ``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given.
+``--actor`` names who the vote is recorded as in the epoch's history (``WriteEpochOperator``
+passes its task instance); without it, the driver's process.
+Exit codes: see :class:`~airflow_provider_eo.spark.driver.write_epoch.ExitCode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.clients.connections import (
+    DEFAULT_HBASE_CONN_ID,
+    DEFAULT_KAFKA_CONN_ID,
+    DEFAULT_LEDGER_CONN_ID,
+    DEFAULT_SCHEMA_REGISTRY_CONN_ID,
+)
+from airflow_provider_eo.ledger import EpochNotFound, Ledger
+from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
+from airflow_provider_eo.spark.driver.driver_jvm import class_archive_in_use
+from airflow_provider_eo.spark.logs import configure_logging
+from airflow_provider_eo.spark.pyspark_startup import prefer_installed_pyspark, skip_pyspark_testing_import
+from airflow_provider_eo.spark.driver.task_settings import ledger_dsn_from_env, load_pipeline, task_settings
+
+log = logging.getLogger("airflow_provider_eo.spark.driver.application")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line arguments (no secrets accepted here)."""
+    parser = argparse.ArgumentParser(
+        prog="airflow_provider_eo.spark.driver.application", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--pipeline", required=True, help="pipeline name as declared in the pipelines YAML")
+    parser.add_argument("--epoch-id", required=True, type=int, help="the RESERVED epoch to write")
+    parser.add_argument("--pipelines-file", default=None, help="pipelines YAML (default: see settings.py)")
+    parser.add_argument(
+        "--fencing-token",
+        default=None,
+        help="token issued at reservation (default: the epoch's current token)",
+    )
+    parser.add_argument("--ledger-conn-id", default=DEFAULT_LEDGER_CONN_ID)
+    parser.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
+    parser.add_argument("--hbase-conn-id", default=DEFAULT_HBASE_CONN_ID)
+    parser.add_argument(
+        "--schema-registry-conn-id",
+        default=DEFAULT_SCHEMA_REGISTRY_CONN_ID,
+        help="used only when the key or value format is avro, protobuf or json_schema",
+    )
+    parser.add_argument(
+        "--actor-kind",
+        default="task",
+        choices=["task", "eo-ledger", "recovery", "process"],
+        help="kind of --actor (default task)",
+    )
+    parser.add_argument("--actor", default=None, help="who the vote is recorded as (default: this process)")
+    return parser.parse_args(argv)
+
+
+def actor_of(args: argparse.Namespace) -> Actor:
+    """The actor the driver's ledger changes are recorded as: ``--actor`` (of
+    ``--actor-kind``), else :meth:`Actor.process`."""
+    return Actor(args.actor_kind, args.actor) if args.actor else Actor.process()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the write step for one epoch; returns the exit code."""
+    prefer_installed_pyspark()  # before anything imports pyspark: no bytecode compiled from Spark's zip
+    skip_pyspark_testing_import()  # no pandas/pyarrow import on the first JVM call
+    configure_logging()
+    args = parse_args(argv)
+    where = f"pipeline={args.pipeline} epoch_id={args.epoch_id}"
+    log.info("%s: driver up class_archive=%s", where, class_archive_in_use() or "none")
+    try:
+        spec = load_pipeline(args.pipeline, args.pipelines_file)
+        dsn = ledger_dsn_from_env(args.ledger_conn_id)
+        with Ledger(dsn, conn_id=args.ledger_conn_id, actor=actor_of(args)) as ledger:
+            return int(
+                write_epoch(
+                    ledger,
+                    spec.name,
+                    args.epoch_id,
+                    lambda: task_settings(
+                        spec,
+                        args.epoch_id,
+                        ledger_conn_id=args.ledger_conn_id,
+                        kafka_conn_id=args.kafka_conn_id,
+                        hbase_conn_id=args.hbase_conn_id,
+                        schema_registry_conn_id=args.schema_registry_conn_id,
+                    ),
+                    spec.spark.split_size,
+                    fencing_token=args.fencing_token,
+                )
+            )
+    except (ConfigError, EpochNotFound, ValueError) as exc:
+        log.error("%s: cannot write: %s", where, exc)
+        return int(ExitCode.INVALID)
+    except Exception as exc:
+        log.exception("%s: write failed, epoch not voted: %s: %s", where, type(exc).__name__, exc)
+        return int(ExitCode.FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""One Spark task: read a sub-range, map, segment, write to HBase, report metrics.
+
+Runs on an executor. Everything it needs travels in :class:`TaskSettings` inside
+the task closure (resolved on the driver from its environment); executors never
+read connection files or environment variables. HBase writes overlap the reading:
+segments go out on a writer thread (:mod:`~airflow_provider_eo.spark.task.segment_pipeline`).
+Memory is bounded by bytes as well as by count: the reader pre-fetches at most
+``READ_AHEAD_SEGMENTS`` segments' worth of bytes, and the task holds at most the segment
+being built, the writer thread's queued segments and the one being written, each at most
+``batch_bytes`` (or one record heavier than that), plus dead letters up to ``batch_bytes``.
+The task either reaches the end of its range and returns :class:`TaskMetrics`, or
+raises (range unreadable, bad record under the ``fail`` policy, HBase unwritable): a
+partial range is never reported as written. Inside Spark, such an ``EoError`` leaves the executor as an
+:class:`~airflow_provider_eo.spark.task.task_errors.ExecutorTaskError` carrying it as data.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from airflow_provider_eo import protocol_points
+from airflow_provider_eo.config.specs import BadRecordPolicy, MappingSpec
+from airflow_provider_eo.errors import BadRecord, EoError
+from airflow_provider_eo.formats.decoder_factory import build_decoder
+from airflow_provider_eo.formats.registry.settings import RegistrySettings
+from airflow_provider_eo.spark.task.bad_records import (
+    BadRecordHandler,
+    DeadLetterSink,
+    LedgerDeadLetterSink,
+)
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter
+from airflow_provider_eo.spark.task.mapping import build_mapper
+from airflow_provider_eo.spark.task.range_reader import read_range
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
+from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder
+from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.task.task_schemas import open_schema_cache, registry_schema_id
+from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import spark_task_index
+from airflow_provider_eo.spark.task.worker_gc import task_gc
+
+log = logging.getLogger(__name__)
+
+#: The reader's pre-fetch bound, in segments of ``batch_bytes`` (at least 1 MiB).
+READ_AHEAD_SEGMENTS = 2
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """What every task of one epoch needs. Holds secrets: ``repr`` hides them."""
+
+    pipeline: str
+    epoch_id: int
+    hbase_table: str
+    column_family: str
+    mapping: MappingSpec
+    bad_records: BadRecordPolicy
+    batch_size: int
+    batch_bytes: int
+    hbase_keyvalue_maxsize: int
+    read_timeout_s: float
+    kafka_config: dict[str, str] = field(repr=False)
+    hbase_kwargs: dict[str, Any] = field(repr=False)
+    ledger_dsn: str = field(repr=False)
+    schema_registry: RegistrySettings | None = field(repr=False, default=None)
+    hbase_servers: tuple[tuple[str, int], ...] = ()  # every Thrift server (empty: hbase_kwargs')
+
+
+@dataclass
+class TaskMetrics:
+    """Counts of one task (the driver sums them per partition and per epoch).
+
+    ``records`` counts the records read (dead-lettered ones included);
+    ``skipped_offsets`` the offsets of ``[start, end)`` that hold no readable record
+    (transaction control markers, records of aborted transactions, offsets removed by
+    compaction) and, in a replay epoch, the offsets outside its selection (read or not,
+    never written), so ``records + skipped_offsets == end - start``.
+    ``schema_fetches`` counts the Schema Registry requests of the task (one per schema id
+    and per schema reference at most), ``schema_ids`` the schema ids it resolved (ascending).
+    """
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    records: int = 0
+    skipped_offsets: int = 0
+    cells_written: int = 0
+    tombstones: int = 0
+    bad_records: int = 0
+    bytes: int = 0
+    segments: int = 0
+    duration_s: float = 0.0
+    schema_fetches: int = 0
+    schema_ids: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (what travels back to the driver)."""
+        return asdict(self)
+
+
+def run_task(
+    settings: TaskSettings,
+    rng: TaskRange,
+    dead_letter_sink: DeadLetterSink | None = None,
+    task_index: int = 0,
+) -> TaskMetrics:
+    """Write ``rng`` completely or raise; returns the task's metrics.
+
+    ``task_index`` picks the task's first Thrift server (``SegmentWriter``).
+    A replay task (``rng.offsets`` given) reads from its first to its last selected offset
+    and maps only the selected records; any other record there is skipped (not mapped, not
+    a bad record) and closes the segment being built, so a replayed record's cells get a
+    version below every record it does not write (a newer value stays visible). A dead
+    letter closes the segment too (``SegmentBuilder.skip``), so every earlier record is
+    versioned below it and its later replay outranks them.
+    """
+    started = time.monotonic()
+    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
+    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
+    log.info("task start %s", fields)
+    mapping = settings.mapping
+    schema_cache = open_schema_cache(settings.schema_registry)
+    mapper = build_mapper(
+        mapping,
+        settings.column_family,
+        value_decoder=build_decoder(mapping.value_format, "value", schema_cache),
+        key_decoder=build_decoder(mapping.key_format, "key", schema_cache),
+        max_cell_bytes=settings.hbase_keyvalue_maxsize,
+    )
+    ledger_sink = LedgerDeadLetterSink(settings.ledger_dsn)
+    handler = BadRecordHandler(
+        settings.pipeline,
+        settings.epoch_id,
+        settings.bad_records,
+        dead_letter_sink or ledger_sink,
+        flush_every=settings.batch_size,
+        flush_bytes=settings.batch_bytes,
+    )
+    writer = SegmentWriter(
+        settings.hbase_kwargs, settings.hbase_table, servers=settings.hbase_servers, task_index=task_index
+    )
+    writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
+    builder = SegmentBuilder(settings.batch_size, settings.batch_bytes)
+
+    def write(segment: Segment) -> None:
+        writes.submit(segment)
+        metrics.segments += 0 if segment.is_empty() else 1
+        metrics.cells_written += segment.cell_count
+
+    try:
+        read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
+        span = rng.read_span
+        selected = None if rng.offsets is None else frozenset(rng.offsets)
+        records = (
+            iter(())
+            if span is None
+            else read_range(
+                settings.kafka_config,
+                span,
+                settings.batch_size,
+                settings.read_timeout_s,
+                queue_bytes=read_ahead,
+            )
+        )
+        for record in records:
+            if selected is not None and record.offset not in selected:
+                for segment in builder.skip(record.offset):  # the replay does not write it
+                    write(segment)
+                continue
+            metrics.records += 1
+            metrics.bytes += record.size_bytes
+            mutation: RowMutation | None
+            try:
+                mutation = mapper.map(record)
+            except BadRecord as bad:
+                schema_id = registry_schema_id(mapping, record)
+                handler.handle(record, bad.reason, error_class=type(bad).__name__, schema_id=schema_id)
+                for segment in builder.skip(record.offset):  # a replay of it must outrank what came before
+                    write(segment)
+                continue
+            if isinstance(mutation, RowDelete):
+                metrics.tombstones += 1
+            for segment in builder.add(record.offset, mutation):
+                write(segment)
+        last = builder.finish()
+        if last is not None:
+            write(last)
+        writes.finish()
+        handler.flush()
+    finally:
+        writes.close()
+        writer.close()
+        ledger_sink.close()
+        if schema_cache is not None:
+            schema_cache.close()
+            metrics.schema_fetches = schema_cache.fetches
+            metrics.schema_ids = schema_cache.schema_ids
+    metrics.bad_records = handler.count
+    metrics.skipped_offsets = rng.end - rng.start - metrics.records
+    metrics.duration_s = round(time.monotonic() - started, 3)
+    log.info(
+        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d bad=%d segments=%d",
+        fields,
+        metrics.records,
+        metrics.skipped_offsets,
+        metrics.cells_written,
+        metrics.tombstones,
+        metrics.bad_records,
+        metrics.segments,
+    )
+    return metrics
+
+
+def task_partition_function(settings: TaskSettings) -> Any:
+    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange,
+    so the partition id (0 outside Spark) is the task index.
+
+    An ``EoError`` of a task is raised again as ``ExecutorTaskError`` (the task still
+    fails); any other exception propagates unchanged.
+    """
+
+    def run_partition(ranges: Iterable[TaskRange]) -> Iterator[dict[str, Any]]:
+        from airflow_provider_eo.spark.logs import configure_logging
+
+        configure_logging()
+        index = spark_task_index()
+        for rng in ranges:
+            try:
+                with task_gc():
+                    metrics = run_task(settings, rng, task_index=index)
+            except EoError as exc:
+                data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
+                raise ExecutorTaskError(data) from exc
+            yield metrics.to_dict()
+
+    return run_partition
