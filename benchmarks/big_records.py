@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_eo.config.specs import DEFAULT_BATCH_BYTES, MappingSpec
-from airflow_provider_eo.spark.task.mapping import build_mapper
 from airflow_provider_eo.spark.records import KafkaRecord
+from airflow_provider_eo.spark.task.mapping import build_mapper
 from benchmarks import baselines
 from benchmarks.dataset import delete_topic, event, produce_dataset, sized_event
 from benchmarks.write_step import run_write_step

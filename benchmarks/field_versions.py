@@ -28,10 +28,11 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_eo.config import parse_pipelines_text
-from airflow_provider_eo.spark import hbase_writer, write_task
-from airflow_provider_eo.spark.records import KafkaRecord, RowMutation, RowPut, TaskRange
-from airflow_provider_eo.spark.hbase_sink.segments import WriteCall
 from airflow_provider_eo.spark.driver.task_settings import task_settings
+from airflow_provider_eo.spark.hbase_sink import hbase_writer
+from airflow_provider_eo.spark.hbase_sink.segments import WriteCall
+from airflow_provider_eo.spark.records import KafkaRecord, RowMutation, RowPut, TaskRange
+from airflow_provider_eo.spark.task import write_task
 from benchmarks.cpu_components import server_processes
 from benchmarks.dataset import delete_topic, produce_dataset
 from benchmarks.process_meter import cpu_seconds

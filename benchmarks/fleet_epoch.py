@@ -19,8 +19,8 @@ from psycopg2.extensions import TransactionRollbackError
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import EpochProtocol, Ledger
-from airflow_provider_eo.ledger.protocol.outcomes import Reserved
 from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.protocol.outcomes import Reserved
 from benchmarks.reserve_commit import TimedHook
 
 DAG_ID = "fleet"

@@ -34,8 +34,8 @@ from typing import Any
 from airflow_provider_eo.config import CapsSpec, PipelineSpec, StartingSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochProtocol, Ledger
-from airflow_provider_eo.ledger.protocol.outcomes import Reserved
 from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.protocol.outcomes import Reserved
 from benchmarks.ledger_history import insert_history, inspect
 from benchmarks.scratch_resources import kafka_connection, scratch_database, scratch_topics
 from eo_devtools.stack.stack import LocalStack

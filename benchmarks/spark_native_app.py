@@ -72,8 +72,8 @@ def partition_writer(host: str, port: int, table: str, batch_size: int, written:
         import happybase
 
         from airflow_provider_eo.config.specs import MappingSpec
-        from airflow_provider_eo.spark.task.mapping import build_mapper
         from airflow_provider_eo.spark.records import KafkaRecord, RowDelete
+        from airflow_provider_eo.spark.task.mapping import build_mapper
 
         mapper = build_mapper(MappingSpec(), FAMILY)
         connection = happybase.Connection(host, port)

@@ -23,7 +23,7 @@ import yaml
 
 from airflow_provider_eo.ledger import Ledger, PartitionRange
 from airflow_provider_eo.operators.driver_start import submission_conf
-from airflow_provider_eo.spark import app as app_module
+from airflow_provider_eo.spark.driver import application as app_module
 from benchmarks.dataset import Dataset
 from benchmarks.spark_submit_run import measured_submit
 from eo_devtools.ledger_direct import reserve_backfill_epoch

@@ -68,8 +68,8 @@ def listing(ledger: Ledger, pipeline: str, limit: int) -> dict[str, Any]:
 
 def publish(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) -> dict[str, Any]:
     """Publish the pipeline's dead letters (its spec from the pipelines file)."""
-    from airflow_provider_eo.config import PipelineConfigError, load_pipeline
     from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
+    from airflow_provider_eo.config import PipelineConfigError, load_pipeline
     from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 
     try:

@@ -51,8 +51,8 @@ def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     from airflow_provider_eo.cli.ledger_commands import kafka_hook
     from airflow_provider_eo.ledger.model.actors import Actor
     from airflow_provider_eo.ledger.model.refusals import SeekRefused
-    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
     from airflow_provider_eo.ledger.planning.seek_plan import parse_partition, parse_target
+    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
     target = parse_target(args.to) if args.command == "seek" else None
@@ -89,9 +89,9 @@ def _pipeline_group(pipeline: str, pipelines_file: str | None) -> str:
 
 def _require_paused_stream_dag(pipeline: str, conn_id: str) -> None:
     """``SeekRefused`` unless Airflow's API says the pipeline's stream DAG is paused."""
+    from airflow_provider_eo.clients.airflow_rest import AirflowApi
     from airflow_provider_eo.dag_ids import stream_dag_id
     from airflow_provider_eo.errors import ConfigError
-    from airflow_provider_eo.clients.airflow_rest import AirflowApi
     from airflow_provider_eo.ledger.model.refusals import SeekRefused
 
     dag_id = stream_dag_id(pipeline)

@@ -17,8 +17,8 @@ import urllib.request
 from typing import Any
 from urllib.parse import quote
 
-from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.clients.connections import EoConnection, connection_from_env
+from airflow_provider_eo.errors import ConfigError
 
 DEFAULT_AIRFLOW_API_CONN_ID = "airflow_api"
 

@@ -27,10 +27,10 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.clients.connection_settings import KafkaClientConfig, kafka_client_config
-from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
+from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
 
 log = logging.getLogger(__name__)

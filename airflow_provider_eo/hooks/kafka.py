@@ -23,8 +23,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.clients.connection_settings import KafkaClientConfig, kafka_client_config
-from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.clients.kafka_group_offsets import GroupOffsets
 from airflow_provider_eo.clients.kafka_watermarks import TP, WatermarkReader
 from airflow_provider_eo.hooks.ui import field_behaviour

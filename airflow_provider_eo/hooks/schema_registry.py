@@ -13,6 +13,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from airflow_provider_eo.clients.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID, connection_from_airflow
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.formats.registry.field_check import (
     KEY_PREFIX,
@@ -21,7 +22,6 @@ from airflow_provider_eo.formats.registry.field_check import (
 )
 from airflow_provider_eo.formats.registry.field_paths import SchemaFields
 from airflow_provider_eo.formats.registry.settings import RegistrySettings, registry_settings
-from airflow_provider_eo.clients.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID, connection_from_airflow
 from airflow_provider_eo.hooks.ui import field_behaviour
 
 

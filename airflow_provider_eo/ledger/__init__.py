@@ -3,6 +3,8 @@ PostgreSQL store and migrations (``store.ledger.Ledger``), the state machine and
 
 from __future__ import annotations
 
+from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.offsets import OffsetPublisher, OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import (
     CursorBeyondHighWatermark,
     DataLossError,
@@ -15,10 +17,8 @@ from airflow_provider_eo.ledger.model.refusals import (
     LedgerUnavailable,
     OpenEpochConflict,
 )
-from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch, PartitionRange
-from airflow_provider_eo.ledger.model.offsets import OffsetPublisher, OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from airflow_provider_eo.ledger.model.states import ALLOWED_TRANSITIONS, EpochKind, EpochState
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
 __all__ = [

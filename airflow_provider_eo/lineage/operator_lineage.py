@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.clients.connections import connection_from_airflow
+from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.lineage.dataset_names import table_dataset, topic_datasets

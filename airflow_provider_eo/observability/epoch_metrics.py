@@ -38,9 +38,9 @@ from collections.abc import Callable, Mapping
 from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
 
+from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.lag_samples import LagSampleSink, commit_sample
-from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.states import EpochKind
 from airflow_provider_eo.observability.lag_sampling import store_sample

@@ -14,7 +14,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from airflow_provider_eo.ledger.model.lag_samples import LagSample, LagSampleSink, wait_sample, wait_sample_interval
+from airflow_provider_eo.ledger.model.lag_samples import (
+    LagSample,
+    LagSampleSink,
+    wait_sample,
+    wait_sample_interval,
+)
 from airflow_provider_eo.ledger.planning.records_available import PipelinePositions
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from airflow.sdk import Asset
 
 from airflow_provider_eo.assets import epoch_event_extra, recommits_alias
 from airflow_provider_eo.ledger.model.epochs import Epoch
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from airflow_provider_eo.ledger.model.states import EpochKind
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 
 

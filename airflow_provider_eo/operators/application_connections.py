@@ -13,9 +13,6 @@ from collections.abc import Sequence
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.errors import ConfigError
-from airflow_provider_eo.formats.registry.settings import registry_formats
 from airflow_provider_eo.clients.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
@@ -23,6 +20,9 @@ from airflow_provider_eo.clients.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     env_var_name,
 )
+from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.formats.registry.settings import registry_formats
 
 
 def connection_env(conn_ids: Sequence[str]) -> dict[str, str]:

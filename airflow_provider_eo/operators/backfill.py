@@ -15,10 +15,10 @@ from typing import Any
 from airflow.sdk import Context
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reservation
 from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.planning.replay_plan import CONF_KEY
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reservation
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 
 

@@ -21,9 +21,9 @@ from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.protocol.epoch_protocol import NothingToReserve, Reserved
 from airflow_provider_eo.operators.backfill import backfill_request
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol, task_actor
+from airflow_provider_eo.operators.run_context import run_identity
 from airflow_provider_eo.operators.write import WriteEpochOperator
 from airflow_provider_eo.operators.xcom import epoch_summary
-from airflow_provider_eo.operators.run_context import run_identity
 
 
 class PlanBackfillOperator(PipelineOperator):

@@ -8,9 +8,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
+from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.model.actors import Actor

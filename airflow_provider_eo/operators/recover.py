@@ -7,9 +7,9 @@ from typing import Any
 from airflow.sdk import Asset, Context
 
 from airflow_provider_eo.assets import recommits_alias
-from airflow_provider_eo.ledger.planning.recovery_plan import Action
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochKind
+from airflow_provider_eo.ledger.planning.recovery_plan import Action
 from airflow_provider_eo.operators.announce import report_settled_commits
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.operators.run_context import run_identity

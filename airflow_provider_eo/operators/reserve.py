@@ -13,11 +13,11 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, NothingToReserve, Reservation
 from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, NothingToReserve, Reservation
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
-from airflow_provider_eo.operators.xcom import epoch_summary
 from airflow_provider_eo.operators.run_context import run_identity
+from airflow_provider_eo.operators.xcom import epoch_summary
 
 
 class ReserveEpochOperator(PipelineOperator):

@@ -25,8 +25,8 @@ from typing import Any
 from airflow.sdk import BaseHook, Connection
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_eo.config.specs import SparkResources
 from airflow_provider_eo.clients.connections import env_var_name
+from airflow_provider_eo.config.specs import SparkResources
 
 #: Where cluster deploy mode puts the driver's environment (YARN, Kubernetes).
 CLUSTER_ENV_PREFIXES = ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")

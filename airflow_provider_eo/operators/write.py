@@ -54,9 +54,6 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
-from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.clients.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
@@ -64,6 +61,9 @@ from airflow_provider_eo.clients.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
+from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
+from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.lineage.operator_lineage import epoch_after_write, epoch_lineage
 from airflow_provider_eo.operators.application_connections import (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_eo.ledger.model.epochs import Epoch

@@ -44,8 +44,8 @@ from airflow_provider_eo.plugins import api_models, chart_models, chart_views, v
 from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
 from airflow_provider_eo.plugins.chart_window import DEFAULT_WINDOW, ChartWindow
 from airflow_provider_eo.plugins.epoch_page import render_epoch_page, render_missing
-from airflow_provider_eo.plugins.partition_lag import WatermarkSource
 from airflow_provider_eo.plugins.page import render_page
+from airflow_provider_eo.plugins.partition_lag import WatermarkSource
 
 LedgerFactory = Callable[[], Ledger]
 AccessResolver = Callable[[Request], Awaitable[PipelineAccess]]

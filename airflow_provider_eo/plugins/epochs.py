@@ -30,8 +30,8 @@ from airflow.configuration import conf
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, Request
 
-from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
+from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.access import PipelineAccess, StreamDagReaders
 from airflow_provider_eo.plugins.app import create_app

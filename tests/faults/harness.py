@@ -42,7 +42,7 @@ from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
-from airflow_provider_eo.spark import app as app_module
+from airflow_provider_eo.spark.driver import application as app_module
 from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.expected_state import ProducedRecord
 from eo_devtools.demo.sample_events import big_sample_events, produce_records, sample_events
@@ -318,7 +318,7 @@ class WriteProc(LoggedProcess):
             self.cleanup()
 
     def driver_pid(self, timeout: float = 60) -> int:
-        """Pid of the Python driver (the child of spark-submit's JVM running app.py), waited for
+        """Pid of the Python driver (the child of spark-submit's JVM running application.py), waited for
         up to ``timeout`` seconds; AssertionError when none shows."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -337,7 +337,7 @@ class WriteProc(LoggedProcess):
                 continue
             try:
                 argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-                if "java" in Path(argv[0]).name or not any(a.endswith("app.py") for a in argv):
+                if "java" in Path(argv[0]).name or not any(a.endswith("application.py") for a in argv):
                     continue
                 if any(argv[i : i + 2] == marker for i in range(len(argv))) and os.getsid(
                     int(entry.name)

@@ -16,9 +16,9 @@ import psycopg2
 import yaml
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
+from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol

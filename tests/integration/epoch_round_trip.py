@@ -26,10 +26,10 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.spark.driver.task_runner import SparkTasks
+from airflow_provider_eo.spark.driver.task_settings import task_settings
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
-from airflow_provider_eo.spark.driver.task_settings import task_settings
-from airflow_provider_eo.spark.driver.task_runner import SparkTasks
 from airflow_provider_eo.spark.task.write_task import TaskSettings, run_task
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo

@@ -22,13 +22,13 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.protocol.epoch_protocol import AlreadyCommitted, EpochProtocol, Reserved
-from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator
-from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from airflow_provider_eo.spark.driver.task_settings import task_settings
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from tests.conftest import StackInfo
 from tests.faults.crash_points import listening
 from tests.integration.epoch_round_trip import in_process_runner

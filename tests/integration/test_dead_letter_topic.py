@@ -17,16 +17,19 @@ from typing import Any
 import pytest
 
 from airflow_provider_eo.cli.eo_ledger import main
-from airflow_provider_eo.clients.kafka_errors import EoKafkaError
 from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic, DeadLetterTopicMissing
+from airflow_provider_eo.clients.kafka_errors import EoKafkaError
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication, publish_dead_letters
 from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
-from airflow_provider_eo.ledger.planning.recovery_plan import Action
 from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.planning.recovery_plan import Action
+from airflow_provider_eo.ledger.protocol.dead_letter_publication import (
+    DeadLetterPublication,
+    publish_dead_letters,
+)
 from airflow_provider_eo.operators.commit import CommitEpochOperator
-from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.driver.task_settings import task_settings
+from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.write_task import run_task
 from eo_devtools.demo.topic_records import count_committed_records
 from tests.conftest import StackInfo

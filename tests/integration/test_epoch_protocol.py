@@ -18,12 +18,17 @@ from airflow_provider_eo.ledger import (
     InvalidRanges,
     Ledger,
 )
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
-from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, WriteLease
-from airflow_provider_eo.ledger.protocol.epoch_protocol import AlreadyCommitted, AlreadyWritten, NothingToReserve, Reserved
-from airflow_provider_eo.ledger.planning.recovery_plan import Action
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochState
+from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
+from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, WriteLease
+from airflow_provider_eo.ledger.planning.recovery_plan import Action
+from airflow_provider_eo.ledger.protocol.epoch_protocol import (
+    AlreadyCommitted,
+    AlreadyWritten,
+    NothingToReserve,
+    Reserved,
+)
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo

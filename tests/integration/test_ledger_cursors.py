@@ -11,8 +11,8 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaError, EoKafkaHook
 from airflow_provider_eo.ledger import EpochProtocol, EpochState, Ledger, PartitionRange
-from airflow_provider_eo.ledger.protocol.outcomes import Reserved
 from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.protocol.outcomes import Reserved
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
 from airflow_provider_eo.ledger.store.migrate import apply_migrations, available_migrations
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch

@@ -28,8 +28,8 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.refusals import SeekRefused
-from airflow_provider_eo.ledger.protocol.cursor_seek import _apply
 from airflow_provider_eo.ledger.planning.seek_plan import plan_moves
+from airflow_provider_eo.ledger.protocol.cursor_seek import _apply
 from eo_devtools.ledger_direct import reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection, pipeline_spec

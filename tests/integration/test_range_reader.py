@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Producer
 
-from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
 from eo_devtools.stack.ports import find_free_port
 from tests.conftest import StackInfo
 from tests.kafka_helpers import BATCHING_PRODUCER, produce

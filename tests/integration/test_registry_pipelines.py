@@ -41,8 +41,8 @@ from airflow_provider_eo.config.config_errors import PipelineConfigError
 from airflow_provider_eo.formats.registry.registry_errors import RegistryUnavailable
 from airflow_provider_eo.ledger import PartitionRange
 from airflow_provider_eo.operators.application_connections import check_registered_fields
-from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.driver.task_settings import task_settings
+from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.write_task import run_task
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (

@@ -14,8 +14,8 @@ import happybase
 import pytest
 
 from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter, UnsafeColumnFamilyError
-from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.hbase_sink.segments import Segment
+from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
 from tests.conftest import StackInfo
 
 pytestmark = pytest.mark.integration

@@ -25,8 +25,8 @@ import happybase
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
     EpochRoundTrip,

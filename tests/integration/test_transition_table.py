@@ -20,8 +20,8 @@ from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.refusals import IllegalTransition
 from airflow_provider_eo.ledger.model.states import EpochState, is_allowed
 from airflow_provider_eo.ledger.store import transitions
-from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 from airflow_provider_eo.ledger.store.migrate import apply_migrations
+from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,10 @@ import pytest
 
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger import Epoch, EpochState, Ledger
-from airflow_provider_eo.spark.driver.write_epoch import ExitCode, TaskFailed, write_epoch
-from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.driver.task_plan import CoverageError
 from airflow_provider_eo.spark.driver.task_runner import SparkTasks
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode, TaskFailed, write_epoch
+from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.write_task import TaskMetrics, TaskSettings
 from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
@@ -87,7 +87,9 @@ def test_success_votes_written_with_aggregated_metrics(
     voted = ledger.get_epoch(epoch.epoch_id)
     metrics = dict(voted.metrics or {})
     metrics.pop("duration_s")
-    assert metrics.pop("vote_after_tasks_s") >= 0  # the job's end to the vote (placed in ledger/model/phases.py)
+    assert (
+        metrics.pop("vote_after_tasks_s") >= 0
+    )  # the job's end to the vote (placed in ledger/model/phases.py)
     assert (voted.state, metrics) == (
         EpochState.WRITTEN,
         {

@@ -22,10 +22,10 @@ import pytest
 
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger import Ledger, PartitionRange
-from airflow_provider_eo.spark.task.bad_records import BadRecordError
 from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, SegmentWriter
-from airflow_provider_eo.spark.records import RowMutation, TaskRange
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, build_segments
+from airflow_provider_eo.spark.records import RowMutation, TaskRange
+from airflow_provider_eo.spark.task.bad_records import BadRecordError
 from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.task.write_task import TaskSettings, run_task, task_partition_function
 from eo_devtools.ledger_direct import reserve_backfill_epoch

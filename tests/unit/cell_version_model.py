@@ -14,8 +14,8 @@ import itertools
 import random
 from collections.abc import Iterable
 
-from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
 from airflow_provider_eo.spark.hbase_sink.segments import Segment
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
 
 FAMILY = b"cf"
 State = dict[bytes, dict[bytes, bytes]]  # row -> column -> value

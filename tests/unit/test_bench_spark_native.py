@@ -146,7 +146,10 @@ def test_the_first_differing_row_is_named() -> None:
         (["/usr/lib/jvm/java-17/bin/java", "-cp", "x", "org.apache.spark.deploy.SparkSubmit"], "spark_jvm"),
         (["java", "-Xmx128m", "-cp", "x", "org.apache.spark.launcher.Main", "SparkSubmit"], "launcher"),
         (["bash", "/venv/bin/spark-submit", "app.py"], "launcher"),
-        (["/venv/bin/python", "/repo/airflow_provider_eo/spark/driver/application.py", "--pipeline", "p"], "driver_python"),
+        (
+            ["/venv/bin/python", "/repo/airflow_provider_eo/spark/driver/application.py", "--pipeline", "p"],
+            "driver_python",
+        ),
         (["/venv/bin/python3.11", "-m", "pyspark.worker"], "python_workers"),
         (["/venv/bin/python", "-m", "airflow_provider_eo.spark.pyspark_startup"], "python_workers"),
         ([], None),  # a zombie: the kind seen before stays

@@ -13,8 +13,8 @@ from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.errors import BadRecord
 from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.plain import decode_json_key
-from airflow_provider_eo.spark.task.mapping import build_mapper, encode_value
 from airflow_provider_eo.spark.records import KafkaRecord, RowPut
+from airflow_provider_eo.spark.task.mapping import build_mapper, encode_value
 
 CEST = dt.timezone(dt.timedelta(hours=2))
 MOMENT = dt.datetime(2024, 5, 1, 14, 30, 0, 250_000, tzinfo=CEST)  # 12:30:00.25 UTC

@@ -28,8 +28,8 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from airflow_provider_eo.config.loader import load_pipelines
 from airflow_provider_eo.clients.connections import parse_connection
+from airflow_provider_eo.config.loader import load_pipelines
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker"

@@ -236,8 +236,9 @@ def test_the_name_check_catches_names_that_no_longer_exist() -> None:
 
 def test_the_checks_catch_stale_references() -> None:
     text = (
-        "Start at `airflow_provider_eo/ledger/protocol/epoch_protocol.py` (not `airflow_provider_eo/ledger/cli.py`);"
-        " `ledger/cli_commands.py`, [faults](docs/faults.md), [gone](docs/gone.md#x), `spark/driver/write_epoch.py`,"
+        "Start at `airflow_provider_eo/ledger/protocol/epoch_protocol.py`"
+        " (not `airflow_provider_eo/ledger/cli.py`); `ledger/cli_commands.py`,"
+        " [faults](docs/faults.md), [gone](docs/gone.md#x), `spark/driver/write_epoch.py`,"
         " `devtools/eo_devtools/stack/jvm/<component>/pom.xml`, `tests/faults/...`, `faults.py`,"
         " `host:9092/db`, `DIR/kafka/server.properties`, `/tmp/s`, `~/.cache/x.py`."
     )

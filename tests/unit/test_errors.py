@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_eo.clients.connections import ConnectionNotFound
 from airflow_provider_eo.config import PipelineConfigError, PipelineNotDeclared
 from airflow_provider_eo.errors import (
     ConfigError,
@@ -14,16 +15,15 @@ from airflow_provider_eo.errors import (
     TaskError,
 )
 from airflow_provider_eo.formats.registry.registry_errors import RegistryRefused, RegistryUnavailable
-from airflow_provider_eo.clients.connections import ConnectionNotFound
 from airflow_provider_eo.hooks.kafka import EoKafkaError
-from airflow_provider_eo.ledger import errors as ledger_errors
-from airflow_provider_eo.spark.task.bad_records import BadRecordError
+from airflow_provider_eo.ledger.model import refusals as ledger_errors
+from airflow_provider_eo.spark.driver.task_plan import CoverageError
+from airflow_provider_eo.spark.driver.task_runner import TaskFailed
 from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, UnsafeColumnFamilyError
+from airflow_provider_eo.spark.task.bad_records import BadRecordError
 from airflow_provider_eo.spark.task.mapping import BadRecord
 from airflow_provider_eo.spark.task.range_reader import RangeReadError
 from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError
-from airflow_provider_eo.spark.driver.task_plan import CoverageError
-from airflow_provider_eo.spark.driver.task_runner import TaskFailed
 
 LEDGER_ERRORS = [
     cls

@@ -7,7 +7,11 @@ import json
 import pytest
 from airflow.sdk import Connection
 
-from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs, kafka_client_config, postgres_dsn
+from airflow_provider_eo.clients.connection_settings import (
+    hbase_connection_kwargs,
+    kafka_client_config,
+    postgres_dsn,
+)
 from airflow_provider_eo.clients.connections import (
     ConnectionNotFound,
     EoConnection,

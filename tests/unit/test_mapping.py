@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_eo.config.specs import HBASE_KEYVALUE_MAXSIZE, MappingSpec
+from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowPut
 from airflow_provider_eo.spark.task.mapping import (
     BadRecord,
     RecordMapper,
@@ -15,7 +16,6 @@ from airflow_provider_eo.spark.task.mapping import (
     encode_value,
     load_function,
 )
-from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowPut
 
 
 def rec(value: bytes | None, key: bytes | None = b"k1", offset: int = 7) -> KafkaRecord:

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from airflow_provider_eo.spark.task.mapping import BadRecord
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowPut
+from airflow_provider_eo.spark.task.mapping import BadRecord
 from tests.unit.test_mapping import make_mapper, rec
 
 ORDER = {

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from airflow_provider_eo.clients.connections import ConnectionNotFound, EoConnection, parse_connection
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.formats.registry.settings import (
@@ -16,7 +17,6 @@ from airflow_provider_eo.formats.registry.settings import (
     registry_formats,
     registry_settings,
 )
-from airflow_provider_eo.clients.connections import ConnectionNotFound, EoConnection, parse_connection
 from airflow_provider_eo.operators.application_connections import registry_connection_env
 from airflow_provider_eo.plugins.page import _schema_ids
 from airflow_provider_eo.spark.driver.task_settings import schema_registry_from_env

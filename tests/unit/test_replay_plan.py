@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eo.ledger.planning.backfill_plan import parse_ranges
 from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.planning.backfill_plan import parse_ranges
 from airflow_provider_eo.ledger.planning.replay_plan import (
     Candidate,
     ReplayFilter,
@@ -15,8 +15,8 @@ from airflow_provider_eo.ledger.planning.replay_plan import (
     replay_filter_of,
     selection_of,
 )
-from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.driver.task_plan import plan_tasks
+from airflow_provider_eo.spark.records import TaskRange
 
 
 def test_filter_from_the_form_and_the_conf() -> None:

@@ -8,11 +8,11 @@ import pytest
 
 from airflow_provider_eo.config import CapsSpec, StartingSpec
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark, DataLossError, PartitionRange
-from airflow_provider_eo.ledger.planning.backfill_plan import run_epoch_or_none
-from airflow_provider_eo.ledger.model.refusals import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.refusals import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.planning.backfill_plan import run_epoch_or_none
 from airflow_provider_eo.ledger.planning.stream_plan import (
     Pin,
     choose_pins,

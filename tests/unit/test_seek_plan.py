@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eo.ledger.model.refusals import SeekRefused
 from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.refusals import SeekRefused
 from airflow_provider_eo.ledger.planning.seek_plan import (
     CursorMove,
     SeekPlan,

@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
 from airflow_provider_eo.spark.hbase_sink.segments import (
     MAX_CELL_VERSION,
     Segment,
@@ -15,6 +14,7 @@ from airflow_provider_eo.spark.hbase_sink.segments import (
     WriteCall,
     build_segments,
 )
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
 from tests.unit.cell_version_model import (
     FAMILY,
     HBaseVersionModel,

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder, build_segments
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
 from tests.unit.cell_version_model import (
     FAMILY,
     HBaseVersionModel,

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, WriteLease, write_permission
 from airflow_provider_eo.ledger.model.epochs import Epoch
-from airflow_provider_eo.ledger.planning.recovery_plan import Action, plan_recovery, plan_release
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
+from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, WriteLease, write_permission
+from airflow_provider_eo.ledger.planning.recovery_plan import Action, plan_recovery, plan_release
 
 TOKEN = "11111111-1111-1111-1111-111111111111"
 OTHER = "22222222-2222-2222-2222-222222222222"

@@ -19,8 +19,8 @@ from airflow_provider_eo.config import (
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.spark.driver.application import actor_of, parse_args
-from airflow_provider_eo.spark.package_zip import build_zip
 from airflow_provider_eo.spark.driver.task_settings import load_pipeline, task_settings
+from airflow_provider_eo.spark.package_zip import build_zip
 
 YAML = """
 pipelines:

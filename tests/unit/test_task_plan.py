@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_eo.spark.driver.task_plan import (
+    CoverageError,
+    aggregate_metrics,
+    plan_tasks,
+    split_range,
+)
+from airflow_provider_eo.spark.driver.task_runner import task_failure
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
-from airflow_provider_eo.spark.driver.task_plan import CoverageError, aggregate_metrics, plan_tasks, split_range
-from airflow_provider_eo.spark.driver.task_runner import task_failure
 from airflow_provider_eo.spark.task.write_task import TaskMetrics
 
 

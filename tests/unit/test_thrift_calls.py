@@ -14,7 +14,12 @@ from thriftpy2.thrift import TClient, TMessageType
 from thriftpy2.transport import TMemoryBuffer
 
 from airflow_provider_eo.spark.hbase_sink.segments import WriteCall
-from airflow_provider_eo.spark.hbase_sink.thrift_calls import call_mutations, encode_args, is_binary, mutate_rows_ts
+from airflow_provider_eo.spark.hbase_sink.thrift_calls import (
+    call_mutations,
+    encode_args,
+    is_binary,
+    mutate_rows_ts,
+)
 
 CALLS = {
     "empty": WriteCall(5, {}, {}),

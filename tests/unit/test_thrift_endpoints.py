@@ -18,7 +18,11 @@ from airflow_provider_eo.clients.connection_settings import hbase_connection_kwa
 from airflow_provider_eo.clients.connections import EoConnection, parse_connection
 from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, SegmentWriter
 from airflow_provider_eo.spark.hbase_sink.segments import Segment
-from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import ThriftEndpoints, endpoint_text, spark_task_index
+from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import (
+    ThriftEndpoints,
+    endpoint_text,
+    spark_task_index,
+)
 from eo_devtools.stack.connections import stack_conn_env
 
 

@@ -26,10 +26,10 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_provider_eo.clients.connections import env_var_name
 from airflow_provider_eo.config import parse_pipelines_text
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.errors import ConfigError
-from airflow_provider_eo.clients.connections import env_var_name
 from airflow_provider_eo.operators.driver_start import DRIVER_JAVA_OPTIONS, WORKER_DAEMON
 from airflow_provider_eo.operators.spark_submission import (
     connection_master,

@@ -27,8 +27,8 @@ logging.getLogger("httpx2").setLevel(logging.WARNING)
 _EXPORTS = {
     "REGISTRY_FORMATS": "settings",
     "registry_decoder": "decoders",
-    "RegistryRefused": "errors",
-    "RegistryUnavailable": "errors",
+    "RegistryRefused": "registry_errors",
+    "RegistryUnavailable": "registry_errors",
     "SchemaCache": "schema_cache",
     "RegistrySettings": "settings",
     "registry_settings": "settings",

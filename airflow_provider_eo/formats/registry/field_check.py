@@ -21,7 +21,6 @@ from confluent_kafka.schema_registry._sync.avro import _resolve_named_schema as 
 
 from airflow_provider_eo.config.config_errors import PipelineConfigError
 from airflow_provider_eo.errors import BadRecord
-from airflow_provider_eo.formats.registry.registry_errors import RegistryNotFound, registry_call
 from airflow_provider_eo.formats.registry.field_paths import (
     SchemaFields,
     avro_field_paths,
@@ -29,6 +28,7 @@ from airflow_provider_eo.formats.registry.field_paths import (
     protobuf_field_paths,
 )
 from airflow_provider_eo.formats.registry.protobuf_decoder import load_descriptors
+from airflow_provider_eo.formats.registry.registry_errors import RegistryNotFound, registry_call
 
 KEY_PREFIX = "key."
 

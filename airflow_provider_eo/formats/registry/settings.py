@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.clients.connections import EoConnection
+from airflow_provider_eo.config.specs import MappingSpec
 
 #: The formats decoded with a registry's schemas (Confluent wire format).
 REGISTRY_FORMATS = ("avro", "protobuf", "json_schema")

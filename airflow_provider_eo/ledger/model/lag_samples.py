@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 
 LagSource = Literal["commit", "wait"]

@@ -19,11 +19,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.refusals import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.planning.replay_plan import SelectedRange
+from airflow_provider_eo.ledger.model.refusals import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.model.states import OPEN_STATES
+from airflow_provider_eo.ledger.planning.replay_plan import SelectedRange
 
 
 @dataclass(frozen=True)

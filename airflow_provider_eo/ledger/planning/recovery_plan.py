@@ -24,8 +24,6 @@ from airflow_provider_eo.ledger.model.runs import RunIdentity, RunIsLive
 from airflow_provider_eo.ledger.model.states import EpochState
 
 
-
-
 class Action(StrEnum):
     """What happens to one open epoch."""
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from airflow_provider_eo.ledger.model.refusals import SeekRefused
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
+from airflow_provider_eo.ledger.model.refusals import SeekRefused
 
 MoveKind = Literal["seek", "reset"]
 TargetKind = Literal["earliest", "latest", "offset", "timestamp"]

@@ -10,9 +10,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from airflow_provider_eo.config.specs import CapsSpec, PipelineSpec, StartingPolicy, StartingSpec
-from airflow_provider_eo.ledger.model.refusals import CursorBeyondHighWatermark, DataLossError, OpenEpochConflict
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, Pin, TopicPartition
+from airflow_provider_eo.ledger.model.refusals import (
+    CursorBeyondHighWatermark,
+    DataLossError,
+    OpenEpochConflict,
+)
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 
 

@@ -9,12 +9,12 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_eo.ledger.planning.backfill_plan import run_epoch_or_none
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.runs import RunIdentity
-from airflow_provider_eo.ledger.planning.replay_plan import selection_of
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind, EpochState
+from airflow_provider_eo.ledger.planning.backfill_plan import run_epoch_or_none
+from airflow_provider_eo.ledger.planning.replay_plan import selection_of
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
 from airflow_provider_eo.ledger.store.replay_rows import insert_selection
 

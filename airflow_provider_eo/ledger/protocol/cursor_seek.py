@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.errors import KafkaAccessError
-from airflow_provider_eo.ledger.model.refusals import LedgerError, SeekRefused
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, TopicPartition
+from airflow_provider_eo.ledger.model.refusals import LedgerError, SeekRefused
+from airflow_provider_eo.ledger.model.states import OPEN_STATES
 from airflow_provider_eo.ledger.planning.seek_plan import (
     SeekPlan,
     SeekTarget,
@@ -45,8 +46,6 @@ from airflow_provider_eo.ledger.planning.seek_plan import (
     select_partitions,
     target_offsets,
 )
-from airflow_provider_eo.ledger.model.states import OPEN_STATES
-from airflow_provider_eo.ledger.store.transaction_labels import declare_cursor_move
 from airflow_provider_eo.ledger.store.cursor_moves import (
     lock_existing_pipeline,
     move_cursors,
@@ -56,6 +55,7 @@ from airflow_provider_eo.ledger.store.cursor_moves import (
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs
 from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.transaction_labels import declare_cursor_move
 
 log = logging.getLogger(__name__)
 

@@ -53,23 +53,37 @@ from typing import Any
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import KafkaAccessError
+from airflow_provider_eo.ledger.model.epochs import (
+    LOGGED_RANGES,
+    Epoch,
+    PartitionRange,
+    offsets_text,
+    ranges_text,
+)
+from airflow_provider_eo.ledger.model.offsets import KafkaOffsets
+from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline, FencedOut
+from airflow_provider_eo.ledger.model.runs import RunIdentity, RunIsLive
+from airflow_provider_eo.ledger.model.states import EpochKind, EpochState, check_transition
 from airflow_provider_eo.ledger.planning.backfill_plan import (
     BackfillRequest,
     plan_backfill,
     split_into_chunks,
     validate_backfill_ranges,
 )
-from airflow_provider_eo.ledger.protocol.backfill_reservation import reserve_backfill
-from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
-from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.planning.fencing import (
     Fenced,
     WriteLease,
     WritePermission,
     write_permission,
 )
-from airflow_provider_eo.ledger.model.epochs import LOGGED_RANGES, Epoch, PartitionRange, offsets_text, ranges_text
-from airflow_provider_eo.ledger.model.offsets import KafkaOffsets
+from airflow_provider_eo.ledger.planning.recovery_plan import (
+    Action,
+    SettlementPlan,
+    plan_recovery,
+    plan_release,
+)
+from airflow_provider_eo.ledger.protocol.backfill_reservation import reserve_backfill
+from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
 from airflow_provider_eo.ledger.protocol.operator_tools import DeadLetterTopics, OperatorActions
 from airflow_provider_eo.ledger.protocol.outcomes import (
     AlreadyCommitted,
@@ -80,12 +94,9 @@ from airflow_provider_eo.ledger.protocol.outcomes import (
     Reserved,
     Settled,
 )
-from airflow_provider_eo.ledger.planning.recovery_plan import Action, SettlementPlan, plan_recovery, plan_release
-from airflow_provider_eo.ledger.model.runs import RunIdentity, RunIsLive
 from airflow_provider_eo.ledger.protocol.replay_reads import checked_replay_plan, replay_request
-from airflow_provider_eo.ledger.model.states import EpochKind, EpochState, check_transition
-from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.protocol.stream_reservation import reserve_stream
+from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """What operators on call ask of the protocol, beside an epoch's life: move cursors (seek,
 reset), replay dead letters, publish dead letters to their topic.
 
-:class:`OperatorActions` is a base of :class:`~airflow_provider_eo.ledger.protocol.epoch_protocol.EpochProtocol`
+:class:`OperatorActions` is a base of
+:class:`~airflow_provider_eo.ledger.protocol.epoch_protocol.EpochProtocol`
 (callers see one protocol object); each method only hands over to the module that owns the
 decision: ``seek`` / ``seek_plan``, ``replay`` / ``replay_plan``, ``dead_letter_publication``.
 """
@@ -11,18 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, TopicPartition
+from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter, ReplayPlan
+from airflow_provider_eo.ledger.planning.seek_plan import SeekTarget
+from airflow_provider_eo.ledger.protocol.cursor_seek import SeekOutcome
+from airflow_provider_eo.ledger.protocol.cursor_seek import reset_to_group as reset_cursors_to_group
+from airflow_provider_eo.ledger.protocol.cursor_seek import seek as seek_cursors
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import (
     DeadLetterPublication,
     DeadLetterTopicPort,
     publish_dead_letters,
 )
-from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, TopicPartition
 from airflow_provider_eo.ledger.protocol.replay_reads import replay_plan, replay_selection
-from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter, ReplayPlan
-from airflow_provider_eo.ledger.protocol.cursor_seek import SeekOutcome
-from airflow_provider_eo.ledger.protocol.cursor_seek import reset_to_group as reset_cursors_to_group
-from airflow_provider_eo.ledger.protocol.cursor_seek import seek as seek_cursors
-from airflow_provider_eo.ledger.planning.seek_plan import SeekTarget
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
 #: Makes a pipeline's dead-letter topic (``hooks.dead_letter_topic.dead_letter_topics``).

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest, validate_backfill_ranges
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest, validate_backfill_ranges
 from airflow_provider_eo.ledger.planning.replay_plan import (
     Candidate,
     ReplayFilter,

@@ -19,14 +19,14 @@ from typing import Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.refusals import LedgerError
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.offsets import OffsetSource
+from airflow_provider_eo.ledger.model.refusals import LedgerError
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind
+from airflow_provider_eo.ledger.planning.stream_plan import new_pins, plan_pipeline_epoch, resume_or_conflict
 from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
-from airflow_provider_eo.ledger.planning.stream_plan import new_pins, plan_pipeline_epoch, resume_or_conflict
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.refusals import LedgerUnavailable
-from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 from airflow_provider_eo.ledger.store.migrate import apply_migrations
+from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 
 # Errors of the connection itself (server gone, restarted, unreachable), not of a statement.
 CONNECTION_ERRORS = (psycopg2.OperationalError, psycopg2.InterfaceError)

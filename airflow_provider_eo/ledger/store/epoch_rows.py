@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_eo.ledger.model.refusals import EpochNotFound
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.refusals import EpochNotFound
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 
 EPOCH_COLUMNS = (

@@ -22,11 +22,11 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
 from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch
+from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind
-from airflow_provider_eo.ledger.store import dead_letters, history, queries, retention, transitions
+from airflow_provider_eo.ledger.store import dead_letter_rows, history_rows, queries, retention, transitions
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epoch, fetch_epochs
@@ -94,7 +94,8 @@ class Ledger(LedgerObservations):
 
     def transaction(self) -> AbstractContextManager[Any]:
         """One transaction for a multi-statement script of the protocol (the reservation
-        transactions, ``ledger/protocol/stream_reservation.py`` and ``ledger/protocol/backfill_reservation.py``):
+        transactions, ``ledger/protocol/stream_reservation.py`` and
+        ``ledger/protocol/backfill_reservation.py``):
         a psycopg2 cursor, committed when the block ends normally, rolled back when it raises."""
         return self._transaction()
 
@@ -157,12 +158,12 @@ class Ledger(LedgerObservations):
         """The epoch's transitions, oldest first (its creation first); raises ``EpochNotFound``."""
         with self._transaction() as cur:
             fetch_epoch(cur, epoch_id)
-            return history.epoch_history(cur, epoch_id)
+            return history_rows.epoch_history(cur, epoch_id)
 
     def histories(self, epoch_ids: Sequence[int]) -> dict[int, list[Transition]]:
         """The transitions of each epoch of ``epoch_ids`` (oldest first) in one statement."""
         with self._transaction() as cur:
-            return history.epochs_history(cur, epoch_ids)
+            return history_rows.epochs_history(cur, epoch_ids)
 
     def pipeline_history(self, pipeline: str, limit: int = 100) -> list[HistoryEvent]:
         """The ``limit`` newest transitions and cursor moves of ``pipeline``, newest first;
@@ -171,9 +172,9 @@ class Ledger(LedgerObservations):
         if limit < 1:
             raise ValueError(f"limit must be >= 1, not {limit}")
         with self._transaction() as cur:
-            if not history.pipeline_known(cur, pipeline):
+            if not history_rows.pipeline_known(cur, pipeline):
                 raise LookupError(f"unknown pipeline: {pipeline}")
-            return history.pipeline_history(cur, pipeline, limit)
+            return history_rows.pipeline_history(cur, pipeline, limit)
 
     def open_epochs(self, pipeline: str, kind: EpochKind | str | None = None) -> list[Epoch]:
         """RESERVED and WRITTEN epochs of ``pipeline`` (of one kind if given), oldest first."""
@@ -234,14 +235,14 @@ class Ledger(LedgerObservations):
     def record_dead_letters(self, rows: Iterable[DeadLetter | Mapping[str, Any]]) -> int:
         """Idempotently store dead letters (a replay overwrites the same offsets)."""
         with self._transaction() as cur:
-            return dead_letters.upsert_dead_letters(cur, rows)
+            return dead_letter_rows.upsert_dead_letters(cur, rows)
 
     def dead_letter_count(self, pipeline: str, epoch_id: int | None = None) -> int:
         """Number of dead letters of ``pipeline`` (of one epoch if given)."""
         with self._transaction() as cur:
-            return dead_letters.count_dead_letters(cur, pipeline, epoch_id)
+            return dead_letter_rows.count_dead_letters(cur, pipeline, epoch_id)
 
     def list_dead_letters(self, pipeline: str, limit: int | None = None) -> list[dict[str, Any]]:
         """Dead letters of ``pipeline`` as JSON-serializable dicts."""
         with self._transaction() as cur:
-            return dead_letters.list_dead_letters(cur, pipeline, limit)
+            return dead_letter_rows.list_dead_letters(cur, pipeline, limit)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_provider_eo.ledger.model.refusals import EpochNotFound, PipelineNotFound
 from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition
-from airflow_provider_eo.ledger.store import epoch_points, lag_samples
+from airflow_provider_eo.ledger.model.refusals import EpochNotFound, PipelineNotFound
+from airflow_provider_eo.ledger.store import epoch_points, lag_sample_rows
 from airflow_provider_eo.ledger.store.epoch_points import EpochPoint
 from airflow_provider_eo.ledger.store.lag_sample_rows import LagWindow
 
@@ -40,7 +40,7 @@ class LedgerObservations:
         """Store ``sample`` (``ledger/model/lag_samples.py``); returns its id. Not a state change:
         no epoch moves, and a failure here leaves every epoch as it was."""
         with self._transaction() as cur:
-            return lag_samples.insert_lag_sample(cur, sample)
+            return lag_sample_rows.insert_lag_sample(cur, sample)
 
     def pipeline_charts(
         self,
@@ -66,7 +66,7 @@ class LedgerObservations:
             )
             points = epoch_points.epoch_points(cur, ids)
             start = since or min((p.times.created_at for p in points), default=until)
-            lag = lag_samples.lag_window(
+            lag = lag_sample_rows.lag_window(
                 cur, pipeline, start, max_samples=max_samples, max_partitions=max_partitions
             )
         return PipelineCharts(points, in_window, lag, start, until)
@@ -82,4 +82,4 @@ class LedgerObservations:
     def epoch_lag_sample(self, epoch_id: int) -> tuple[datetime, tuple[SampledPartition, ...]] | None:
         """The lag sample taken after ``epoch_id``'s commit (time, every partition), or None."""
         with self._transaction() as cur:
-            return lag_samples.epoch_sample(cur, epoch_id)
+            return lag_sample_rows.epoch_sample(cur, epoch_id)

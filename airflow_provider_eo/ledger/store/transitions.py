@@ -12,15 +12,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from airflow_provider_eo.ledger.model.refusals import FencedOut, IllegalTransition
-from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, write_permission
 from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.refusals import FencedOut, IllegalTransition
 from airflow_provider_eo.ledger.model.states import EpochState, check_transition, sources_of
-from airflow_provider_eo.ledger.store.transaction_labels import label_reason
+from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, write_permission
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
 from airflow_provider_eo.ledger.store.dead_letter_rows import sequence_epoch_dead_letters
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
 from airflow_provider_eo.ledger.store.replay_rows import resolve_replayed
+from airflow_provider_eo.ledger.store.transaction_labels import label_reason
 
 #: The hint of a refusal whose UPDATE matched nothing although the row, read right after,
 #: is in a source state: another session moved it in between.

@@ -6,7 +6,8 @@ Usage (arguments are names and ids only; secrets come from the environment)::
         --pipeline NAME --epoch-id N [--pipelines-file PATH] [--fencing-token UUID] \
         [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase] \
         [--schema-registry-conn-id schema_registry] [--actor-kind task --actor NAME]
-    python -m airflow_provider_eo.spark.driver.application --pipeline NAME --epoch-id N   # same, Spark from pyspark
+    python -m airflow_provider_eo.spark.driver.application --pipeline NAME --epoch-id N
+        # the same, Spark from pyspark
 
 Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
 ``AIRFLOW_CONN_EO_HBASE``, ``AIRFLOW_CONN_SCHEMA_REGISTRY`` for registry formats (or the ids
@@ -24,20 +25,20 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.clients.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
     DEFAULT_LEDGER_CONN_ID,
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
 )
+from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from airflow_provider_eo.spark.driver.driver_jvm import class_archive_in_use
+from airflow_provider_eo.spark.driver.task_settings import ledger_dsn_from_env, load_pipeline, task_settings
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from airflow_provider_eo.spark.logs import configure_logging
 from airflow_provider_eo.spark.pyspark_startup import prefer_installed_pyspark, skip_pyspark_testing_import
-from airflow_provider_eo.spark.driver.task_settings import ledger_dsn_from_env, load_pipeline, task_settings
 
 log = logging.getLogger("airflow_provider_eo.spark.driver.application")
 

@@ -17,14 +17,6 @@ import json
 import os
 
 from airflow_provider_eo import config
-from airflow_provider_eo.config import PipelineNotDeclared, PipelineSpec
-from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
-from airflow_provider_eo.config.size_limits import check_consumer_sizes
-from airflow_provider_eo.formats.registry.settings import (
-    RegistrySettings,
-    registry_formats,
-    registry_settings,
-)
 from airflow_provider_eo.clients.connection_settings import (
     hbase_connection_kwargs,
     hbase_endpoints,
@@ -38,6 +30,14 @@ from airflow_provider_eo.clients.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     ConnectionNotFound,
     connection_from_env,
+)
+from airflow_provider_eo.config import PipelineNotDeclared, PipelineSpec
+from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
+from airflow_provider_eo.config.size_limits import check_consumer_sizes
+from airflow_provider_eo.formats.registry.settings import (
+    RegistrySettings,
+    registry_formats,
+    registry_settings,
 )
 from airflow_provider_eo.spark.task.write_task import TaskSettings
 

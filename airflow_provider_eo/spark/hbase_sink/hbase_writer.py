@@ -35,8 +35,8 @@ from Hbase_thrift import IOError as HBaseIOError  # registered by happybase's th
 from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TTransportException
 
-from airflow_provider_eo.errors import EoError, error_text
 from airflow_provider_eo.clients.connection_settings import Endpoint
+from airflow_provider_eo.errors import EoError, error_text
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, WriteCall
 from airflow_provider_eo.spark.hbase_sink.thrift_calls import mutate_rows_ts
 from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import ThriftEndpoints

@@ -39,8 +39,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.clients.kafka_errors import ClientErrorLog
+from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.spark.records import KafkaRecord, TaskRange
 
 log = logging.getLogger(__name__)

@@ -27,20 +27,20 @@ from airflow_provider_eo.config.specs import BadRecordPolicy, MappingSpec
 from airflow_provider_eo.errors import BadRecord, EoError
 from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.registry.settings import RegistrySettings
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter
+from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder
+from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import spark_task_index
+from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.task.bad_records import (
     BadRecordHandler,
     DeadLetterSink,
     LedgerDeadLetterSink,
 )
-from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter
 from airflow_provider_eo.spark.task.mapping import build_mapper
 from airflow_provider_eo.spark.task.range_reader import read_range
-from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
-from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.task.task_schemas import open_schema_cache, registry_schema_id
-from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import spark_task_index
 from airflow_provider_eo.spark.task.worker_gc import task_gc
 
 log = logging.getLogger(__name__)

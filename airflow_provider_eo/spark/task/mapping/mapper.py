@@ -24,11 +24,11 @@ from airflow_provider_eo.config.specs import HBASE_KEYVALUE_MAXSIZE, MappingSpec
 from airflow_provider_eo.errors import BadRecord
 from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.plain import Decoder
+from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, RowPut
 from airflow_provider_eo.spark.task.mapping.columns import SelectedColumns, TopLevelColumns
 from airflow_provider_eo.spark.task.mapping.metadata import MetadataColumns
 from airflow_provider_eo.spark.task.mapping.row_keys import RowKeys
 from airflow_provider_eo.spark.task.mapping.versions import VersionField
-from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, RowPut
 
 
 class RecordMapper:

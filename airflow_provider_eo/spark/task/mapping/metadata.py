@@ -15,8 +15,8 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from airflow_provider_eo.spark.task.mapping.cells import compact_json
 from airflow_provider_eo.spark.records import KafkaRecord
+from airflow_provider_eo.spark.task.mapping.cells import compact_json
 
 
 def _header_value(value: bytes | None) -> Any:

@@ -25,9 +25,9 @@ from typing import Any
 from airflow_provider_eo.config.mapping_syntax import TemplateField, parse_prefix, parse_template
 from airflow_provider_eo.config.size_limits import MAX_ROW_BYTES
 from airflow_provider_eo.errors import BadRecord
+from airflow_provider_eo.spark.records import KafkaRecord
 from airflow_provider_eo.spark.task.mapping.cells import encode_value
 from airflow_provider_eo.spark.task.mapping.paths import MISSING, lookup
-from airflow_provider_eo.spark.records import KafkaRecord
 
 Decoder = Callable[[bytes], Any]
 _UNDECODED: Any = object()
