@@ -96,9 +96,7 @@ def run_epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Coun
     with committing.one_admin_client():
         retried(
             rollbacks,
-            lambda: EpochProtocol(ledger, kafka=lambda: committing).commit(
-                epoch.epoch_id, group_id=spec.group_id
-            ),
+            lambda: EpochProtocol(ledger, kafka=lambda: committing).commit(epoch.epoch_id, pipeline=spec),
         )
     commit_ms = (time.perf_counter() - started) * 1000
     calls = {f"reserve.{name}": ms for name, ms in reserving.calls.items()}

@@ -171,7 +171,7 @@ def _epoch(ledger: Ledger, spec: PipelineSpec) -> Sample:
     _ = committing.settings
     started = time.perf_counter()
     with committing.one_admin_client():
-        EpochProtocol(ledger, kafka=lambda: committing).commit(epoch.epoch_id, group_id=spec.group_id)
+        EpochProtocol(ledger, kafka=lambda: committing).commit(epoch.epoch_id, pipeline=spec)
     commit_ms = (time.perf_counter() - started) * 1000
     return {
         "reserve_ms": reserve_ms,

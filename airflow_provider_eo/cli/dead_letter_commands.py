@@ -5,9 +5,10 @@
   their count; reads only.
 * ``eo-ledger dead-letters publish --pipeline P [--pipelines-file F] [--kafka-conn-id C]``:
   publish the pipeline's committed dead letters its ``dead_letters.topic`` lacks, exactly
-  once (``EpochProtocol.publish_dead_letters``); answers ``{pipeline, topic, published,
-  marker_before, marker_after}``. Changes nothing in the ledger. Refused (exit 2, nothing
-  changed): no ``--pipeline``, a pipeline the pipelines file does not declare.
+  once (``OperatorTools.publish_dead_letters``; every commit does it too); answers
+  ``{pipeline, topic, published, marker_before, marker_after}``. Changes nothing in the
+  ledger. Refused (exit 2, nothing changed): no ``--pipeline``, a pipeline the pipelines
+  file does not declare.
 * ``eo-ledger dead-letters replay --pipeline P ...``: ``cli/replay_commands.py``.
 """
 
@@ -70,11 +71,11 @@ def publish(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) 
     """Publish the pipeline's dead letters (its spec from the pipelines file)."""
     from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
-    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+    from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)
     except PipelineConfigError as exc:
         raise refused(str(exc)) from exc
-    protocol = EpochProtocol(ledger, dead_letter_topics=dead_letter_topics(args.kafka_conn_id))
-    return protocol.publish_dead_letters(spec).to_json()
+    tools = OperatorTools(ledger, dead_letter_topics=dead_letter_topics(args.kafka_conn_id))
+    return tools.publish_dead_letters(spec).to_json()

@@ -74,13 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
     lag = sub.add_parser("lag", help="cursor, watermarks and lag per partition")
     lag.add_argument("--pipeline", required=True)
     lag.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
-    commit = sub.add_parser("commit", help="publish a WRITTEN epoch's offsets and mark it COMMITTED")
+    commit = sub.add_parser(
+        "commit",
+        help="publish a WRITTEN epoch's offsets, mark it COMMITTED, publish the pipeline's dead letters"
+        " (the pipeline must be declared in the pipelines file)",
+    )
     commit.add_argument("epoch_id", type=int)
     commit.add_argument("--yes", action="store_true", help="confirm")
     commit.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
-    commit.add_argument(
-        "--group-id", help="consumer group (default: the pipeline's, from the pipelines file)"
-    )
+    commit.add_argument("--group-id", help="consumer group to publish to instead of the pipeline's own")
     commit.add_argument("--pipelines-file", help="pipelines YAML (default: $EO_PIPELINES_FILE)")
     abort = sub.add_parser("abort", help="abort a RESERVED epoch (WRITTEN with --allow-written)")
     abort.add_argument("epoch_id", type=int)
@@ -130,8 +132,9 @@ def run(args: argparse.Namespace) -> Any:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
     if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
         raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
+    from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
     from airflow_provider_eo.ledger.model.actors import Actor
-    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+    from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
     dsn = resolve_dsn(args.dsn, args.conn_id)
@@ -154,11 +157,16 @@ def run(args: argparse.Namespace) -> Any:
             )
         if args.command == dead_letter_commands.COMMAND:
             return dead_letter_commands.run(args, ledger, Refused)
-        protocol = EpochProtocol(ledger, kafka=lambda: commands.kafka_hook(args.kafka_conn_id))
         if args.command == "commit":
-            group_id = args.group_id or commands.pipeline_group(args.pipelines_file)
-            return commands.commit(protocol, args.epoch_id, group_id)
-        return protocol.abort(args.epoch_id, args.reason, allow_written=args.allow_written).to_summary()
+            tools = OperatorTools(
+                ledger,
+                kafka=lambda: commands.kafka_hook(args.kafka_conn_id),
+                dead_letter_topics=dead_letter_topics(args.kafka_conn_id),
+            )
+            lookup = commands.pipeline_lookup(args.pipelines_file, args.group_id)
+            return commands.commit(tools, args.epoch_id, lookup)
+        aborted = OperatorTools(ledger).abort(args.epoch_id, args.reason, allow_written=args.allow_written)
+        return aborted.to_summary()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,20 +1,19 @@
-"""The ``eo-ledger`` subcommands: each takes a ``Ledger`` (``commit``: an
-``EpochProtocol``) and returns JSON-ready data."""
+"""The ``eo-ledger`` subcommands: each takes a ``Ledger`` (``commit``: the
+``OperatorTools``) and returns JSON-ready data."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.offsets import OffsetSource
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, GroupId
+from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.retention import PrunePolicy
-
-#: The reason ``eo-ledger commit`` records in the epoch's history.
-MANUAL_COMMIT_REASON = "committed by operator (eo-ledger)"
 
 
 def migrate(ledger: Ledger) -> dict[str, Any]:
@@ -54,38 +53,33 @@ def lag(ledger: Ledger, pipeline: str, offsets: OffsetSource) -> dict[str, Any]:
     return {"pipeline": pipeline, "total_lag": sum(p["lag"] for p in partitions), "partitions": partitions}
 
 
-def commit(protocol: EpochProtocol, epoch_id: int, group_id: GroupId) -> dict[str, Any]:
-    """Commit one epoch exactly as ``CommitEpochOperator`` does (:meth:`EpochProtocol.commit`).
+def commit(tools: OperatorTools, epoch_id: int, pipeline: Callable[[str], PipelineSpec]) -> dict[str, Any]:
+    """Commit one epoch exactly as ``CommitEpochOperator`` does (:meth:`OperatorTools.commit`:
+    offsets to the group, the ledger, then the pipeline's dead letters to their topic).
 
-    ``group_id`` may be a lookup by pipeline name: it is consulted (and Kafka is
-    connected) only for a WRITTEN stream epoch.
-    """
-    outcome = protocol.commit(epoch_id, group_id=group_id, reason=MANUAL_COMMIT_REASON)
+    ``pipeline`` looks the epoch's pipeline up by name; it is consulted after the epoch's
+    state allows the commit (a RESERVED epoch is refused first)."""
+    outcome = tools.commit(epoch_id, pipeline=pipeline)
     return {
         "epoch": outcome.epoch.to_summary(),
         "already_committed": outcome.already_committed,
         "group_id": outcome.group_id,
-        "published": [
-            {"topic": topic, "partition": partition, "offset": offset}
-            for (topic, partition), offset in sorted(outcome.published.items())
-        ],
+        "published": outcome.published_json(),
+        "dead_letters": outcome.dead_letters.to_json() if outcome.dead_letters else None,
     }
 
 
-def pipeline_group(pipelines_file: str | None) -> Callable[[str], str]:
-    """Looks a pipeline's consumer group up in the pipelines file; ``PipelineConfigError``
-    (naming the file and pipeline, and suggesting ``--group-id``) when it cannot."""
+def pipeline_lookup(pipelines_file: str | None, group_id: str | None) -> Callable[[str], PipelineSpec]:
+    """Looks a pipeline up in the pipelines file (its consumer group replaced by ``group_id``
+    when given); ``PipelineConfigError`` naming the file and pipeline when it cannot."""
 
-    def group_of(pipeline: str) -> str:
-        from airflow_provider_eo.config import PipelineConfigError, load_pipeline
+    def spec_of(pipeline: str) -> PipelineSpec:
+        from airflow_provider_eo.config import load_pipeline
 
-        try:
-            return load_pipeline(pipeline, pipelines_file).group_id
-        except PipelineConfigError as exc:
-            problem = f"{exc.problem} (or pass --group-id)"
-            raise PipelineConfigError(exc.file, exc.pipeline, exc.field, problem) from exc
+        spec = load_pipeline(pipeline, pipelines_file)
+        return spec if group_id is None else replace(spec, group_id=group_id)
 
-    return group_of
+    return spec_of
 
 
 def prune(

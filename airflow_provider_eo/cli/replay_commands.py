@@ -81,7 +81,7 @@ def run_replay(
     the JSON answer. Raises ``refused`` (exit 2) for the refusals of the module docstring,
     before anything is triggered, and ``AirflowApiError`` when the trigger fails (exit 1)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
-    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+    from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 
     if not args.dry_run and not args.yes:
         raise refused("refusing to trigger a replay without --yes (or report it with --dry-run)")
@@ -90,7 +90,7 @@ def run_replay(
         spec = load_pipeline(args.pipeline, args.pipelines_file)
     except PipelineConfigError as exc:
         raise refused(str(exc)) from exc
-    plan = EpochProtocol(ledger).plan_replay(spec, wanted)
+    plan = OperatorTools(ledger).plan_replay(spec, wanted)
     refusal = plan.refusal(spec.name, wanted)
     if refusal is not None:
         raise refused(refusal)

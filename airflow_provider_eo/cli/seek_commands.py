@@ -1,6 +1,6 @@
 """``eo-ledger seek`` and ``eo-ledger reset --to-group``: move a pipeline's stream cursors.
 
-Adapters of :meth:`EpochProtocol.seek` / :meth:`EpochProtocol.reset_to_group` (the
+Adapters of :meth:`OperatorTools.seek` / :meth:`OperatorTools.reset_to_group` (the
 protocol decides and refuses); this module adds the operator's guards that are not the
 ledger's: ``--yes``, the pipeline in the pipelines file (its consumer group), and the
 stream DAG paused, asked through Airflow's REST API (``AirflowApi``, connection
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     from airflow_provider_eo.ledger.model.actors import Actor
     from airflow_provider_eo.ledger.model.refusals import SeekRefused
     from airflow_provider_eo.ledger.planning.seek_plan import parse_partition, parse_target
-    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+    from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
     target = parse_target(args.to) if args.command == "seek" else None
@@ -63,13 +63,13 @@ def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     if not args.stream_dag_paused:
         _require_paused_stream_dag(args.pipeline, args.airflow_conn_id)
     with Ledger(dsn, actor=Actor.cli()) as ledger:
-        protocol = EpochProtocol(ledger, kafka=lambda: kafka_hook(args.kafka_conn_id))
+        tools = OperatorTools(ledger, kafka=lambda: kafka_hook(args.kafka_conn_id))
         if target is not None:
-            outcome = protocol.seek(
+            outcome = tools.seek(
                 args.pipeline, target, group_id=group_id, reason=args.reason, partitions=partitions
             )
         else:
-            outcome = protocol.reset_to_group(
+            outcome = tools.reset_to_group(
                 args.pipeline, group_id=group_id, reason=args.reason, partitions=partitions
             )
     return outcome.to_json()

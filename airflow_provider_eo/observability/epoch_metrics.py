@@ -26,24 +26,22 @@ variables, as Airflow's own legacy names do: ``eo.epoch.records.<pipeline>``,
                                 committed end offset, right after the commit
 =====================  =======  ==========================================================
 
-The same watermarks read also gives the ledger its commit lag sample (``ledger/model/lag_samples.py``,
-the Epochs page's lag chart) when a sink is given: no second broker call.
+The lag comes from the watermarks the commit itself read for the ledger's commit lag sample
+(``ledger/protocol/commit_path.py``; the Epochs page's lag chart): no second broker call.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
 
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
-from airflow_provider_eo.ledger.model.lag_samples import LagSampleSink, commit_sample
-from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.model.states import EpochKind
-from airflow_provider_eo.observability.lag_sampling import store_sample
+from airflow_provider_eo.ledger.model.offsets import TopicPartition
+from airflow_provider_eo.ledger.protocol.outcomes import Committed
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +55,6 @@ COUNTERS = {
 }
 DURATION = "eo.epoch.duration"
 LAG = "eo.partition.lag"
-
-
-def committed_high_watermarks(epoch: Epoch, offsets: OffsetSource) -> dict[TopicPartition, int]:
-    """The high watermark of each range's partition of a stream epoch (one watermarks call);
-    {} for other kinds."""
-    if epoch.kind is not EpochKind.STREAM or not epoch.ranges:
-        return {}
-    return {tp: high for tp, (_, high) in offsets.watermarks([r.tp for r in epoch.ranges]).items()}
 
 
 def partition_lag(epoch: Epoch, highs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -99,27 +89,17 @@ def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
     )  # fmt: skip
 
 
-def report_committed(
-    epoch: Epoch, offsets: Callable[[], OffsetSource] | None, samples: LagSampleSink | None = None
-) -> None:
-    """Emit ``epoch``'s metrics, with lag when ``offsets`` (a factory, called here) is
-    given, and store its commit lag sample in ``samples`` (from the same watermarks).
-    Never raises: the epoch is committed whatever happens here (a broker that cannot be
-    reached only drops the lag and the sample; a sample that cannot be stored is logged)."""
-    highs: dict[TopicPartition, int] = {}
+def report_committed(committed: Committed) -> None:
+    """Emit the metrics of an epoch this call committed (a no-op re-commit: nothing), with
+    the lag per partition from the watermarks the commit read. Never raises: the epoch is
+    committed whatever happens here (a failure is a warning)."""
+    if committed.already_committed:
+        return
+    epoch = committed.epoch
     try:
-        if offsets is not None:
-            highs = committed_high_watermarks(epoch, offsets())
-    except Exception as exc:
-        log.warning("no lag metric pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
-    try:
-        emit_epoch_metrics(epoch, partition_lag(epoch, highs))
+        emit_epoch_metrics(epoch, partition_lag(epoch, committed.high_watermarks))
     except Exception as exc:
         log.warning("metrics not sent pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
-    if samples is not None:
-        store_sample(
-            samples, commit_sample(epoch, highs), f"epoch_id={epoch.epoch_id} ranges={epoch.ranges_brief}"
-        )
 
 
 def _part(value: str) -> str:

@@ -15,31 +15,14 @@ import time
 from collections.abc import Callable
 
 from airflow_provider_eo.ledger.model.lag_samples import (
-    LagSample,
     LagSampleSink,
+    store_sample,
     wait_sample,
     wait_sample_interval,
 )
 from airflow_provider_eo.ledger.planning.records_available import PipelinePositions
 
 log = logging.getLogger(__name__)
-
-
-def store_sample(sink: LagSampleSink, sample: LagSample | None, where: str) -> bool:
-    """Store ``sample`` (None: nothing to store) in ``sink``; never raises: a failure is a
-    warning naming the pipeline, the source and ``where`` (epoch id, ranges). Returns
-    whether it was stored."""
-    if sample is None:
-        return False
-    try:
-        sink.record_lag_sample(sample)
-    except Exception as exc:
-        log.warning(
-            "lag sample not stored pipeline=%s source=%s %s: %s: %s",
-            sample.pipeline, sample.source, where, type(exc).__name__, exc,
-        )  # fmt: skip
-        return False
-    return True
 
 
 class WaitSampler:

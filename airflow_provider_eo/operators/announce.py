@@ -16,8 +16,7 @@ from airflow.sdk import Asset
 
 from airflow_provider_eo.assets import epoch_event_extra, recommits_alias
 from airflow_provider_eo.ledger.model.epochs import Epoch
-from airflow_provider_eo.ledger.model.states import EpochKind
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+from airflow_provider_eo.ledger.protocol.outcomes import Settled
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 
 
@@ -34,16 +33,10 @@ def announce_recommits(context: Mapping[str, Any], asset: Asset, epochs: Iterabl
         accessor.add(asset, extra=epoch_event_extra(epoch))
 
 
-def report_settled_commits(
-    context: Mapping[str, Any], protocol: EpochProtocol, epoch_ids: Iterable[int], asset: Asset | None
-) -> None:
-    """After a recovery or release committed ``epoch_ids``: send each epoch's metrics, store
-    its lag sample and announce it on ``asset`` (None: metrics only). Call with
-    ``protocol``'s ledger open."""
-    epochs = [protocol.ledger.get_epoch(epoch_id) for epoch_id in epoch_ids]
-    for epoch in epochs:
-        report_committed(
-            epoch, (lambda: protocol.kafka) if epoch.kind is EpochKind.STREAM else None, protocol.ledger
-        )
+def report_settled_commits(context: Mapping[str, Any], settled: Settled, asset: Asset | None) -> None:
+    """After a recovery or release: send the metrics of each epoch it committed and announce
+    each on ``asset`` (None: metrics only)."""
+    for committed in settled.committed:
+        report_committed(committed)
     if asset is not None:
-        announce_recommits(context, asset, epochs)
+        announce_recommits(context, asset, [c.epoch for c in settled.committed if not c.already_committed])

@@ -94,5 +94,5 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
                 epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
             )  # fmt: skip
         with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
-            self.lineage_epoch = protocol.ledger.get_epoch(epoch.epoch_id)  # a resumed chunk's too
+            self.lineage_epoch = protocol.epoch(epoch.epoch_id)  # a resumed chunk's too
         return epoch_summary(self.lineage_epoch)

@@ -9,7 +9,6 @@ from airflow.sdk import Asset, Context
 
 from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID
 from airflow_provider_eo.ledger.model.epochs import Epoch
-from airflow_provider_eo.ledger.model.states import EpochKind
 from airflow_provider_eo.lineage.operator_lineage import epoch_lineage
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 from airflow_provider_eo.operators.announce import announce_commit
@@ -28,19 +27,19 @@ class CommitEpochOperator(PipelineOperator):
     ``EpochOfAnotherPipeline``.
 
     Returns (XCom) the epoch's summary (``Epoch.to_summary``, ``state: "COMMITTED"``) plus
-    ``action: "committed" | "noop"`` and ``published: [{topic, partition, offset}]``
-    (``operators/xcom.py``, ``commit_summary``) and ``dead_letters``: what the publication
-    to the pipeline's dead-letter topic did (``DeadLetterPublication.to_json``; it runs
-    after every commit, a no-op one too, and raises ``EoKafkaError`` after the commit if
-    the topic is unreachable or missing: the retry publishes what is left, once).
+    ``action: "committed" | "noop"``, ``published: [{topic, partition, offset}]`` and
+    ``dead_letters``: what the commit's publication to the pipeline's dead-letter topic did
+    (``operators/xcom.py``, ``commit_summary``; the protocol publishes after every commit,
+    a no-op one too, and raises ``EoKafkaError`` after the commit if the topic is
+    unreachable or missing: the retry publishes what is left, once).
 
     Announces the epoch on ``table_asset`` (when given; it is added to the task's
     outlets): the Asset event Airflow records when this task succeeds carries the epoch
     summary (``airflow_provider_eo.assets.epoch_event_extra``) as its extra, on a no-op
     re-commit too, so no committed epoch goes unannounced (see ``operators/announce.py``).
     An epoch this call committed also sends its metrics (``observability/epoch_metrics.py``:
-    counts, duration, per-partition lag after one watermarks call) and stores its lag sample
-    in the ledger (the Epochs page's lag chart); a no-op does neither.
+    counts, duration, per-partition lag from the watermarks the commit read for its lag
+    sample); a no-op sends none.
 
     :param epoch_id: epoch to commit, int or template such as
         ``"{{ ti.xcom_pull(task_ids='reserve')['epoch_id'] }}"`` (templated).
@@ -78,16 +77,12 @@ class CommitEpochOperator(PipelineOperator):
             raise ValueError(f"epoch_id must be an integer, got {self.epoch_id!r}") from None
         spec = self.pipeline_spec()
         with self.epoch_protocol(context) as protocol:
-            outcome = protocol.commit(epoch_id, group_id=spec.group_id, pipeline=spec.name)
-            self.lineage_epoch = outcome.epoch
-            if not outcome.already_committed:
-                stream = outcome.epoch.kind is EpochKind.STREAM
-                report_committed(outcome.epoch, (lambda: protocol.kafka) if stream else None, protocol.ledger)
-            # also after a no-op commit: a retried commit task finishes an interrupted publication
-            publication = protocol.publish_dead_letters(spec)
+            outcome = protocol.commit(epoch_id, pipeline=spec)
+        self.lineage_epoch = outcome.epoch
+        report_committed(outcome)
         if self.table_asset is not None:
             announce_commit(context, self.table_asset, outcome.epoch)
-        return {**commit_summary(outcome), "dead_letters": publication.to_json()}
+        return commit_summary(outcome)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage (``apache-airflow-providers-openlineage``): the topics the epoch read, the

@@ -57,7 +57,7 @@ class RecoverEpochsOperator(PipelineOperator):
             settled = protocol.recover(
                 spec, run_identity(context), lambda run: _run_is_live(context, run), kind
             )
-            report_settled_commits(context, protocol, settled.plan.ids(Action.COMMIT), self.table_asset)
+        report_settled_commits(context, settled, self.table_asset)
         return {
             "pipeline": spec.name,
             "kind": self.kind or "all",

@@ -19,7 +19,8 @@ from airflow_provider_eo.operators.run_context import run_identity
 
 
 class ReleaseEpochOperator(PipelineOperator):
-    """Settle this run's open backfill epochs: WRITTEN -> committed (publishes nothing),
+    """Settle this run's open backfill epochs: WRITTEN -> committed (no offsets published;
+    the pipeline's dead letters are, as after every commit),
     RESERVED -> ABORTED. Returns ``{pipeline, committed: [ids], aborted: [ids]}``.
 
     An epoch committed here (its commit task failed) is announced on ``table_asset`` and
@@ -41,7 +42,7 @@ class ReleaseEpochOperator(PipelineOperator):
         spec = self.pipeline_spec()
         with self.epoch_protocol(context) as protocol:
             settled = protocol.release(spec, run_identity(context))
-            report_settled_commits(context, protocol, settled.plan.ids(Action.COMMIT), self.table_asset)
+        report_settled_commits(context, settled, self.table_asset)
         return {
             "pipeline": spec.name,
             "committed": settled.plan.ids(Action.COMMIT),

@@ -16,12 +16,12 @@ def epoch_summary(epoch: Epoch) -> dict[str, Any]:
 
 def commit_summary(outcome: Committed) -> dict[str, Any]:
     """A commit: :meth:`Epoch.to_summary` of the committed epoch plus ``action``
-    (``"committed"``, or ``"noop"`` when it was committed already) and ``published``
-    (``[{topic, partition, offset}]`` sent to the consumer group, by topic and partition)."""
+    (``"committed"``, or ``"noop"`` when it was committed already), ``published``
+    (``[{topic, partition, offset}]`` sent to the consumer group, by topic and partition)
+    and ``dead_letters`` (the publication that followed, ``DeadLetterPublication.to_json``)."""
     return {
         **outcome.epoch.to_summary(),
         "action": "noop" if outcome.already_committed else "committed",
-        "published": [
-            {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(outcome.published.items())
-        ],
+        "published": outcome.published_json(),
+        "dead_letters": outcome.dead_letters.to_json() if outcome.dead_letters else None,
     }

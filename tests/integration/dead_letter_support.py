@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from tests.conftest import StackInfo
@@ -84,6 +85,24 @@ class World:
         return self.topic().marker()
 
 
+class HeldBack:
+    """The round trip's dead-letter "topic": its commits leave the publication to the test,
+    as a crash right after the ledger's commit would (the letters numbered, none sent, the
+    real marker untouched). The publication tests then drive the real topic themselves
+    (``World.publish``, ``World.protocol``); the commit task's and recovery's own
+    publications are tested through the real topic (``test_dead_letter_topic.py``,
+    ``test_commit_paths.py``)."""
+
+    def open(self) -> int:
+        return 0
+
+    def publish(self, records: Sequence[OutgoingRecord], marker: int) -> None:
+        """Nothing is sent."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
 @contextmanager
 def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> Iterator[World]:
     """A fresh source topic, dead-letter topic, HBase table and pipeline (``options``: more YAML)."""
@@ -103,7 +122,8 @@ def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> I
                 "AIRFLOW_CONN_EO_LEDGER": ledger_connection(ledger_dsn),
                 "AIRFLOW_CONN_EO_KAFKA": kafka_connection(stack.kafka_bootstrap),
             }
-            yield World(stack, ledger_dsn, source, dlq, spec, EpochRoundTrip(spec, ledger_dsn, env))
+            trip = EpochRoundTrip(spec, ledger_dsn, env, dead_letter_topics=lambda _spec: HeldBack())
+            yield World(stack, ledger_dsn, source, dlq, spec, trip)
     finally:
         hbase.delete_table(table, disable=True)
         hbase.close()

@@ -21,9 +21,11 @@ import happybase
 import pytest
 from psycopg2.extensions import parse_dsn
 
+from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
 from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
+from airflow_provider_eo.ledger.protocol.commit_path import DeadLetterTopics
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.spark.driver.task_runner import SparkTasks
@@ -97,10 +99,17 @@ def epoch_row(epoch: Epoch) -> EpochRow:
 class EpochRoundTrip:
     """Runs one pipeline's epochs in-process; connections come from ``env`` (``AIRFLOW_CONN_*``)."""
 
-    def __init__(self, spec: PipelineSpec, ledger_dsn: str, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        spec: PipelineSpec,
+        ledger_dsn: str,
+        env: Mapping[str, str],
+        dead_letter_topics: DeadLetterTopics | None = None,
+    ) -> None:
         self.spec = spec
         self.ledger_dsn = ledger_dsn
         self.env = dict(env)
+        self.dead_letter_topics = dead_letter_topics
         with self.connections():
             self.kafka = EoKafkaHook()
             assert self.kafka.settings.config  # resolved now, while the variables are set: kept
@@ -141,13 +150,12 @@ class EpochRoundTrip:
             )
 
     def commit(self, epoch_id: int) -> Epoch:
-        """Publish (stream) and mark COMMITTED."""
-        with Ledger(self.ledger_dsn) as ledger:
-            return (
-                EpochProtocol(ledger, kafka=lambda: self.kafka)
-                .commit(epoch_id, group_id=self.spec.group_id)
-                .epoch
-            )
+        """The protocol's commit: publish (stream), mark COMMITTED, publish the dead letters
+        (through ``dead_letter_topics`` when given, else the pipeline's real topic)."""
+        with self.connections(), Ledger(self.ledger_dsn) as ledger:
+            topics = self.dead_letter_topics or dead_letter_topics()
+            protocol = EpochProtocol(ledger, kafka=lambda: self.kafka, dead_letter_topics=topics)
+            return protocol.commit(epoch_id, pipeline=self.spec).epoch
 
     def write_and_commit(self, epoch: Epoch) -> Epoch:
         """Write ``epoch`` (must exit OK), then commit it."""

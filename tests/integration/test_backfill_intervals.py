@@ -165,7 +165,7 @@ def run_chunks(
                     spec.spark.split_size, fencing_token=str(epoch.fencing_token), runner=in_process_runner,
                 )  # fmt: skip
                 assert code == ExitCode.OK
-                protocol.commit(epoch.epoch_id, group_id=spec.group_id, pipeline=name)
+                protocol.commit(epoch.epoch_id, pipeline=spec)
                 outcomes.append("written")
         except RuntimeError as exc:
             outcomes.append(f"crashed: {exc}")

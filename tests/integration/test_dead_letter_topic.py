@@ -174,7 +174,7 @@ def test_a_recommit_by_recovery_publishes_once(world: World) -> None:
         settled = protocol.recover(world.spec, RunIdentity("d", "new-run"), lambda _run: False)
         assert settled.plan.ids(Action.COMMIT) == [epoch.epoch_id]
         assert protocol.publish_dead_letters(world.spec) == outcome(world, 0, 2, 2)
-        protocol.commit(epoch.epoch_id, group_id=world.spec.group_id)  # a no-op re-commit
+        protocol.commit(epoch.epoch_id, pipeline=world.spec)  # a no-op re-commit
     assert world.publish() == outcome(world, 0, 2, 2)
     assert world.read() == [expected(world, i, epoch.epoch_id, f"bad-{i}") for i in range(2)]
 

@@ -178,9 +178,11 @@ def test_manual_commit_and_abort_are_recorded_as_eo_ledger(
     summary = reserve.execute(context("run-1", "reserve"))
     epoch_id = summary["epoch_id"]
     ledger.vote_written(epoch_id, summary["fencing_token"], {"records": 2})
-    code, answer = cli(capsys, "commit", str(epoch_id), "--yes", "--group-id", group)
+    code, answer = cli(
+        capsys, "commit", str(epoch_id), "--yes", "--group-id", group, "--pipelines-file", file
+    )
     assert (code, answer["already_committed"]) == (0, False)
-    code, answer = cli(capsys, "commit", str(epoch_id), "--yes", "--group-id", group)  # idempotent
+    code, answer = cli(capsys, "commit", str(epoch_id), "--yes", "--pipelines-file", file)  # idempotent
     assert (code, answer["already_committed"]) == (0, True)
     assert history(stack.ledger_dsn, epoch_id)[2:] == [
         ("WRITTEN", "COMMITTED", "eo-ledger", me, "committed by operator (eo-ledger)")

@@ -10,6 +10,7 @@ import psycopg2
 import psycopg2.extensions
 import pytest
 
+from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import (
     EpochOfAnotherPipeline,
@@ -80,11 +81,11 @@ def test_stream_epoch_life_with_typed_outcomes(ledger: Ledger, hook: EoKafkaHook
 
     looked_up: list[str] = []
 
-    def group_of(pipeline: str) -> str:
+    def spec_of(pipeline: str) -> PipelineSpec:
         looked_up.append(pipeline)
-        return spec.group_id
+        return spec
 
-    committed = protocol.commit(epoch.epoch_id, group_id=group_of, pipeline=spec.name)
+    committed = protocol.commit(epoch.epoch_id, pipeline=spec_of)
     assert (committed.epoch.state, committed.group_id, looked_up) == (
         EpochState.COMMITTED,
         spec.group_id,
@@ -92,7 +93,7 @@ def test_stream_epoch_life_with_typed_outcomes(ledger: Ledger, hook: EoKafkaHook
     )
     assert committed.published == {(topic, 0): 3, (topic, 1): 2}
     assert hook.committed_offsets(spec.group_id, [(topic, 0), (topic, 1)]) == {(topic, 0): 3, (topic, 1): 2}
-    again = EpochProtocol(ledger, kafka=no_kafka).commit(epoch.epoch_id, group_id=no_kafka)
+    again = EpochProtocol(ledger, kafka=no_kafka).commit(epoch.epoch_id, pipeline=spec)
     assert (again.already_committed, again.published, again.group_id) == (True, {}, None)
     assert protocol.reserve_stream(spec, RunIdentity("eo_stream__p", "run-2")) == NothingToReserve(
         spec.name, "no new data, no epoch opened"
@@ -109,8 +110,9 @@ def test_commit_reads_the_epoch_once_then_marks_it(ledger_dsn: str, hook: EoKafk
     with counting:
         counting.get_epoch(epoch.epoch_id)  # opens (and migrates) the connection first
         CountingConnection.commits = 0
-        EpochProtocol(counting, kafka=lambda: hook).commit(epoch.epoch_id, group_id=spec.group_id)
-    assert CountingConnection.commits == 2  # one read before publishing, one guarded UPDATE after
+        EpochProtocol(counting, kafka=lambda: hook).commit(epoch.epoch_id, pipeline=spec)
+    # one read before publishing, one guarded UPDATE after, then the commit's lag sample
+    assert CountingConnection.commits == 3
 
 
 def test_fenced_writers_and_foreign_epochs_change_nothing(
@@ -131,7 +133,7 @@ def test_fenced_writers_and_foreign_epochs_change_nothing(
     with pytest.raises(EpochOfAnotherPipeline, match=f"epoch {epoch.epoch_id} belongs to pipeline"):
         protocol.begin_write("another", epoch.epoch_id, new_token)
     with pytest.raises(IllegalTransition, match="the epoch has not been written yet"):
-        protocol.commit(epoch.epoch_id, group_id=no_kafka)
+        protocol.commit(epoch.epoch_id, pipeline=no_kafka)
     unchanged = ledger.get_epoch(epoch.epoch_id)
     assert (unchanged.state, unchanged.metrics, unchanged.fencing_token) == (
         EpochState.RESERVED,
@@ -186,7 +188,7 @@ def test_a_retried_chunk_comes_back_as_written_then_committed_even_after_retenti
     assert isinstance(first, Reserved)
     voted = ledger.vote_written(first.epoch.epoch_id, first.epoch.fencing_token, {})
     assert protocol.reserve_backfill(spec, chunk, run) == AlreadyWritten(voted)
-    committed = protocol.commit(first.epoch.epoch_id, group_id=spec.group_id).epoch
+    committed = protocol.commit(first.epoch.epoch_id, pipeline=spec).epoch
     assert (
         delete_records_before(stack.kafka_bootstrap, topic, 0, 3) == 3
     )  # retention passed the chunk's start

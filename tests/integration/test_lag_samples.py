@@ -1,5 +1,5 @@
-"""Lag samples (migration 0005) on the real ledger and broker: written by the commit operator
-and recovery's re-commit from the watermarks the lag metric reads, never failing what took
+"""Lag samples (migration 0005) on the real ledger and broker: written by the commit path
+(the commit operator, recovery's re-commit) from the watermarks the lag metric reads, never failing what took
 them, and read back bounded (every k-th sample, the partitions with the largest lag). The
 wait step's samples: tests/integration/test_wait_for_records.py (and under the real
 triggerer, tests/airflow/test_wait_under_triggerer.py)."""
@@ -13,10 +13,10 @@ from typing import Any
 import psycopg2
 import pytest
 
+from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition
-from airflow_provider_eo.observability.epoch_metrics import report_committed
-from airflow_provider_eo.observability.lag_sampling import store_sample
+from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition, store_sample
+from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from tests.chart_rows import sample_rows
 from tests.integration.ledger_support import stack_kafka_hook
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
@@ -76,17 +76,30 @@ def test_a_sample_that_cannot_be_stored_fails_nothing(
     stack, ledger, pipeline, kafka_topic_factory, caplog: pytest.LogCaptureFixture
 ) -> None:
     topic = kafka_topic_factory(partitions=1, prefix="lagfail")
-    name, _file, epoch_id = committed(stack, ledger, pipeline, topic, [2])
-    epoch = ledger.get_epoch(epoch_id)
-    down = Ledger("host=127.0.0.1 port=1 dbname=eo connect_timeout=2")  # the sample's ledger is gone
+    name, _group, file = pipeline(topics=[topic])
+    fill(stack, topic, [2])
+    summary = reserve(name, file)
+    vote(ledger, summary)
+    down = Ledger("host=127.0.0.1 port=1 dbname=eo connect_timeout=2")  # the samples' ledger is gone
+
+    class SamplesGone(Ledger):
+        def record_lag_sample(self, sample: LagSample) -> int:
+            return down.record_lag_sample(sample)
+
     caplog.set_level(logging.WARNING)
-    report_committed(epoch, lambda: stack_kafka_hook(stack), down)  # returns: the commit stands
-    assert f"lag sample not stored pipeline={name} source=commit epoch_id={epoch.epoch_id}" in caplog.text
+    with SamplesGone(stack.ledger_dsn) as committing:
+        outcome = EpochProtocol(committing, kafka=lambda: stack_kafka_hook(stack)).commit(
+            int(summary["epoch_id"]), pipeline=load_pipeline(name, file)
+        )  # returns: the commit stands
+    assert (outcome.epoch.state, dict(outcome.high_watermarks)) == ("COMMITTED", {(topic, 0): 2})
+    assert (
+        f"lag sample not stored pipeline={name} source=commit epoch_id={summary['epoch_id']}" in caplog.text
+    )
     unknown = LagSample("no_such_pipeline", "wait", None, (SampledPartition(topic, 0, 0, 2, 2),))
     assert store_sample(ledger, unknown, "partitions=1") is False  # refused by the pipelines' foreign key
     assert "lag sample not stored pipeline=no_such_pipeline source=wait partitions=1" in caplog.text
-    assert ledger.get_epoch(epoch.epoch_id).state == "COMMITTED"
-    assert [s[0] for s in sample_rows(stack.ledger_dsn, name)] == ["commit"]
+    assert ledger.get_epoch(int(summary["epoch_id"])).state == "COMMITTED"
+    assert sample_rows(stack.ledger_dsn, name) == []
 
 
 def test_a_window_of_samples_is_bounded(stack, ledger, pipeline) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -171,12 +172,18 @@ def test_commit_publishes_exact_ends_and_lag(
     ledger_dsn: str,
     capsys: pytest.CaptureFixture[str],
     kafka_topic_factory: Callable[..., str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     topic = kafka_topic_factory(partitions=2)
     produce(stack.kafka_bootstrap, topic, [(b"k", b"{}")] * 4, partition=0)
     produce(stack.kafka_bootstrap, topic, [(b"k", b"{}")] * 1, partition=1)
     hook = EoKafkaHook()
     spec = make_spec(topics=[topic], per_partition=3)
+    pipelines = tmp_path / "pipelines.yaml"  # a commit looks the epoch's pipeline up there
+    entry = {"name": spec.name, "topics": [topic], "group_id": "g-declared", "hbase": {"table": "tbl"}}
+    pipelines.write_text(json.dumps({"pipelines": [entry]}))
+    monkeypatch.setenv("EO_PIPELINES_FILE", str(pipelines))
     with Ledger(ledger_dsn) as ledger:
         epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id="r1")
         assert epoch is not None
@@ -191,6 +198,13 @@ def test_commit_publishes_exact_ends_and_lag(
                 {"topic": topic, "partition": 0, "offset": 3},
                 {"topic": topic, "partition": 1, "offset": 1},
             ],
+            "dead_letters": {
+                "pipeline": spec.name,
+                "topic": None,
+                "published": 0,
+                "marker_before": 0,
+                "marker_after": 0,
+            },
         }
         assert hook.committed_offsets(spec.group_id, [(topic, 0), (topic, 1)]) == {
             (topic, 0): 3,

@@ -204,7 +204,7 @@ def test_hundreds_of_partitions_reserve_and_commit_exact_ranges(
     assert isinstance(reserved, Reserved)
     assert ranges_of(reserved.epoch) == [(topic, p, 0, counts[p]) for p in range(partitions)]
     ledger.vote_written(reserved.epoch.epoch_id, reserved.epoch.fencing_token, {})
-    committed = protocol.commit(reserved.epoch.epoch_id, group_id=spec.group_id)
+    committed = protocol.commit(reserved.epoch.epoch_id, pipeline=spec)
     assert committed.published == {(topic, p): counts[p] for p in range(partitions)}
     assert ledger.cursors(spec.name) == committed.published
     assert hook.committed_offsets(spec.group_id, tps) == committed.published

@@ -137,7 +137,7 @@ def test_reserve_commit_publishes_exact_ends(
         epoch = reserve_stream_epoch(ledger, spec, hook, dag_id="d", run_id=run_id)
         if epoch is not None:
             ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {})
-            EpochProtocol(ledger, kafka=lambda: hook).commit(epoch.epoch_id, group_id=spec.group_id)
+            EpochProtocol(ledger, kafka=lambda: hook).commit(epoch.epoch_id, pipeline=spec)
             assert ledger.get_epoch(epoch.epoch_id).state is EpochState.COMMITTED
         return ranges_of(epoch)
 

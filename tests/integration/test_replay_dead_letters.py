@@ -36,6 +36,7 @@ from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reserved
+from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import dead_letter_rows, replay_selection_rows
@@ -301,7 +302,7 @@ def test_a_record_refailing_in_an_aborted_replay_stays_selectable(world: World) 
             reserved.epoch.epoch_id,
             None,
         )
-        plan = protocol.plan_replay(spec, ReplayFilter(reason="not valid json"))
+        plan = OperatorTools(ledger).plan_replay(spec, ReplayFilter(reason="not valid json"))
     assert plan.selected == {(world.topic, 0): (3,)}
 
 

@@ -110,9 +110,10 @@ def test_xcom_values_extend_the_summary() -> None:
             {"topic": "orders", "partition": 0, "offset": 105},
             {"topic": "orders", "partition": 1, "offset": 12},
         ],
+        "dead_letters": None,
     }
     noop = Committed(EPOCH, {}, None, already_committed=True)
-    assert commit_summary(noop) == {**SUMMARY, "action": "noop", "published": []}
+    assert commit_summary(noop) == {**SUMMARY, "action": "noop", "published": [], "dead_letters": None}
 
 
 def test_the_asset_event_extra_extends_the_summary() -> None:
@@ -179,17 +180,16 @@ class _OneEpochLedger:
         return [EPOCH.pipeline]
 
 
-class _CommittingProtocol:
-    def commit(self, epoch_id: int, *, group_id: Any, reason: str | None = None) -> Committed:
-        assert reason == "committed by operator (eo-ledger)"
+class _CommittingTools:
+    def commit(self, epoch_id: int, *, pipeline: Any) -> Committed:
         return Committed(EPOCH, {("orders", 0): 105}, "g", already_committed=False)
 
 
 def test_the_cli_and_the_ui_views_print_the_summary() -> None:
     ledger: Any = _OneEpochLedger()
-    protocol: Any = _CommittingProtocol()
+    tools: Any = _CommittingTools()
     assert ledger_commands.epochs(ledger, EpochFilter()) == [SUMMARY]
-    assert ledger_commands.commit(protocol, 42, "g")["epoch"] == SUMMARY
+    assert ledger_commands.commit(tools, 42, lambda name: None)["epoch"] == SUMMARY  # type: ignore[arg-type,return-value]
     assert views.epoch(ledger, 42, EveryPipeline()) == {**SUMMARY, "history": HISTORY}
     assert history_commands.epoch(ledger, 42) == {**SUMMARY, "history": HISTORY}
     assert views.epochs(ledger, EpochFilter(limit=50), EveryPipeline()) == [SUMMARY]

@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_eo"
 #: The modules that change an epoch's state, and the ledger methods that do.
 STORE_TRANSITION_MODULES = frozenset(
     {
-        "airflow_provider_eo.ledger.store.transitions",
+        "airflow_provider_eo.ledger.store.epoch_transitions",
+        "airflow_provider_eo.ledger.store.commit_statements",
         "airflow_provider_eo.ledger.protocol.stream_reservation",
         "airflow_provider_eo.ledger.protocol.backfill_reservation",
         "airflow_provider_eo.ledger.protocol.cursor_seek",
@@ -46,12 +47,12 @@ def test_no_product_code_outside_the_ledger_reaches_a_transition() -> None:
 
 def test_the_check_sees_imports_and_calls() -> None:
     source = (
-        "from airflow_provider_eo.ledger.store import transitions\n"
+        "from airflow_provider_eo.ledger.store import epoch_transitions\n"
         "import airflow_provider_eo.ledger.protocol.stream_reservation\n"
         "ledger.vote_written(1, 't')\nprotocol.vote(lease, {})\n"
     )
     assert reaches(source) == [
-        "airflow_provider_eo.ledger.store.transitions",
+        "airflow_provider_eo.ledger.store.epoch_transitions",
         "airflow_provider_eo.ledger.protocol.stream_reservation",
         "vote_written",
     ]

@@ -15,6 +15,7 @@ per pipeline at most).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from typing import Literal, Protocol
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
+
+log = logging.getLogger(__name__)
 
 LagSource = Literal["commit", "wait"]
 
@@ -101,3 +104,20 @@ def wait_sample_interval(partitions: int) -> float:
     exceed :data:`WAIT_SAMPLE_ROWS_PER_MINUTE` (10,000 partitions: one sample every 100
     minutes)."""
     return WAIT_SAMPLE_MIN_SECONDS * max(1, math.ceil(partitions / WAIT_SAMPLE_ROWS_PER_MINUTE))
+
+
+def store_sample(sink: LagSampleSink, sample: LagSample | None, where: str) -> bool:
+    """Store ``sample`` (None: nothing to store) in ``sink``; never raises: a failure is a
+    warning naming the pipeline, the source and ``where`` (epoch id, ranges). Returns
+    whether it was stored."""
+    if sample is None:
+        return False
+    try:
+        sink.record_lag_sample(sample)
+    except Exception as exc:
+        log.warning(
+            "lag sample not stored pipeline=%s source=%s %s: %s: %s",
+            sample.pipeline, sample.source, where, type(exc).__name__, exc,
+        )  # fmt: skip
+        return False
+    return True

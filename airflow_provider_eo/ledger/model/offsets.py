@@ -6,7 +6,7 @@ broker (the tests, too, run them against Apache Kafka).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -57,3 +57,21 @@ class OffsetPublisher(Protocol):
 @runtime_checkable
 class KafkaOffsets(OffsetSource, OffsetPublisher, Protocol):
     """Both: what the epoch protocol needs of the broker (``EoKafkaHook`` is one)."""
+
+
+class KafkaOnFirstUse:
+    """The broker's offsets made by ``factory`` at the first call and kept, so a caller
+    that never needs the broker never connects. Calling it without a factory raises
+    ``RuntimeError`` naming ``owner``."""
+
+    def __init__(self, factory: Callable[[], KafkaOffsets] | None, owner: str) -> None:
+        self._factory = factory
+        self._owner = owner
+        self._offsets: KafkaOffsets | None = None
+
+    def __call__(self) -> KafkaOffsets:
+        if self._offsets is None:
+            if self._factory is None:
+                raise RuntimeError(f"this {self._owner} was created without Kafka")
+            self._offsets = self._factory()
+        return self._offsets

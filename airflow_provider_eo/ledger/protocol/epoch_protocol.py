@@ -5,36 +5,33 @@ with a typed outcome. Operators, the Spark driver and the ``eo-ledger`` CLI are 
 these calls; none of them decides anything about an epoch itself (the UI and the CLI's
 read-only commands only read the store: ``store.queries``).
 
-=================  ===========================================================
+=================== =========================================================
 ``reserve_stream``  open the pipeline's next stream epoch from its cursor
                     (planning: ``stream_plan``; the transaction:
                     ``stream_reservation``)
 ``plan_backfill``   a backfill run's chunks: the requested range cut into
                     epochs of at most ``backfill.max_records_per_epoch``
-                    (planning: ``backfill_plan``)
+                    (planning: ``backfill_plan``, ``replay_plan``)
 ``reserve_backfill`` open a backfill epoch over a requested range (a chunk);
                     what this run already committed comes back as
                     ``AlreadyCommitted`` (a resumed run)
-``plan_replay``     which dead letters a replay selects (a replay is a backfill
-                    whose chunks carry their offsets; planning:
-                    ``replay_plan``, reads: ``replay``)
 ``begin_write``     may this writer write the epoch? lease, already done, fenced
+``replay_selection`` the offsets a replay epoch writes (the write step's read)
 ``vote``            RESERVED -> WRITTEN, the writer's last act
 ``commit``          publish the ranges' ends to the consumer group, then
-                    WRITTEN -> COMMITTED
+                    WRITTEN -> COMMITTED, then the dead letters to their topic
+                    (``commit_path``: the one way an epoch is committed)
 ``abort``           RESERVED (or, by an operator, WRITTEN) -> ABORTED
 ``recover``         settle a pipeline's open epochs left by other runs
 ``release``         settle a backfill run's own epochs when it ends
-``seek``            move a pipeline's stream cursors (an operator's act;
-                    planning: ``seek_plan``, the transaction: ``seek``)
-``reset_to_group``  move them to the consumer group's committed offsets
 ``publish_dead_letters`` send the committed dead letters the pipeline's
                     dead-letter topic lacks, exactly once
-                    (``dead_letter_publication``)
-=================  ===========================================================
+``epoch``           an epoch as the ledger holds it now
+=================== =========================================================
 
-``plan_replay``, ``replay_selection``, ``seek``, ``reset_to_group`` and
-``publish_dead_letters`` are inherited from :class:`~.operator_actions.OperatorActions`.
+An operator's own acts (a manual commit or abort, seek, reset, a replay's plan) go
+through :class:`~airflow_provider_eo.ledger.protocol.operator_tools.OperatorTools`, a
+facade over this protocol.
 
 Every durable effect happens in the ledger (one short transaction each) or in the
 consumer group; the order between them is the protocol's invariant: the group learns
@@ -46,8 +43,8 @@ resolves. See docs/DESIGN.md.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from airflow_provider_eo import protocol_points
@@ -57,10 +54,9 @@ from airflow_provider_eo.ledger.model.epochs import (
     LOGGED_RANGES,
     Epoch,
     PartitionRange,
-    offsets_text,
     ranges_text,
 )
-from airflow_provider_eo.ledger.model.offsets import KafkaOffsets
+from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, KafkaOnFirstUse, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.model.runs import RunIdentity, RunIsLive
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState, check_transition
@@ -79,12 +75,13 @@ from airflow_provider_eo.ledger.planning.fencing import (
 from airflow_provider_eo.ledger.planning.recovery_plan import (
     Action,
     SettlementPlan,
+    Step,
     plan_recovery,
     plan_release,
 )
 from airflow_provider_eo.ledger.protocol.backfill_reservation import reserve_backfill
+from airflow_provider_eo.ledger.protocol.commit_path import CommitPath, DeadLetterTopics, describe
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
-from airflow_provider_eo.ledger.protocol.operator_tools import DeadLetterTopics, OperatorActions
 from airflow_provider_eo.ledger.protocol.outcomes import (
     AlreadyCommitted,
     AlreadyWritten,
@@ -94,7 +91,11 @@ from airflow_provider_eo.ledger.protocol.outcomes import (
     Reserved,
     Settled,
 )
-from airflow_provider_eo.ledger.protocol.replay_reads import checked_replay_plan, replay_request
+from airflow_provider_eo.ledger.protocol.replay_reads import (
+    checked_replay_plan,
+    replay_request,
+    replay_selection,
+)
 from airflow_provider_eo.ledger.protocol.stream_reservation import reserve_stream
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
@@ -106,26 +107,26 @@ __all__ = [
     "Committed",
     "DeadLetterPublication",
     "EpochProtocol",
-    "GroupId",
     "NothingToReserve",
+    "PipelineLookup",
     "Reservation",
     "Reserved",
     "Settled",
 ]
 
-#: The consumer group a commit publishes to, or how to find it from the pipeline name
-#: (called only when a stream epoch has offsets to publish).
-GroupId = str | Callable[[str], str]
+#: A pipeline's spec by its name (``eo-ledger commit`` looks the epoch's pipeline up in the
+#: pipelines file): where a commit publishes offsets and dead letters.
+PipelineLookup = Callable[[str], PipelineSpec]
 
 
-class EpochProtocol(OperatorActions):
+class EpochProtocol:
     """The epoch protocol over ``ledger`` and, where Kafka is needed, ``kafka``.
 
     ``kafka`` is a zero-argument factory (e.g. a hook constructor), called at most once
     and only by an entry point that needs the broker, so the Spark driver and the CLI's
     read-only commands never connect to Kafka. ``dead_letter_topics`` makes a pipeline's
-    dead-letter topic (``hooks.dead_letter_topic.DeadLetterTopic``), called by each
-    :meth:`publish_dead_letters` of a pipeline that has one.
+    dead-letter topic (``clients.dead_letter_topic.DeadLetterTopic``), called by each
+    commit and :meth:`publish_dead_letters` of a pipeline that has one.
     """
 
     def __init__(
@@ -134,19 +135,9 @@ class EpochProtocol(OperatorActions):
         kafka: Callable[[], KafkaOffsets] | None = None,
         dead_letter_topics: DeadLetterTopics | None = None,
     ) -> None:
-        self.ledger = ledger
-        self._kafka_factory = kafka
-        self._kafka: KafkaOffsets | None = None
-        self._dead_letter_topics = dead_letter_topics
-
-    @property
-    def kafka(self) -> KafkaOffsets:
-        """The broker's offsets (created on first use); ``RuntimeError`` without a factory."""
-        if self._kafka is None:
-            if self._kafka_factory is None:
-                raise RuntimeError("this EpochProtocol was created without Kafka")
-            self._kafka = self._kafka_factory()
-        return self._kafka
+        self._ledger = ledger
+        self._kafka = KafkaOnFirstUse(kafka, "EpochProtocol")
+        self._commits = CommitPath(ledger, self._kafka, dead_letter_topics)
 
     # -- phase 1: reserve -----------------------------------------------------------
     def reserve_stream(self, spec: PipelineSpec, run: RunIdentity) -> Reservation:
@@ -157,8 +148,8 @@ class EpochProtocol(OperatorActions):
         errors prefixed with the pipeline's name.
         """
         try:
-            with self.ledger.transaction() as cur:
-                outcome = reserve_stream(cur, spec, self.kafka, run)
+            with self._ledger.transaction() as cur:
+                outcome = reserve_stream(cur, spec, self._kafka(), run)
         except KafkaAccessError as exc:  # the broker's errors name topics: say which pipeline asked
             raise type(exc)(f"pipeline {spec.name!r}: {exc}") from exc
         if outcome.error is not None:  # raised after the commit: new pins stay pinned
@@ -167,7 +158,7 @@ class EpochProtocol(OperatorActions):
         if epoch is None:
             log.info("no new data, no epoch opened pipeline=%s run=%s", spec.name, run)
             return NothingToReserve(spec.name, "no new data, no epoch opened")
-        log.info("reserved %s run=%s", _describe(epoch), run)
+        log.info("reserved %s run=%s", describe(epoch), run)
         protocol_points.passed("reserve.after_insert")
         return Reserved(epoch)
 
@@ -188,8 +179,8 @@ class EpochProtocol(OperatorActions):
         """
         replay = replay_request(request)
         if replay is not None:
-            return checked_replay_plan(self.ledger, spec, replay, self.kafka).chunks
-        plan = plan_backfill(spec, request, self.kafka)
+            return checked_replay_plan(self._ledger, spec, replay, self._kafka()).chunks
+        plan = plan_backfill(spec, request, self._kafka())
         if plan.ranges:
             validate_backfill_ranges(plan.ranges, plan.watermarks)
         chunks = split_into_chunks(plan.ranges, spec.backfill.max_records_per_epoch)
@@ -211,18 +202,18 @@ class EpochProtocol(OperatorActions):
         malformed request, ``InvalidRanges`` for ranges outside the watermarks and
         ``OpenEpochConflict`` when the ranges overlap another open epoch of the run.
         """
-        plan = plan_backfill(spec, request, self.kafka)
+        plan = plan_backfill(spec, request, self._kafka())
         if not plan.ranges:
             return NothingToReserve(spec.name, "nothing to backfill in the requested range")
         checked = validate_backfill_ranges(plan.ranges)
-        with self.ledger.transaction() as cur:
+        with self._ledger.transaction() as cur:
             epoch = reserve_backfill(cur, spec.name, checked, run, plan.watermarks)
-        log.info("reserved %s run=%s state=%s", _describe(epoch), run, epoch.state.value)
+        log.info("reserved %s run=%s state=%s", describe(epoch), run, epoch.state.value)
         if epoch.state is EpochState.COMMITTED:
-            log.info("already committed by this run, nothing to write %s", _describe(epoch))
+            log.info("already committed by this run, nothing to write %s", describe(epoch))
             return AlreadyCommitted(epoch)
         if epoch.state is EpochState.WRITTEN:
-            log.info("already written by this run, only its commit is left %s", _describe(epoch))
+            log.info("already written by this run, only its commit is left %s", describe(epoch))
             return AlreadyWritten(epoch)
         return Reserved(epoch)
 
@@ -241,95 +232,92 @@ class EpochProtocol(OperatorActions):
         newer writer or an abort got there first (nothing was changed).
         """
         try:
-            return self.ledger.vote_written(lease.epoch.epoch_id, lease.fencing_token, metrics)
+            return self._ledger.vote_written(lease.epoch.epoch_id, lease.fencing_token, metrics)
         except FencedOut:
-            current = self.ledger.get_epoch(lease.epoch.epoch_id)
+            current = self._ledger.get_epoch(lease.epoch.epoch_id)
             verdict = write_permission(current, lease.fencing_token)
             return verdict if isinstance(verdict, Fenced) else Fenced(current, token_mismatch=False)
 
+    def replay_selection(self, epoch_id: int) -> dict[TopicPartition, tuple[int, ...]] | None:
+        """The offsets a replay epoch writes per partition (None: a plain epoch, all of
+        its ranges). Read by the Spark driver, once per epoch."""
+        return replay_selection(self._ledger, epoch_id)
+
     # -- phase 3: commit or abort ---------------------------------------------------
     def commit(
-        self, epoch_id: int, *, group_id: GroupId, pipeline: str | None = None, reason: str | None = None
+        self, epoch_id: int, *, pipeline: PipelineSpec | PipelineLookup, reason: str | None = None
     ) -> Committed:
-        """Publish a WRITTEN stream epoch's range ends to the group, then mark it COMMITTED
-        (``reason`` goes to its history).
+        """Commit ``epoch_id`` through the one commit path (``commit_path.py``): a WRITTEN
+        stream epoch's range ends go to the pipeline's group, the ledger marks it COMMITTED
+        (``reason`` goes to its history), its lag sample is stored; then the pipeline's
+        committed dead letters go to its dead-letter topic (``Committed.dead_letters``).
 
-        Backfill epochs publish nothing. COMMITTED: a no-op success. RESERVED/ABORTED:
-        ``IllegalTransition`` before anything is published; ``pipeline`` given and not
-        the epoch's: ``EpochOfAnotherPipeline``. The step's duration dates its start in
-        the ledger (``commit_started_at``, the commit phase of ``ledger/model/phases.py``).
+        ``pipeline``: the epoch's pipeline spec, or a lookup by pipeline name (called once,
+        after the state check). COMMITTED: a no-op success that still publishes pending
+        dead letters. RESERVED/ABORTED: ``IllegalTransition`` before anything is
+        published; a spec not the epoch's: ``EpochOfAnotherPipeline``. A failed
+        dead-letter publication raises after the commit (a retry publishes the rest).
         """
-        began = time.monotonic()
-        epoch = self._epoch_of(pipeline, epoch_id) if pipeline else self.ledger.get_epoch(epoch_id)
-        if epoch.state is EpochState.COMMITTED:
-            log.info("epoch already COMMITTED, nothing to do %s", _describe(epoch))
-            return Committed(epoch, {}, None, already_committed=True)
-        check_transition(epoch_id, epoch.state, EpochState.COMMITTED)
-        offsets = epoch.end_offsets if epoch.kind is EpochKind.STREAM else {}
-        group = None
-        protocol_points.passed("commit.before_publish")
-        if offsets:
-            group = group_id if isinstance(group_id, str) else group_id(epoch.pipeline)
-            self.kafka.commit_offsets(group, offsets)
-            protocol_points.passed("commit.after_publish")
-            log.info(
-                "published offsets %s group=%s offsets=%s", _describe(epoch), group, offsets_text(offsets)
-            )
-        committed = self.ledger.mark_committed(epoch_id, reason, step_seconds=time.monotonic() - began)
-        return Committed(committed, offsets, group, already_committed=False)
+        spec = pipeline if isinstance(pipeline, PipelineSpec) else None
+        epoch = self._epoch_of(spec.name, epoch_id) if spec else self._ledger.get_epoch(epoch_id)
+        if epoch.state is not EpochState.COMMITTED:
+            check_transition(epoch_id, epoch.state, EpochState.COMMITTED)
+        if spec is None:
+            spec = pipeline(epoch.pipeline)  # type: ignore[operator]
+        (committed,), letters = self._commits.settle(spec, [Step(epoch, Action.COMMIT, reason or "")])
+        return replace(committed, dead_letters=letters)
 
     def abort(self, epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch:
         """RESERVED -> ABORTED (WRITTEN too with ``allow_written``: an operator's explicit
         choice; its HBase cells stay and the range is read again). ABORTED: no-op.
         Raises ``IllegalTransition`` otherwise."""
-        return self.ledger.abort(epoch_id, reason, allow_written=allow_written)
+        return self._ledger.abort(epoch_id, reason, allow_written=allow_written)
 
     # -- settling what others left --------------------------------------------------
     def recover(
         self, spec: PipelineSpec, run: RunIdentity, is_live: RunIsLive, kind: EpochKind | None = None
     ) -> Settled:
         """Settle ``spec``'s open epochs (of ``kind``; all kinds when None) as
-        :func:`~airflow_provider_eo.ledger.planning.recovery_plan.plan_recovery` plans, in epoch order;
-        the history records these changes as ``recovery`` by this ledger's actor. Then
-        finishes any interrupted dead-letter publication (:meth:`publish_dead_letters`);
-        its failure raises (the epochs stay settled; the task's retry publishes)."""
-        plan = plan_recovery(self.ledger.open_epochs(spec.name, kind), run, is_live)
-        with self.ledger.acting_as(self.ledger.actor.recovering()):
-            settled = self._carry_out(spec, plan)
-        self.publish_dead_letters(spec)
-        return settled
+        :func:`~airflow_provider_eo.ledger.planning.recovery_plan.plan_recovery` plans, in
+        epoch order, through the commit path; the history records these changes as
+        ``recovery`` by this ledger's actor. Its dead-letter publication also finishes
+        any interrupted one; its failure raises (the epochs stay settled; a retry publishes)."""
+        plan = plan_recovery(self._ledger.open_epochs(spec.name, kind), run, is_live)
+        with self._ledger.acting_as(self._ledger.actor.recovering()):
+            return self._settle(spec, plan)
 
     def release(self, spec: PipelineSpec, run: RunIdentity) -> Settled:
-        """Settle ``run``'s own open backfill epochs (its teardown): commit WRITTEN, abort RESERVED."""
-        plan = plan_release(self.ledger.open_epochs(spec.name, EpochKind.BACKFILL), run)
-        return self._carry_out(spec, plan)
+        """Settle ``run``'s own open backfill epochs (its teardown) through the commit path:
+        commit WRITTEN, abort RESERVED; then publish the pipeline's dead letters."""
+        plan = plan_release(self._ledger.open_epochs(spec.name, EpochKind.BACKFILL), run)
+        return self._settle(spec, plan)
 
-    def _carry_out(self, spec: PipelineSpec, plan: SettlementPlan) -> Settled:
-        """Carry ``plan`` out in order. A failure stops it with the earlier steps done;
-        planning again settles the rest (every step is idempotent)."""
+    def publish_dead_letters(self, spec: PipelineSpec) -> DeadLetterPublication:
+        """Publish ``spec``'s committed dead letters its dead-letter topic lacks, exactly once
+        (``dead_letter_publication.py``); every commit already does. No dead-letter topic:
+        nothing (``topic`` None). Raises ``DeadLetterTopicMissing`` / ``EoKafkaError`` naming
+        pipeline and topic, ``RuntimeError`` without ``dead_letter_topics``."""
+        return self._commits.publish_dead_letters(spec)
+
+    # -- reads ----------------------------------------------------------------------
+    def epoch(self, epoch_id: int, pipeline: str | None = None) -> Epoch:
+        """The epoch as the ledger holds it now. Raises ``EpochNotFound``, and
+        ``EpochOfAnotherPipeline`` when ``pipeline`` is given and not the epoch's."""
+        return self._epoch_of(pipeline, epoch_id) if pipeline else self._ledger.get_epoch(epoch_id)
+
+    def _settle(self, spec: PipelineSpec, plan: SettlementPlan) -> Settled:
+        """Carry ``plan`` out (``CommitPath.settle``) and log what was done."""
         for step in plan.steps:
-            log.info("settling %s: %s (%s)", _describe(step.epoch), step.action.value, step.reason)
-            if step.action is Action.COMMIT:
-                self.commit(
-                    step.epoch.epoch_id, group_id=spec.group_id, pipeline=spec.name, reason=step.reason
-                )
-            elif step.action is Action.ABORT:
-                self.abort(step.epoch.epoch_id, step.reason)
+            log.info("settling %s: %s (%s)", describe(step.epoch), step.action.value, step.reason)
+        committed, letters = self._commits.settle(spec, plan.steps)
         log.info(
             "settled pipeline=%s committed=%s aborted=%s kept=%s",
             spec.name, plan.ids(Action.COMMIT), plan.ids(Action.ABORT), plan.ids(Action.KEEP),
         )  # fmt: skip
-        return Settled(spec.name, plan)
+        return Settled(spec.name, plan, tuple(committed), letters)
 
     def _epoch_of(self, pipeline: str, epoch_id: int) -> Epoch:
-        epoch = self.ledger.get_epoch(epoch_id)
+        epoch = self._ledger.get_epoch(epoch_id)
         if epoch.pipeline != pipeline:
             raise EpochOfAnotherPipeline(epoch_id, epoch.pipeline, pipeline)
         return epoch
-
-
-def _describe(epoch: Epoch) -> str:
-    return (
-        f"pipeline={epoch.pipeline} epoch_id={epoch.epoch_id} kind={epoch.kind.value} "
-        f"ranges={epoch.ranges_brief} records={epoch.record_count}"
-    )

@@ -3,11 +3,14 @@ entry points (the fencing verdicts are in :mod:`~airflow_provider_eo.ledger.plan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.planning.recovery_plan import SettlementPlan
+from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
 
 
 @dataclass(frozen=True)
@@ -47,17 +50,31 @@ Reservation = Reserved | NothingToReserve | AlreadyWritten | AlreadyCommitted
 @dataclass(frozen=True)
 class Committed:
     """The epoch is COMMITTED; ``published`` is what this call sent to ``group_id``
-    (empty for backfills and when ``already_committed``)."""
+    (empty for backfills and when ``already_committed``). ``high_watermarks``: each stream
+    range's partition right after this commit (its lag sample's; empty for backfills, a
+    no-op or an unreachable broker). ``dead_letters``: the publication that followed
+    (:meth:`EpochProtocol.commit`; None inside a recovery or release, which publish once,
+    in :class:`Settled`)."""
 
     epoch: Epoch
     published: dict[TopicPartition, int]
     group_id: str | None
     already_committed: bool
+    high_watermarks: Mapping[TopicPartition, int] = field(default_factory=dict)
+    dead_letters: DeadLetterPublication | None = None
+
+    def published_json(self) -> list[dict[str, Any]]:
+        """``published`` as ``[{topic, partition, offset}]``, by topic and partition."""
+        return [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(self.published.items())]
 
 
 @dataclass(frozen=True)
 class Settled:
-    """What :meth:`EpochProtocol.recover` / :meth:`EpochProtocol.release` did."""
+    """What :meth:`EpochProtocol.recover` / :meth:`EpochProtocol.release` did: ``plan``
+    carried out, ``committed`` the commits among its steps (in order), then the pipeline's
+    dead-letter publication."""
 
     pipeline: str
     plan: SettlementPlan
+    committed: tuple[Committed, ...]
+    dead_letters: DeadLetterPublication

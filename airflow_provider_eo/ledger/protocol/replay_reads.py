@@ -4,7 +4,7 @@ A replay is a backfill: :func:`replay_chunks` plans its chunks (ranges of
 ``replay_plan.SelectedRange``), which ``EpochProtocol.reserve_backfill`` reserves like any
 chunk (the reservation stores the selection), the Spark driver writes only the selection
 (:func:`replay_selection`) and the commit resolves the dead letters it wrote
-(``store.transitions.mark_committed``). Reads here are one short transaction each.
+(``store.commit_statements.mark_committed``). Reads here are one short transaction each.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list
     ]  # fmt: skip
 
 
-def sequence_epoch_dead_letters(cur: Any, pipeline: str, epoch_id: int) -> range:
+def number_dead_letters_for_publication(cur: Any, pipeline: str, epoch_id: int) -> range:
     """Number the epoch's dead letters that have no ``publish_seq`` yet, consecutively from
     the pipeline's ``dead_letters_sequenced``, ordered by topic, partition, offset, and
     advance that counter; returns the numbers given (empty: none).

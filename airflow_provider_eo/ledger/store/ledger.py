@@ -26,7 +26,14 @@ from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch
 from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind
-from airflow_provider_eo.ledger.store import dead_letter_rows, history_rows, queries, retention, transitions
+from airflow_provider_eo.ledger.store import (
+    commit_statements,
+    dead_letter_rows,
+    epoch_transitions,
+    history_rows,
+    queries,
+    retention,
+)
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epoch, fetch_epochs
@@ -109,7 +116,7 @@ class Ledger(LedgerObservations):
         with the same token is a no-op.
         """
         with self._transaction() as cur:
-            epoch = transitions.vote_written(cur, epoch_id, fencing_token, metrics)
+            epoch = epoch_transitions.vote_written(cur, epoch_id, fencing_token, metrics)
         log.info("voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
         return epoch
 
@@ -123,7 +130,7 @@ class Ledger(LedgerObservations):
         Raises ``IllegalTransition`` for RESERVED or ABORTED epochs.
         """
         with self._transaction() as cur:
-            epoch, changed = transitions.mark_committed(cur, epoch_id, reason, step_seconds)
+            epoch, changed = commit_statements.mark_committed(cur, epoch_id, reason, step_seconds)
         if changed:
             log.info(
                 "COMMITTED epoch_id=%s pipeline=%s ranges=%s", epoch_id, epoch.pipeline, epoch.ranges_brief
@@ -137,7 +144,7 @@ class Ledger(LedgerObservations):
         COMMITTED epochs cannot be aborted. Raises ``IllegalTransition``.
         """
         with self._transaction() as cur:
-            epoch, changed = transitions.abort(cur, epoch_id, reason, allow_written=allow_written)
+            epoch, changed = epoch_transitions.abort(cur, epoch_id, reason, allow_written=allow_written)
         if changed:
             log.warning(
                 "ABORTED epoch_id=%s pipeline=%s reason=%s ranges=%s",

@@ -1,4 +1,5 @@
-"""State changes of one epoch, each a single conditional UPDATE.
+"""The vote and the abort: state changes of one epoch, each a single conditional UPDATE
+(the commit, with what moves with it, is ``commit_statements.py``).
 
 Each function runs in the caller's transaction. The UPDATE only matches a row in a
 source state of ``states.TRANSITIONS`` (bound from :func:`sources_of`), so concurrent
@@ -16,10 +17,7 @@ from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.refusals import FencedOut, IllegalTransition
 from airflow_provider_eo.ledger.model.states import EpochState, check_transition, sources_of
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, write_permission
-from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
-from airflow_provider_eo.ledger.store.dead_letter_rows import sequence_epoch_dead_letters
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
-from airflow_provider_eo.ledger.store.replay_rows import resolve_replayed
 from airflow_provider_eo.ledger.store.transaction_labels import label_reason
 
 #: The hint of a refusal whose UPDATE matched nothing although the row, read right after,
@@ -27,8 +25,9 @@ from airflow_provider_eo.ledger.store.transaction_labels import label_reason
 CHANGED_CONCURRENTLY = "another session changed the epoch meanwhile; nothing was changed, retry"
 
 
-def _refuse(epoch: Epoch, target: EpochState, *, operator_action: bool = False) -> NoReturn:
-    """Raise ``IllegalTransition`` for a guarded UPDATE to ``target`` that matched nothing."""
+def refuse(epoch: Epoch, target: EpochState, *, operator_action: bool = False) -> NoReturn:
+    """Raise ``IllegalTransition`` for a guarded UPDATE to ``target`` that matched nothing:
+    the state machine's refusal, or :data:`CHANGED_CONCURRENTLY`."""
     check_transition(epoch.epoch_id, epoch.state, target, operator_action=operator_action)
     raise IllegalTransition(epoch.epoch_id, epoch.state.value, target.value, CHANGED_CONCURRENTLY)
 
@@ -59,40 +58,6 @@ def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[s
     raise FencedOut(epoch_id, epoch.state.value, reason)
 
 
-def mark_committed(
-    cur: Any, epoch_id: int, reason: str | None = None, step_seconds: float | None = None
-) -> tuple[Epoch, bool]:
-    """WRITTEN -> COMMITTED; COMMITTED is a no-op. Returns (epoch, changed). ``reason``
-    goes to the epoch's history (None: the trigger's "committed"). ``commit_started_at`` is
-    ``committed_at`` minus ``step_seconds`` (the commit step's duration so far, on the
-    caller's monotonic clock: no clock skew), or NULL without it.
-
-    A stream epoch's change raises its partitions' stored cursors to its range ends in
-    the same transaction (:func:`~.cursors.advance_to_committed_ends`), the epoch's dead
-    letters get their publish order (:func:`~.dead_letters.sequence_epoch_dead_letters`),
-    and a replay epoch marks the dead letters it wrote resolved by it
-    (:func:`~.replay.resolve_replayed`).
-    Raises ``IllegalTransition`` (nothing changed) from any other state.
-    """
-    label_reason(cur, reason)
-    cur.execute(
-        "UPDATE eo.epochs SET state = %s, committed_at = now(),"
-        " commit_started_at = now() - make_interval(secs => %s::double precision)"
-        " WHERE epoch_id = %s AND state = ANY(%s)",
-        (EpochState.COMMITTED.value, step_seconds, epoch_id, sources_of(EpochState.COMMITTED)),
-    )
-    changed = cur.rowcount == 1
-    if changed:
-        advance_to_committed_ends(cur, epoch_id)
-        resolve_replayed(cur, epoch_id)
-    epoch = fetch_epoch(cur, epoch_id)
-    if changed:
-        sequence_epoch_dead_letters(cur, epoch.pipeline, epoch_id)
-    if changed or epoch.state is EpochState.COMMITTED:
-        return epoch, changed
-    _refuse(epoch, EpochState.COMMITTED)
-
-
 def abort(cur: Any, epoch_id: int, reason: str, *, allow_written: bool) -> tuple[Epoch, bool]:
     """RESERVED -> ABORTED (WRITTEN too with ``allow_written``, the operator action);
     ABORTED is a no-op. Returns (epoch, changed).
@@ -118,4 +83,4 @@ def abort(cur: Any, epoch_id: int, reason: str, *, allow_written: bool) -> tuple
     epoch = fetch_epoch(cur, epoch_id)
     if changed or epoch.state is EpochState.ABORTED:
         return epoch, changed
-    _refuse(epoch, EpochState.ABORTED, operator_action=allow_written)
+    refuse(epoch, EpochState.ABORTED, operator_action=allow_written)
