@@ -26,7 +26,8 @@ import json
 from typing import Any
 
 from airflow_provider_eo.dag_ids import backfill_dag_id
-from airflow_provider_eo.ledger.planning.replay_plan import CONF_KEY, ReplayFilter, ReplayPlan
+from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter, ReplayPlan
+from airflow_provider_eo.operators.backfill_request_form import replay_conf, replay_filter_from_conf
 
 #: Offsets listed per partition in the answer unless ``--show`` says otherwise.
 DEFAULT_SHOWN = 20
@@ -59,7 +60,8 @@ def add_replay_parser(dead_letter_commands: Any) -> argparse.ArgumentParser:
 
 
 def replay_filter(args: argparse.Namespace, refused: type[Exception] = ReplayRefused) -> ReplayFilter:
-    """The filter the options give; ``refused`` when it is empty or inconsistent."""
+    """The filter the options give (``replay_filter_from_conf``, the run conf's parser:
+    the same checks as a backfill run's); ``refused`` when it is empty or inconsistent."""
     conf = {
         "epoch": args.epoch,
         "topic": args.topic,
@@ -69,9 +71,11 @@ def replay_filter(args: argparse.Namespace, refused: type[Exception] = ReplayRef
         "reason": args.reason,
     }
     try:
-        return ReplayFilter.from_conf({k: v for k, v in conf.items() if v is not None})
+        return replay_filter_from_conf(
+            {k: v for k, v in conf.items() if v is not None}, "dead-letters replay"
+        )
     except ValueError as exc:
-        raise refused(str(exc).replace(CONF_KEY, "dead-letters replay")) from exc
+        raise refused(str(exc)) from exc
 
 
 def run_replay(
@@ -95,7 +99,7 @@ def run_replay(
     if refusal is not None:
         raise refused(refusal)
     dag_id = backfill_dag_id(spec.name)
-    conf = {CONF_KEY: wanted.to_conf()}
+    conf = replay_conf(wanted)
     answer = replay_report(spec.name, wanted, plan, args.show)
     answer |= {"dry_run": bool(args.dry_run), "dag_id": dag_id, "conf": conf, "dag_run_id": None}
     if not args.dry_run:
@@ -119,7 +123,7 @@ def replay_report(pipeline: str, wanted: ReplayFilter, plan: ReplayPlan, shown: 
     their selected counts, and per partition the first ``shown`` offsets."""
     return {
         "pipeline": pipeline,
-        "filter": wanted.to_conf(),
+        "filter": wanted.given(),
         "records": plan.record_count,
         "already_resolved": plan.already_resolved,
         "chunks": [

@@ -5,18 +5,19 @@ from __future__ import annotations
 from airflow.sdk import Param
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.ledger.planning.replay_plan import EPOCH_PARAM
+from airflow_provider_eo.operators.backfill_request_form import EPOCH_PARAM
 
 
 def backfill_params(spec: PipelineSpec) -> dict[str, Param]:
     """Params of ``eo_backfill__<pipeline>``; validated by Airflow when the run is triggered.
 
     Exactly one of start_offset/start_time must be given; end defaults to the high watermark.
-    The cross-field rules are checked again by the reserve task, which names the offending field.
+    The cross-field rules are checked again when the plan task reads the form
+    (``operators/backfill_request_form.py``), which names the offending field.
     ``dead_letters_of_epoch`` replays that epoch's dead letters instead of a range (the
     generic filter, the run conf's ``replay_dead_letters`` that ``eo-ledger dead-letters
     replay`` sends, is no form field); the range params must then stay empty
-    (``ledger/planning/replay_plan.py``).
+    (``operators/backfill_request_form.py``).
     """
     topics_hint = ", ".join(spec.topics) if spec.topics else f"topics matching /{spec.topic_pattern}/"
     return {

@@ -2,9 +2,10 @@
 or the run's data interval; :func:`backfill_request`: what a backfill run asks for.
 
 Backfill epochs replay a historical range beside the stream: they never move the
-stream cursor and never publish offsets to the consumer group. Planning the ranges is
-:func:`airflow_provider_eo.ledger.planning.backfill_plan.plan_backfill`'s. The backfill DAG itself
-writes a run as chunks (``backfill_chunks.py``); this operator is the one-epoch form.
+stream cursor and never publish offsets to the consumer group. Reading the run's forms
+into a typed request is ``backfill_request_form.py``'s; planning its ranges is the
+protocol's (``ledger/protocol/backfill_reservation.py``). The backfill DAG itself writes
+a run as chunks (``backfill_chunks.py``); this operator is the one-epoch form.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from airflow.sdk import Context
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger.model.runs import RunIdentity
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
-from airflow_provider_eo.ledger.planning.replay_plan import CONF_KEY
+from airflow_provider_eo.ledger.planning.backfill_request import BackfillRequest
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reservation
+from airflow_provider_eo.operators.backfill_request_form import CONF_KEY, request_of
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 
 
@@ -28,7 +29,8 @@ def backfill_request(
     """The request of the running task: ``ranges`` when given; the run's params (the
     Trigger form, plus the run conf's ``replay_dead_letters``, a replay's filter that is no
     form field); and, for a run Airflow's backfill created (run type ``backfill``), its
-    data interval, which then is the range."""
+    data interval, which then is the range (``backfill_request_form.request_of``;
+    ``ValueError`` naming the param at fault)."""
     dag_run = context.get("dag_run")
     run_type = getattr(dag_run, "run_type", None)
     interval = None
@@ -38,12 +40,7 @@ def backfill_request(
     conf = getattr(dag_run, "conf", None) or {}
     if conf.get(CONF_KEY) is not None:
         params.setdefault(CONF_KEY, conf[CONF_KEY])
-    return BackfillRequest(
-        ranges=ranges,
-        params=params,
-        data_interval=interval,
-        requested_at=getattr(dag_run, "run_after", None),
-    )
+    return request_of(ranges, params, interval, getattr(dag_run, "run_after", None))
 
 
 class ReserveBackfillEpochOperator(ReserveEpochOperator):

@@ -17,9 +17,9 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.protocol.epoch_protocol import NothingToReserve, Reserved
 from airflow_provider_eo.operators.backfill import backfill_request
+from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol, task_actor
 from airflow_provider_eo.operators.run_context import run_identity
 from airflow_provider_eo.operators.write import WriteEpochOperator
@@ -78,9 +78,7 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         spec = self.spec
         with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
-            outcome = protocol.reserve_backfill(
-                spec, BackfillRequest(ranges=self.ranges), run_identity(context)
-            )
+            outcome = protocol.reserve_backfill(spec, request_of(self.ranges), run_identity(context))
         if isinstance(outcome, NothingToReserve):
             raise AirflowSkipException(f"pipeline {spec.name!r}: {outcome.reason}")
         epoch = outcome.epoch

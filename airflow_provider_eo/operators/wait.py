@@ -3,7 +3,7 @@
 With it, a ``@continuous`` or frequent schedule holds no worker slot and starts no Spark
 job while there is nothing to read: the task checks once, then defers to
 :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger` in the
-triggerer. The rule is :func:`~airflow_provider_eo.ledger.planning.records_available.check_pending`'s. A check
+triggerer. The rule is :func:`~airflow_provider_eo.ledger.protocol.position_reads.check_pending`'s. A check
 that finds records at once stores its lag sample (the trigger stores those of its polls).
 """
 
@@ -19,7 +19,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger.planning.records_available import read_positions
+from airflow_provider_eo.ledger.protocol.position_reads import read_positions
 from airflow_provider_eo.observability.lag_sampling import WaitSampler
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger

@@ -2,7 +2,7 @@
 
 Runs in Airflow's triggerer while :class:`~airflow_provider_eo.operators.wait.WaitForRecordsOperator`
 is deferred: no worker slot is held and no Spark job exists. Every ``poll_interval``
-seconds it applies :func:`~airflow_provider_eo.ledger.planning.records_available.check_pending` (the ledger's
+seconds it applies :func:`~airflow_provider_eo.ledger.protocol.position_reads.check_pending` (the ledger's
 cursors against the broker's read_committed high watermarks) and fires one event:
 
 * ``{"status": "records", **PendingRecords.to_json()}`` as soon as the run should reserve;
@@ -35,7 +35,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger.planning.records_available import PendingRecords, read_positions
+from airflow_provider_eo.ledger.planning.records_available import PendingRecords
+from airflow_provider_eo.ledger.protocol.position_reads import read_positions
 from airflow_provider_eo.observability.lag_sampling import WaitSampler
 
 CLASSPATH = "airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger"

@@ -23,10 +23,11 @@ from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.runs import RunIdentity
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
+from airflow_provider_eo.ledger.planning.backfill_request import BackfillRequest, DataInterval
 from airflow_provider_eo.ledger.protocol.epoch_protocol import AlreadyCommitted, EpochProtocol, Reserved
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator
+from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.spark.driver.task_settings import task_settings
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from tests.conftest import StackInfo
@@ -152,9 +153,7 @@ def run_chunks(
         protocol = EpochProtocol(ledger, kafka=EoKafkaHook)
         try:
             for chunk in protocol.plan_backfill(spec, request):
-                outcome = protocol.reserve_backfill(
-                    spec, BackfillRequest(ranges=[r.to_summary() for r in chunk]), run
-                )
+                outcome = protocol.reserve_backfill(spec, request_of([r.to_summary() for r in chunk]), run)
                 if isinstance(outcome, AlreadyCommitted):
                     outcomes.append("already committed")
                     continue
@@ -198,7 +197,7 @@ def test_chunked_interval_backfill_writes_exactly_its_records_and_resumes_after_
         connection.close()
     run = RunIdentity(BACKFILL_DAG, "backfill__2026-03-01T00:00:00+00:00")
     # [t0 + 10 s, t0 + 50 s): a1..a4 (p0 [1, 5)) and b1, b2 (p1 [1, 3)): 6 offsets, 3 chunks
-    request = BackfillRequest(data_interval=(t0 + timedelta(seconds=10), t0 + timedelta(seconds=50)))
+    request = DataInterval(t0 + timedelta(seconds=10), t0 + timedelta(seconds=50))
 
     crash_handler["at_write"] = 3
     assert run_chunks(stack, name, file, run, request) == [

@@ -19,9 +19,10 @@ from airflow_provider_eo.ledger import (
     InvalidRanges,
     Ledger,
 )
+from airflow_provider_eo.ledger.model.epochs import PartitionRange
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochState
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
+from airflow_provider_eo.ledger.planning.backfill_request import ExplicitRanges, OffsetWindow
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, WriteLease
 from airflow_provider_eo.ledger.planning.recovery_plan import Action
 from airflow_provider_eo.ledger.protocol.epoch_protocol import (
@@ -149,11 +150,9 @@ def test_backfill_reserve_release_and_recover(ledger: Ledger, hook: EoKafkaHook,
     spec = make_spec(topics=[topic])
     protocol = EpochProtocol(ledger, kafka=lambda: hook)
     backfill_run = RunIdentity("eo_backfill__p", "bf-1")
-    request = BackfillRequest(ranges=[{"topic": topic, "partition": 0, "start": 1, "end": 3}])
+    request = ExplicitRanges((PartitionRange(topic, 0, 1, 3),))
     first = protocol.reserve_backfill(spec, request, backfill_run)
-    second = protocol.reserve_backfill(
-        spec, BackfillRequest(params={"start_offset": 0}), RunIdentity("x", "bf-2")
-    )
+    second = protocol.reserve_backfill(spec, OffsetWindow(start_offset=0), RunIdentity("x", "bf-2"))
     assert isinstance(first, Reserved) and isinstance(second, Reserved)
     assert [(r.partition, r.start, r.end) for r in first.epoch.ranges] == [(0, 1, 3)]
     assert [(r.partition, r.start, r.end) for r in second.epoch.ranges] == [(0, 0, 3), (1, 0, 2)]
@@ -183,7 +182,7 @@ def test_a_retried_chunk_comes_back_as_written_then_committed_even_after_retenti
     spec = make_spec(topics=[topic])
     protocol = EpochProtocol(ledger, kafka=lambda: hook)
     run = RunIdentity("eo_backfill__p", "bf-retry")
-    chunk = BackfillRequest(ranges=[{"topic": topic, "partition": 0, "start": 1, "end": 4}])
+    chunk = ExplicitRanges((PartitionRange(topic, 0, 1, 4),))
     first = protocol.reserve_backfill(spec, chunk, run)
     assert isinstance(first, Reserved)
     voted = ledger.vote_written(first.epoch.epoch_id, first.epoch.fencing_token, {})

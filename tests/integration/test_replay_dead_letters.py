@@ -33,11 +33,11 @@ from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.model.runs import RunIdentity
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reserved
 from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.operators.backfill_request_form import request_of
 from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import dead_letter_rows, replay_selection_rows
 from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection
@@ -144,12 +144,12 @@ def replay_in_process(world: World, params: dict[str, Any]) -> list[Epoch]:
     epochs = []
     with Ledger(world.dsn) as ledger:
         protocol = EpochProtocol(ledger, kafka=lambda: trip.kafka)
-        chunks = protocol.plan_backfill(spec, BackfillRequest(params=params))
+        chunks = protocol.plan_backfill(spec, request_of(params=params))
         for chunk in chunks:
             xcom = json.loads(json.dumps([r.to_summary() for r in chunk]))
-            reserved = protocol.reserve_backfill(spec, BackfillRequest(ranges=xcom), run)
+            reserved = protocol.reserve_backfill(spec, request_of(xcom), run)
             assert isinstance(reserved, Reserved)
-            again = protocol.reserve_backfill(spec, BackfillRequest(ranges=xcom), run)
+            again = protocol.reserve_backfill(spec, request_of(xcom), run)
             assert again == reserved  # a retry of the chunk gets the same epoch
             epochs.append(trip.write_and_commit(reserved.epoch))
     return epochs
@@ -290,10 +290,8 @@ def test_a_record_refailing_in_an_aborted_replay_stays_selectable(world: World) 
     params = {"replay_dead_letters": {"reason": "not valid json"}}
     with Ledger(world.dsn) as ledger:
         protocol = EpochProtocol(ledger, kafka=lambda: trip.kafka)
-        (chunk,) = protocol.plan_backfill(spec, BackfillRequest(params=params))
-        reserved = protocol.reserve_backfill(
-            spec, BackfillRequest(ranges=[r.to_summary() for r in chunk]), run
-        )
+        (chunk,) = protocol.plan_backfill(spec, request_of(params=params))
+        reserved = protocol.reserve_backfill(spec, request_of([r.to_summary() for r in chunk]), run)
         assert isinstance(reserved, Reserved)
         assert trip.write(reserved.epoch.epoch_id) == 0
         protocol.abort(reserved.epoch.epoch_id, "test: operator abort", allow_written=True)

@@ -19,7 +19,7 @@ import pytest
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.refusals import IllegalTransition
 from airflow_provider_eo.ledger.model.states import EpochState, is_allowed
-from airflow_provider_eo.ledger.store import transitions
+from airflow_provider_eo.ledger.store import commit_statements, epoch_transitions
 from airflow_provider_eo.ledger.store.migrate import apply_migrations
 from airflow_provider_eo.ledger.store.transaction_labels import label_actor
 
@@ -163,7 +163,7 @@ class VoteAfterUpdate:
             self._fired = True
             with self._other.cursor() as cur:
                 label_actor(cur, Actor("process", "the other session"))
-                transitions.vote_written(cur, self._epoch_id, TOKEN, {"records": 1})
+                epoch_transitions.vote_written(cur, self._epoch_id, TOKEN, {"records": 1})
             self._other.commit()
 
     def __getattr__(self, name: str) -> Any:
@@ -175,7 +175,7 @@ def test_commit_refused_when_the_epoch_was_voted_between_guard_and_read(conn: An
     other = psycopg2.connect(schema)
     try:
         with conn.cursor() as cur, pytest.raises(IllegalTransition) as info:
-            transitions.mark_committed(VoteAfterUpdate(cur, other, epoch_id), epoch_id)
+            commit_statements.mark_committed(VoteAfterUpdate(cur, other, epoch_id), epoch_id)
         conn.rollback()
     finally:
         other.close()

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from airflow_provider_eo.ledger.model.epochs import PartitionRange as R
-from airflow_provider_eo.ledger.planning.backfill_plan import epoch_ms, parse_ranges, split_into_chunks
+from airflow_provider_eo.ledger.planning.backfill_plan import epoch_ms, split_into_chunks
+from airflow_provider_eo.operators.backfill_request_form import parse_ranges
 
 
 def test_chunks_fill_in_partition_order_and_count_ceil_n_over_k() -> None:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_eo.ledger.model.epochs import PartitionRange
-from airflow_provider_eo.ledger.planning.backfill_plan import parse_ranges
 from airflow_provider_eo.ledger.planning.replay_plan import (
     Candidate,
     ReplayFilter,
     SelectedRange,
     plan_replay,
-    replay_filter_of,
     selection_of,
 )
+from airflow_provider_eo.operators.backfill_request_form import parse_ranges, replay_conf, replay_filter_of
 from airflow_provider_eo.spark.driver.task_plan import plan_tasks
 from airflow_provider_eo.spark.records import TaskRange
 
@@ -27,12 +26,13 @@ def test_filter_from_the_form_and_the_conf() -> None:
     conf = {"replay_dead_letters": {"topic": "t", "partition": 0, "from_offset": 3, "reason": "JSON"}}
     wanted = replay_filter_of({}, conf)
     assert wanted == ReplayFilter(topic="t", partition=0, from_offset=3, reason="JSON")
-    assert wanted is not None and wanted.to_conf() == {
+    assert wanted is not None and wanted.given() == {
         "topic": "t",
         "partition": 0,
         "from_offset": 3,
         "reason": "JSON",
     }
+    assert replay_conf(wanted) == conf  # what eo-ledger dead-letters replay sends, read back the same
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from airflow_provider_eo.ledger.planning.stream_plan import (
     resume_or_conflict,
     split_cap,
     starting_policy,
+    timestamp_to_look_up,
 )
 
 TP = tuple[str, int]
@@ -78,6 +79,14 @@ def test_pins_later_partitions_use_new_partition_policy() -> None:
     timestamp = StartingSpec("timestamp", 5000)
     assert choose_pins([A0], marks, first_reservation=True, starting=timestamp, group_offsets={},
                        timestamp_offsets={A0: -1}) == {A0: Pin(10, "timestamp")}  # fmt: skip
+
+
+def test_a_timestamp_is_looked_up_only_for_a_timestamp_policy() -> None:
+    at_first = StartingSpec("timestamp", 5000, "earliest")
+    assert timestamp_to_look_up(at_first, first_reservation=True) == 5000
+    assert timestamp_to_look_up(at_first, first_reservation=False) is None
+    assert timestamp_to_look_up(StartingSpec("latest"), first_reservation=True) is None
+    assert timestamp_to_look_up(StartingSpec("earliest"), first_reservation=True) is None
 
 
 def test_plan_stream_checks_and_gaps() -> None:

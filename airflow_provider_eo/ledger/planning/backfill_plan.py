@@ -1,44 +1,29 @@
 """Planning a backfill: which offset ranges a request replays, and in which chunks.
 
-A request is explicit ranges (``parse_ranges``), a backfill run's data interval
-(``ranges_for_interval``: Airflow's Backfill dialog; the interval's bounds are Kafka
-timestamps) or the backfill DAG's Trigger form (``ranges_from_params``: topics,
-partitions, start and end as offsets or times). :func:`plan_backfill` turns any of them
-into the ranges to reserve and checks them against the pipeline's topics and the
-partitions' current watermarks; :func:`split_into_chunks` cuts a large plan into epochs
-of a bounded size. Nothing here writes.
+Pure: the protocol (``ledger/protocol/backfill_reservation.py``) reads Kafka (the
+partitions listed, the offsets of timestamps, the watermarks) and hands the answers in.
+A window or interval request (``backfill_request.py``) becomes ranges by
+:func:`chosen_partitions`, :func:`timestamps_of` and :func:`window_ranges`;
+:func:`check_pipeline_topics` refuses topics that are not the pipeline's;
+:func:`split_into_chunks` cuts a large plan into epochs of a bounded size;
+:func:`validate_backfill_ranges` and :func:`run_epoch_or_none` decide a run's request
+for one epoch. Nothing here reads or writes.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
-from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.refusals import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.model.states import OPEN_STATES
-from airflow_provider_eo.ledger.planning.replay_plan import SelectedRange
+from airflow_provider_eo.ledger.planning.backfill_request import DataInterval, OffsetWindow, PartitionChoice
 
-
-@dataclass(frozen=True)
-class BackfillRequest:
-    """What a backfill replays: explicit ``ranges`` (a list of ``{topic, partition, start,
-    end}`` or its JSON text); else, for a run Airflow's backfill created, its
-    ``data_interval`` ``(start, end)`` (timezone-aware) narrowed by the form's ``topics``
-    and ``partitions``; else the Trigger form's ``params``. ``requested_at`` (when the run
-    was created) ends a form request that gives no end, so every plan of the run (a
-    cleared run plans again) covers the same records."""
-
-    ranges: str | Sequence[Any] | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    data_interval: tuple[datetime, datetime] | None = None
-    requested_at: datetime | None = None
+Watermarks = Mapping[TopicPartition, tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -48,67 +33,6 @@ class BackfillPlan:
 
     ranges: tuple[PartitionRange, ...]
     watermarks: dict[TopicPartition, tuple[int, int]]
-
-
-def plan_backfill(spec: PipelineSpec, request: BackfillRequest, kafka: OffsetSource) -> BackfillPlan:
-    """The ranges ``request`` replays for ``spec``.
-
-    Raises ``ValueError`` naming the param, range or topic at fault: malformed ranges or
-    params, or topics that are not the pipeline's. Ranges outside the watermarks are
-    the ledger's ``InvalidRanges`` at reservation.
-    """
-    if request.ranges is not None and request.ranges not in ("", "None", []):
-        ranges = parse_ranges(request.ranges)
-    elif request.data_interval is not None:
-        ranges = ranges_for_interval(spec, request.params, request.data_interval, kafka)
-    else:
-        ranges = ranges_from_params(spec, request.params, kafka, until=request.requested_at)
-    if not ranges:
-        return BackfillPlan((), {})
-    foreign = sorted({r.topic for r in ranges} - set(spec.topics))
-    pattern = spec.topic_pattern
-    if foreign and (pattern is None or not all(re.fullmatch(pattern, t) for t in foreign)):
-        raise ValueError(
-            f"pipeline {spec.name!r}: backfill topic(s) {foreign} are not topics of the pipeline"
-        )
-    existing = kafka.list_partitions(sorted({r.topic for r in ranges}), None)
-    watermarks = kafka.watermarks(sorted(set(existing) & {r.tp for r in ranges}))
-    return BackfillPlan(tuple(sorted(ranges)), watermarks)
-
-
-def parse_ranges(value: str | Sequence[Any]) -> list[PartitionRange]:
-    """Ranges from a list of ``{topic, partition, start, end}`` mappings (a ``records``
-    key, as in epoch summaries, must equal ``end - start``; an ``offsets`` list, as in a
-    replay chunk, makes it a ``replay_plan.SelectedRange``), ``[topic, partition, start,
-    end]`` lists, or its JSON text (templates render text). Raises ``ValueError`` naming
-    the bad entry."""
-    data = json.loads(value) if isinstance(value, str) else value
-    if not isinstance(data, list) or not data:
-        raise ValueError(f"backfill ranges must be a non-empty list, got {value!r}")
-    result: list[PartitionRange] = []
-    for index, item in enumerate(data):
-        try:
-            offsets = None
-            if isinstance(item, dict):
-                unknown = set(item) - {"topic", "partition", "start", "end", "records", "offsets"}
-                if unknown:
-                    raise ValueError(f"unknown keys {sorted(unknown)}")
-                topic, partition, start, end = item["topic"], item["partition"], item["start"], item["end"]
-                if "records" in item and item["records"] != int(end) - int(start):
-                    raise ValueError("records must equal end - start")
-                offsets = item.get("offsets")
-            else:
-                topic, partition, start, end = item
-            if not isinstance(topic, str) or not topic:
-                raise ValueError("topic must be a non-empty string")
-            if offsets is None:
-                result.append(PartitionRange(topic, int(partition), int(start), int(end)))
-            else:
-                chosen = tuple(int(o) for o in offsets)
-                result.append(SelectedRange(topic, int(partition), int(start), int(end), chosen))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"backfill ranges[{index}] = {item!r}: {exc}") from exc
-    return result
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -125,38 +49,64 @@ def epoch_ms(moment: datetime) -> int:
     return -((_EPOCH - plain) // _MS)
 
 
-def _epoch_ms(field: str, value: str) -> int:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"backfill param {field!r}: not an ISO-8601 date-time: {value!r}") from None
-    return epoch_ms(moment)
-
-
-def _param_int(field: str, value: Any) -> int:
-    """``value`` as a non-negative integer, or a ValueError naming the backfill param."""
-    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).strip().isdigit():
-        raise ValueError(f"backfill param {field!r}: not a non-negative integer: {value!r}")
-    return int(value)
-
-
-def _chosen_partitions(
-    spec: PipelineSpec, params: Mapping[str, Any], kafka: OffsetSource
-) -> list[TopicPartition]:
-    """The partitions the form's ``topics`` and ``partitions`` choose (empty: all of the
-    pipeline's); ValueError naming a topic without a chosen partition."""
-    topics = list(params.get("topics") or [])
-    listed = (
-        kafka.list_partitions(topics, None)
-        if topics
-        else kafka.list_partitions(spec.topics, spec.topic_pattern)
-    )
-    wanted = {_param_int("partitions", p) for p in params.get("partitions") or []}
-    for topic in topics or sorted({t for t, _ in listed}):
+def chosen_partitions(choice: PartitionChoice, listed: Sequence[TopicPartition]) -> list[TopicPartition]:
+    """The ``listed`` partitions (those of ``choice.topics``, or of the pipeline's topics
+    when it names none) that ``choice.partitions`` keeps (empty: all), in listed order.
+    ``ValueError`` naming a topic that lacks a chosen partition."""
+    wanted = set(choice.partitions)
+    for topic in choice.topics or sorted({t for t, _ in listed}):
         missing = sorted(wanted - {p for t, p in listed if t == topic})
         if missing:
             raise ValueError(f"backfill param 'partitions': {topic} has no partition(s) {missing}")
     return [tp for tp in listed if not wanted or tp[1] in wanted]
+
+
+def timestamps_of(request: OffsetWindow | DataInterval) -> tuple[int, ...]:
+    """The Kafka timestamps (epoch ms) whose offsets :func:`window_ranges` needs, in the
+    order a reader should look them up (none: offsets and watermarks only)."""
+    if isinstance(request, DataInterval):
+        return (epoch_ms(request.start), epoch_ms(request.end))
+    stamps = [] if request.start_time is None else [epoch_ms(request.start_time)]
+    if request.end_time is not None:
+        stamps.append(epoch_ms(request.end_time))
+    elif request.end_offset is None and request.until is not None:
+        stamps.append(epoch_ms(request.until))
+    return tuple(stamps)
+
+
+def window_ranges(
+    request: OffsetWindow | DataInterval,
+    tps: Sequence[TopicPartition],
+    offsets_at: Mapping[int, Mapping[TopicPartition, int]],
+    watermarks: Watermarks,
+) -> list[PartitionRange]:
+    """The ranges ``request`` means on the partitions ``tps``, given ``offsets_at[ts]``
+    (per partition the first offset stamped at or after ``ts``, the high watermark where
+    none is: Kafka's ``offsetsForTimes`` for each of :func:`timestamps_of`) and the
+    partitions' ``watermarks`` (used when a window has no end and no ``until``).
+
+    An interval is exact when a partition's timestamps never decrease (LogAppendTime, or
+    producers stamping in order); otherwise it is the offsets between the two lookups.
+    Partitions with nothing to replay are left out; ``ValueError`` when a start is after
+    its end."""
+    if isinstance(request, DataInterval):
+        starts = offsets_at[epoch_ms(request.start)]
+        ends = offsets_at[epoch_ms(request.end)]
+        return _ranges(tps, starts, ends, f"first offset at or after {request.end.isoformat()}")
+    if request.start_offset is not None:
+        starts = dict.fromkeys(tps, request.start_offset)
+    else:
+        assert request.start_time is not None  # OffsetWindow guarantees one start
+        starts = offsets_at[epoch_ms(request.start_time)]
+    if request.end_offset is not None:
+        ends, what = dict.fromkeys(tps, request.end_offset), "end_offset"
+    elif request.end_time is not None:
+        ends, what = offsets_at[epoch_ms(request.end_time)], "end_time"
+    elif request.until is not None:
+        ends, what = offsets_at[epoch_ms(request.until)], "high watermark"
+    else:
+        ends, what = {tp: watermarks[tp][1] for tp in tps}, "high watermark"
+    return _ranges(tps, starts, ends, what)
 
 
 def _ranges(
@@ -178,66 +128,14 @@ def _ranges(
     return ranges
 
 
-def ranges_from_params(
-    spec: PipelineSpec, params: Mapping[str, Any], kafka: OffsetSource, *, until: datetime | None = None
-) -> list[PartitionRange]:
-    """Ranges from the backfill Trigger form (``topics``, ``partitions``, exactly one of
-    ``start_offset``/``start_time``, at most one of ``end_offset``/``end_time``; no end:
-    the first record stamped at or after ``until`` (the run's creation), or with no
-    ``until`` each partition's high watermark). Partitions with nothing to replay are
-    left out. Raises ``ValueError`` naming the param (and topic/partition) at fault."""
-    tps = _chosen_partitions(spec, params, kafka)
-    start_offset, start_time = params.get("start_offset"), params.get("start_time")
-    end_offset, end_time = params.get("end_offset"), params.get("end_time")
-    if (start_offset is None) == (start_time in (None, "")):
-        raise ValueError("backfill params: give exactly one of 'start_offset' and 'start_time'")
-    if end_offset is not None and end_time not in (None, ""):
-        raise ValueError("backfill params: give at most one of 'end_offset' and 'end_time'")
-    starts = (
-        dict.fromkeys(tps, _param_int("start_offset", start_offset))
-        if start_offset is not None
-        else kafka.offsets_for_timestamp(tps, _epoch_ms("start_time", str(start_time)))
-    )
-    if end_offset is not None:
-        ends = dict.fromkeys(tps, _param_int("end_offset", end_offset))
-    elif end_time not in (None, ""):
-        ends = kafka.offsets_for_timestamp(tps, _epoch_ms("end_time", str(end_time)))
-    elif until is not None:
-        ends = kafka.offsets_for_timestamp(tps, epoch_ms(until))
-    else:
-        ends = {tp: hw for tp, (_, hw) in kafka.watermarks(tps).items()}
-    what = "end_offset" if end_offset is not None else "end_time" if end_time else "high watermark"
-    return _ranges(tps, starts, ends, what)
-
-
-def ranges_for_interval(
-    spec: PipelineSpec, params: Mapping[str, Any], interval: tuple[datetime, datetime], kafka: OffsetSource
-) -> list[PartitionRange]:
-    """The records whose Kafka timestamps fall in ``interval`` ``[start, end)``, per chosen
-    partition (form ``topics``/``partitions``; empty: all): from the first offset stamped
-    at or after ``start`` to the first stamped at or after ``end`` (none: the high
-    watermark now). Exact when a partition's timestamps never decrease (LogAppendTime,
-    or producers stamping in order); otherwise the offsets between the two lookups, as
-    Kafka's ``offsetsForTimes`` defines them. The form's start/end params must be empty
-    (the interval is the range): ``ValueError`` naming them otherwise."""
-    given = [
-        name
-        for name in ("start_offset", "end_offset", "start_time", "end_time")
-        if params.get(name) not in (None, "")
-    ]
-    if given:
-        raise ValueError(
-            f"backfill params {given}: a run over a data interval replays that interval; leave them empty"
-        )
-    start, end = interval
-    if end < start:
-        raise ValueError(
-            f"backfill data interval ends ({end.isoformat()}) before it starts ({start.isoformat()})"
-        )
-    tps = _chosen_partitions(spec, params, kafka)
-    starts = kafka.offsets_for_timestamp(tps, epoch_ms(start))
-    ends = kafka.offsets_for_timestamp(tps, epoch_ms(end))
-    return _ranges(tps, starts, ends, f"first offset at or after {end.isoformat()}")
+def check_pipeline_topics(
+    pipeline: str, topics: Sequence[str], topic_pattern: str | None, ranges: Iterable[PartitionRange]
+) -> None:
+    """``ValueError`` when a range's topic is neither one of the pipeline's ``topics`` nor
+    fully matched by its ``topic_pattern``."""
+    foreign = sorted({r.topic for r in ranges} - set(topics))
+    if foreign and (topic_pattern is None or not all(re.fullmatch(topic_pattern, t) for t in foreign)):
+        raise ValueError(f"pipeline {pipeline!r}: backfill topic(s) {foreign} are not topics of the pipeline")
 
 
 def split_into_chunks(

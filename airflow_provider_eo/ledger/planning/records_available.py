@@ -3,8 +3,9 @@
 One rule, shared by :class:`~airflow_provider_eo.operators.wait.WaitForRecordsOperator`'s
 first check and :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger`'s
 polls: compare each listed partition's high watermark (read_committed, the last stable
-offset) with the ledger's stream cursor. Nothing here writes: pins are the reservation
-transaction's alone (``stream_reservation.py``).
+offset) with the ledger's stream cursor. Nothing here reads or writes: the reads are
+``ledger/protocol/position_reads.py``'s (``read_positions``, ``check_pending``), and pins
+are the reservation transaction's alone (``stream_reservation.py``).
 
 A run should go on to ``reserve`` (``PendingRecords.ready``) when any of these holds:
 
@@ -20,17 +21,11 @@ A run should go on to ``reserve`` (``PendingRecords.ready``) when any of these h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
-
-
-class CursorSource(Protocol):
-    """What the rule reads from the ledger (:class:`~airflow_provider_eo.ledger.Ledger` is one)."""
-
-    def cursors(self, pipeline: str) -> dict[TopicPartition, int]: ...
+from airflow_provider_eo.ledger.model.offsets import TopicPartition
 
 
 @dataclass(frozen=True)
@@ -120,38 +115,6 @@ class PipelinePositions:
     def pending(self) -> PendingRecords:
         """The rule (:func:`pending_records`) applied to these reads."""
         return pending_records(self.pipeline, self.listed, self.cursors, self.watermarks)
-
-
-def read_positions(
-    pipeline: str,
-    topics: Sequence[str],
-    topic_pattern: str | None,
-    *,
-    ledger: CursorSource,
-    kafka: OffsetSource,
-) -> PipelinePositions:
-    """Read the ledger's cursors, then the listed partitions and their watermarks, now.
-
-    Cursors are read before the watermarks: a commit landing between the two reads can
-    only make the answer larger (an old cursor against new watermarks), never hide
-    records. Blocking: the trigger calls it in a worker thread. Kafka errors propagate.
-    """
-    cursors = ledger.cursors(pipeline)
-    listed = tuple(sorted(set(kafka.list_partitions(list(topics), topic_pattern))))
-    watermarks = kafka.watermarks(listed) if listed else {}
-    return PipelinePositions(pipeline, listed, cursors, watermarks)
-
-
-def check_pending(
-    pipeline: str,
-    topics: Sequence[str],
-    topic_pattern: str | None,
-    *,
-    ledger: CursorSource,
-    kafka: OffsetSource,
-) -> PendingRecords:
-    """Apply :func:`pending_records` to :func:`read_positions` (see there)."""
-    return read_positions(pipeline, topics, topic_pattern, ledger=ledger, kafka=kafka).pending()
 
 
 def _names(tps: Iterable[TopicPartition]) -> str:

@@ -7,27 +7,24 @@ partition, by a substring of their error). Its chunks are ranges of
 :class:`SelectedRange`: per partition ``[min offset, max offset + 1)`` of the chunk's
 selected offsets, carrying those offsets; the reservation stores them in
 ``eo.replay_selections`` and the Spark write writes only them. Pure: the candidates come
-from ``store.replay.select_dead_letters``; nothing here reads or writes.
+from ``store.replay_rows.select_dead_letters`` (read by ``ledger/protocol/replay_reads.py``);
+nothing here reads or writes, and nothing knows where a filter came from (the Trigger form,
+the run conf, ``eo-ledger``: ``operators/backfill_request_form.py`` and
+``cli/replay_commands.py`` build it).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_eo.ledger.model.epochs import PartitionRange
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 
-#: The Trigger form's param: replay the unresolved dead letters of this epoch.
-EPOCH_PARAM = "dead_letters_of_epoch"
-#: The DAG run conf key of the generic form (what ``eo-ledger dead-letters replay`` sends).
-CONF_KEY = "replay_dead_letters"
-#: The backfill form's range params, which must stay empty in a replay.
-RANGE_PARAMS = ("topics", "partitions", "start_offset", "end_offset", "start_time", "end_time")
-
-_FILTER_KEYS = ("epoch", "topic", "partition", "from_offset", "to_offset", "reason")
+#: The fields of a :class:`ReplayFilter`, in the order reports list them.
+FILTER_FIELDS = ("epoch", "topic", "partition", "from_offset", "to_offset", "reason")
 
 
 @dataclass(frozen=True, order=True)
@@ -82,60 +79,9 @@ class ReplayFilter:
         if self.reason is not None and not self.reason.strip():
             raise ValueError("replay: reason must not be blank")
 
-    @classmethod
-    def from_conf(cls, conf: Mapping[str, Any]) -> ReplayFilter:
-        """From the conf form ``{epoch, topic, partition, from_offset, to_offset, reason}``
-        (absent or None: any). ``ValueError`` naming an unknown key, a bad value or an
-        empty filter (a replay of everything must say so with a filter)."""
-        if not isinstance(conf, Mapping):
-            raise ValueError(f"{CONF_KEY} must be an object, got {conf!r}")
-        unknown = sorted(set(conf) - set(_FILTER_KEYS))
-        if unknown:
-            raise ValueError(f"{CONF_KEY}: unknown keys {unknown} (known: {list(_FILTER_KEYS)})")
-        values: dict[str, Any] = {}
-        for key in _FILTER_KEYS:
-            value = conf.get(key)
-            if value is None or value == "":
-                continue
-            if key in ("topic", "reason"):
-                if not isinstance(value, str):
-                    raise ValueError(f"{CONF_KEY}.{key}: not a string: {value!r}")
-                values[key] = value
-            else:
-                if isinstance(value, bool) or not str(value).strip().isdigit():
-                    raise ValueError(f"{CONF_KEY}.{key}: not a non-negative integer: {value!r}")
-                values[key] = int(value)
-        if not values:
-            raise ValueError(f"{CONF_KEY}: give at least one of {list(_FILTER_KEYS)}")
-        return cls(**values)
-
-    def to_conf(self) -> dict[str, Any]:
-        """The conf form (only the fields given)."""
-        return {key: getattr(self, key) for key in _FILTER_KEYS if getattr(self, key) is not None}
-
-
-def replay_filter_of(params: Mapping[str, Any], conf: Mapping[str, Any] | None = None) -> ReplayFilter | None:
-    """The replay a backfill run asks for: the Trigger form's ``dead_letters_of_epoch`` or
-    the run conf's ``replay_dead_letters`` (None: neither, a range backfill).
-
-    ``ValueError`` when both are given, or when a range param is given too (a replay
-    writes the dead letters' offsets, not a range: leave them empty)."""
-    sources = {**(conf or {}), **params}
-    epoch, generic = sources.get(EPOCH_PARAM), sources.get(CONF_KEY)
-    if epoch in (None, "") and not generic:
-        return None
-    if epoch not in (None, "") and generic:
-        raise ValueError(f"backfill: give {EPOCH_PARAM!r} or {CONF_KEY!r}, not both")
-    given = [name for name in RANGE_PARAMS if sources.get(name) not in (None, "", [])]
-    if given:
-        raise ValueError(
-            f"backfill params {given}: a replay of dead letters writes their own offsets; leave them empty"
-        )
-    if epoch not in (None, ""):
-        if isinstance(epoch, bool) or not str(epoch).strip().isdigit():
-            raise ValueError(f"backfill param {EPOCH_PARAM!r}: not an epoch id: {epoch!r}")
-        return ReplayFilter(epoch=int(epoch))
-    return ReplayFilter.from_conf(generic or {})
+    def given(self) -> dict[str, Any]:
+        """The fields given (not None), by name, in :data:`FILTER_FIELDS` order."""
+        return {key: getattr(self, key) for key in FILTER_FIELDS if getattr(self, key) is not None}
 
 
 @dataclass(frozen=True)
@@ -174,9 +120,9 @@ class ReplayPlan:
             epochs = ", ".join(str(e) for e in self.resolved_by)
             return (
                 f"pipeline {pipeline!r}: the {self.already_resolved} dead letter(s) matching "
-                f"{wanted.to_conf()} are already resolved by epoch(s) {epochs}, nothing to replay"
+                f"{wanted.given()} are already resolved by epoch(s) {epochs}, nothing to replay"
             )
-        return f"pipeline {pipeline!r}: no dead letter of a committed epoch matches {wanted.to_conf()}"
+        return f"pipeline {pipeline!r}: no dead letter of a committed epoch matches {wanted.given()}"
 
 
 def plan_replay(candidates: Sequence[Candidate], max_records: int | None) -> ReplayPlan:

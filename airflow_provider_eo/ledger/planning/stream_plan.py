@@ -1,17 +1,20 @@
 """Pure planning of a stream reservation: pins, cursors + watermarks + caps -> ranges.
 
-No I/O here; :mod:`airflow_provider_eo.ledger.protocol.stream_reservation` gathers the inputs in
-the reservation transaction and stores the result.
+No I/O here: :mod:`airflow_provider_eo.ledger.protocol.stream_reservation` reads the
+inputs in the reservation transaction (the ledger's open epochs and cursors; Kafka's
+partitions, watermarks, the group's committed offsets and a timestamp's offsets) and
+stores the result. Planners take the parts of the pipeline's spec they use
+(``StartingSpec``, ``CapsSpec``), never the whole ``PipelineSpec``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from airflow_provider_eo.config.specs import CapsSpec, PipelineSpec, StartingPolicy, StartingSpec
+from airflow_provider_eo.config.specs import CapsSpec, StartingPolicy, StartingSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
-from airflow_provider_eo.ledger.model.offsets import OffsetSource, Pin, TopicPartition
+from airflow_provider_eo.ledger.model.offsets import Pin, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import (
     CursorBeyondHighWatermark,
     DataLossError,
@@ -50,6 +53,14 @@ def starting_policy(starting: StartingSpec, *, first_reservation: bool) -> Start
     """Where a partition the pipeline has never seen starts: ``starting.policy`` at the
     pipeline's first reservation, ``starting.new_partitions`` afterwards."""
     return starting.policy if first_reservation else starting.new_partitions
+
+
+def timestamp_to_look_up(starting: StartingSpec, *, first_reservation: bool) -> int | None:
+    """The Kafka timestamp (epoch ms) whose offsets :func:`choose_pins` needs as its
+    ``timestamp_offsets`` (None: the policy is not ``timestamp``, nothing to look up)."""
+    if starting_policy(starting, first_reservation=first_reservation) != "timestamp":
+        return None
+    return starting.timestamp_ms
 
 
 def choose_pins(
@@ -158,42 +169,3 @@ def split_cap(available: Mapping[TopicPartition, int], caps: CapsSpec) -> dict[T
     for _, tp in sorted(remainders)[:leftover]:
         result[tp] += 1
     return result
-
-
-def new_pins(
-    spec: PipelineSpec,
-    offsets: OffsetSource,
-    listed: list[TopicPartition],
-    watermarks: dict[TopicPartition, tuple[int, int]],
-    *,
-    first: bool,
-    pinned: Collection[TopicPartition],
-) -> dict[TopicPartition, Pin]:
-    """Starting offsets of the ``listed`` partitions not ``pinned`` yet (:func:`choose_pins`):
-    one broker call for the group's offsets on the pipeline's ``first`` reservation, one for
-    a timestamp policy; none when every partition is pinned."""
-    new_tps = [tp for tp in listed if tp not in pinned]
-    if not new_tps:
-        return {}
-    policy = starting_policy(spec.starting, first_reservation=first)
-    ts = spec.starting.timestamp_ms
-    return choose_pins(
-        new_tps,
-        watermarks,
-        first_reservation=first,
-        starting=spec.starting,
-        group_offsets=offsets.committed_offsets(spec.group_id, new_tps) if first else {},
-        timestamp_offsets=offsets.offsets_for_timestamp(new_tps, ts)
-        if policy == "timestamp" and ts is not None
-        else {},
-    )
-
-
-def plan_pipeline_epoch(
-    spec: PipelineSpec,
-    cursors: Mapping[TopicPartition, int],
-    watermarks: Mapping[TopicPartition, tuple[int, int]],
-) -> StreamPlan:
-    """:func:`plan_stream` under the pipeline's caps and its ``on_data_loss`` policy
-    (``record_gap``: a gap is planned; ``fail``: ``DataLossError``)."""
-    return plan_stream(cursors, watermarks, spec.caps, record_gaps=spec.on_data_loss == "record_gap")

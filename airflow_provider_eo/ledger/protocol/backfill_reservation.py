@@ -1,7 +1,11 @@
-"""The backfill reservation transaction, as the protocol runs it: explicit ranges, never
-touching cursors or pins; a run may hold several (its chunks) over disjoint ranges. What
-to do with a run's request is decided by ``backfill_plan.run_epoch_or_none``; every
-statement is the store's."""
+"""A backfill's reads and its reservation transaction, as the protocol runs them.
+
+:func:`plan_ranges` reads Kafka for a range request (``backfill_request.py``: the
+partitions it chooses, the offsets of its timestamps, the watermarks) and hands the
+answers to ``backfill_plan``'s pure decisions. :func:`reserve_backfill` is the
+transaction: explicit ranges, never touching cursors or pins; a run may hold several
+(its chunks) over disjoint ranges. What to do with a run's request is decided by
+``backfill_plan.run_epoch_or_none``; every statement is the store's."""
 
 from __future__ import annotations
 
@@ -9,14 +13,57 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
-from airflow_provider_eo.ledger.model.offsets import TopicPartition
+from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind, EpochState
-from airflow_provider_eo.ledger.planning.backfill_plan import run_epoch_or_none
+from airflow_provider_eo.ledger.planning.backfill_plan import (
+    BackfillPlan,
+    check_pipeline_topics,
+    chosen_partitions,
+    run_epoch_or_none,
+    timestamps_of,
+    window_ranges,
+)
+from airflow_provider_eo.ledger.planning.backfill_request import ExplicitRanges, OffsetWindow, RangeRequest
 from airflow_provider_eo.ledger.planning.replay_plan import selection_of
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
 from airflow_provider_eo.ledger.store.replay_rows import insert_selection
+
+
+def plan_ranges(spec: PipelineSpec, request: RangeRequest, kafka: OffsetSource) -> BackfillPlan:
+    """The ranges ``request`` replays for ``spec``, sorted, with the watermarks of their
+    partitions now (empty: nothing to replay, nothing checked).
+
+    Raises ``ValueError`` naming the field, range or topic at fault (a chosen partition
+    that does not exist, a start after its end, topics that are not the pipeline's) and
+    Kafka errors. Ranges outside the watermarks are the ledger's ``InvalidRanges`` at
+    reservation (``backfill_plan.validate_backfill_ranges``)."""
+    if isinstance(request, ExplicitRanges):
+        ranges = list(request.ranges)
+    else:
+        choice = request.choice
+        listed = (
+            kafka.list_partitions(list(choice.topics), None)
+            if choice.topics
+            else kafka.list_partitions(spec.topics, spec.topic_pattern)
+        )
+        tps = chosen_partitions(choice, listed)
+        offsets_at = {ts: kafka.offsets_for_timestamp(tps, ts) for ts in timestamps_of(request)}
+        open_ended = (
+            isinstance(request, OffsetWindow)
+            and request.end_offset is None
+            and request.end_time is None
+            and request.until is None
+        )
+        ranges = window_ranges(request, tps, offsets_at, kafka.watermarks(tps) if open_ended else {})
+    if not ranges:
+        return BackfillPlan((), {})
+    check_pipeline_topics(spec.name, spec.topics, spec.topic_pattern, ranges)
+    existing = kafka.list_partitions(sorted({r.topic for r in ranges}), None)
+    watermarks = kafka.watermarks(sorted(set(existing) & {r.tp for r in ranges}))
+    return BackfillPlan(tuple(sorted(ranges)), watermarks)
 
 
 def reserve_backfill(

@@ -60,12 +60,8 @@ from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, KafkaOnFirstU
 from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.model.runs import RunIdentity, RunIsLive
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState, check_transition
-from airflow_provider_eo.ledger.planning.backfill_plan import (
-    BackfillRequest,
-    plan_backfill,
-    split_into_chunks,
-    validate_backfill_ranges,
-)
+from airflow_provider_eo.ledger.planning.backfill_plan import split_into_chunks, validate_backfill_ranges
+from airflow_provider_eo.ledger.planning.backfill_request import BackfillRequest
 from airflow_provider_eo.ledger.planning.fencing import (
     Fenced,
     WriteLease,
@@ -79,7 +75,8 @@ from airflow_provider_eo.ledger.planning.recovery_plan import (
     plan_recovery,
     plan_release,
 )
-from airflow_provider_eo.ledger.protocol.backfill_reservation import reserve_backfill
+from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter
+from airflow_provider_eo.ledger.protocol.backfill_reservation import plan_ranges, reserve_backfill
 from airflow_provider_eo.ledger.protocol.commit_path import CommitPath, DeadLetterTopics, describe
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
 from airflow_provider_eo.ledger.protocol.outcomes import (
@@ -91,11 +88,7 @@ from airflow_provider_eo.ledger.protocol.outcomes import (
     Reserved,
     Settled,
 )
-from airflow_provider_eo.ledger.protocol.replay_reads import (
-    checked_replay_plan,
-    replay_request,
-    replay_selection,
-)
+from airflow_provider_eo.ledger.protocol.replay_reads import checked_replay_plan, replay_selection
 from airflow_provider_eo.ledger.protocol.stream_reservation import reserve_stream
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
@@ -172,15 +165,13 @@ class EpochProtocol:
         and :meth:`reserve_backfill` finds the ones it committed. Raises ``ValueError``
         for a malformed request and ``InvalidRanges`` for ranges outside the watermarks.
 
-        A request naming dead letters (``replay_plan.replay_filter_of``: the Trigger
-        form's ``dead_letters_of_epoch`` or the conf's ``replay_dead_letters``) plans
-        their replay (:meth:`plan_replay`): chunks whose ranges carry the offsets to write;
-        nothing left to replay (all resolved, none matching): no chunk, the reason logged.
+        A ``ReplayFilter`` plans the replay of the dead letters it selects
+        (:meth:`plan_replay`): chunks whose ranges carry the offsets to write; nothing left
+        to replay (all resolved, none matching): no chunk, the reason logged.
         """
-        replay = replay_request(request)
-        if replay is not None:
-            return checked_replay_plan(self._ledger, spec, replay, self._kafka()).chunks
-        plan = plan_backfill(spec, request, self._kafka())
+        if isinstance(request, ReplayFilter):
+            return checked_replay_plan(self._ledger, spec, request, self._kafka()).chunks
+        plan = plan_ranges(spec, request, self._kafka())
         if plan.ranges:
             validate_backfill_ranges(plan.ranges, plan.watermarks)
         chunks = split_into_chunks(plan.ranges, spec.backfill.max_records_per_epoch)
@@ -200,9 +191,12 @@ class EpochProtocol:
         already WRITTEN by it: :class:`AlreadyWritten` (only the commit is left).
         Cursors, pins and the consumer group never move. Raises ``ValueError`` for a
         malformed request, ``InvalidRanges`` for ranges outside the watermarks and
-        ``OpenEpochConflict`` when the ranges overlap another open epoch of the run.
+        ``OpenEpochConflict`` when the ranges overlap another open epoch of the run, and
+        ``ValueError`` for a ``ReplayFilter`` (a replay is planned into chunks first).
         """
-        plan = plan_backfill(spec, request, self._kafka())
+        if isinstance(request, ReplayFilter):
+            raise ValueError("a replay of dead letters is planned into chunks first (plan_backfill)")
+        plan = plan_ranges(spec, request, self._kafka())
         if not plan.ranges:
             return NothingToReserve(spec.name, "nothing to backfill in the requested range")
         checked = validate_backfill_ranges(plan.ranges)

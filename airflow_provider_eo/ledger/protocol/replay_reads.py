@@ -1,10 +1,11 @@
 """The protocol's replay of dead letters (thin methods of ``EpochProtocol`` call these).
 
-A replay is a backfill: :func:`replay_chunks` plans its chunks (ranges of
+A replay is a backfill: :func:`checked_replay_plan` plans its chunks (ranges of
 ``replay_plan.SelectedRange``), which ``EpochProtocol.reserve_backfill`` reserves like any
 chunk (the reservation stores the selection), the Spark driver writes only the selection
 (:func:`replay_selection`) and the commit resolves the dead letters it wrote
-(``store.commit_statements.mark_committed``). Reads here are one short transaction each.
+(``store.commit_statements.mark_committed``). Reads here are one short transaction each;
+the watermarks a plan is checked against are read here too and handed to the planner.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import logging
 
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.planning.backfill_plan import BackfillRequest, validate_backfill_ranges
+from airflow_provider_eo.ledger.planning.backfill_plan import validate_backfill_ranges
 from airflow_provider_eo.ledger.planning.replay_plan import (
     Candidate,
     ReplayFilter,
     ReplayPlan,
     plan_replay,
-    replay_filter_of,
 )
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.replay_rows import fetch_selection, select_dead_letters
@@ -31,26 +31,14 @@ def replay_plan(ledger: Ledger, spec: PipelineSpec, wanted: ReplayFilter) -> Rep
     """What replaying ``wanted`` of ``spec``'s dead letters writes, in chunks of at most
     ``spec.backfill.max_records_per_epoch`` offsets. Reads the ledger only."""
     with ledger.transaction() as cur:
-        rows = select_dead_letters(cur, spec.name, **wanted.to_conf())
+        rows = select_dead_letters(cur, spec.name, **wanted.given())
     plan = plan_replay([Candidate(*row) for row in rows], spec.backfill.max_records_per_epoch)
     log.info(
         "planned replay pipeline=%s filter=%s records=%d chunks=%d already_resolved=%d resolved_by=%s",
-        spec.name, wanted.to_conf(), plan.record_count, len(plan.chunks), plan.already_resolved,
+        spec.name, wanted.given(), plan.record_count, len(plan.chunks), plan.already_resolved,
         list(plan.resolved_by),
     )  # fmt: skip
     return plan
-
-
-def replay_request(request: BackfillRequest) -> ReplayFilter | None:
-    """The dead letters a backfill ``request`` names (``replay_plan.replay_filter_of`` of
-    its params), None for a range backfill or a chunk (explicit ranges). ``ValueError``
-    for a replay over a data interval (a replay is a manual run)."""
-    if request.ranges is not None and request.ranges not in ("", "None", []):
-        return None
-    wanted = replay_filter_of(request.params)
-    if wanted is not None and request.data_interval is not None:
-        raise ValueError("a replay of dead letters is a manual run, not a run over a data interval")
-    return wanted
 
 
 def checked_replay_plan(

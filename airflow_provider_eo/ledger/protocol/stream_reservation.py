@@ -1,7 +1,8 @@
 """The stream reservation transaction (docs/DESIGN.md section 2, step 1), as the protocol runs it.
 
 Every decision is a planner's (``stream_plan``: resume or conflict, pins, ranges and
-gaps); every statement is the store's. Runs inside the caller's transaction, after the
+gaps); every statement is the store's; every broker read is here, its answers handed to
+the planners as plain values. Runs inside the caller's transaction, after the
 pipeline row is locked (``SELECT ... FOR UPDATE``), so reservations of one pipeline are
 serialized. It issues a
 fixed number of statements whatever the number of partitions (pins, ranges and gaps are
@@ -14,17 +15,23 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch
-from airflow_provider_eo.ledger.model.offsets import OffsetSource
+from airflow_provider_eo.ledger.model.offsets import OffsetSource, Pin, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import LedgerError
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind
-from airflow_provider_eo.ledger.planning.stream_plan import new_pins, plan_pipeline_epoch, resume_or_conflict
+from airflow_provider_eo.ledger.planning.stream_plan import (
+    choose_pins,
+    plan_stream,
+    resume_or_conflict,
+    timestamp_to_look_up,
+)
 from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
 
@@ -77,7 +84,12 @@ def reserve_stream(
             "pipeline %s: pinned new partition %s[%s] at %s (%s)", spec.name, *tp, pin.offset, pin.source
         )
     try:
-        plan = plan_pipeline_epoch(spec, {tp: cursors[tp] for tp in listed}, watermarks)
+        plan = plan_stream(
+            {tp: cursors[tp] for tp in listed},
+            watermarks,
+            spec.caps,
+            record_gaps=spec.on_data_loss == "record_gap",
+        )
     except LedgerError as exc:
         log.error("pipeline %s: reservation failed: %s", spec.name, exc)
         return StreamReservation(None, exc)
@@ -93,3 +105,31 @@ def reserve_stream(
         )  # fmt: skip
     protocol_points.passed("reserve.in_transaction")
     return StreamReservation(epoch)
+
+
+def new_pins(
+    spec: PipelineSpec,
+    offsets: OffsetSource,
+    listed: list[TopicPartition],
+    watermarks: dict[TopicPartition, tuple[int, int]],
+    *,
+    first: bool,
+    pinned: Collection[TopicPartition],
+) -> dict[TopicPartition, Pin]:
+    """Starting offsets of the ``listed`` partitions not ``pinned`` yet, as
+    ``stream_plan.choose_pins`` chooses them from what this reads: the group's committed
+    offsets on the pipeline's ``first`` reservation (one broker call), a timestamp's
+    offsets for a timestamp policy (one); no call when every partition is pinned. Kafka
+    errors propagate."""
+    new_tps = [tp for tp in listed if tp not in pinned]
+    if not new_tps:
+        return {}
+    ts = timestamp_to_look_up(spec.starting, first_reservation=first)
+    return choose_pins(
+        new_tps,
+        watermarks,
+        first_reservation=first,
+        starting=spec.starting,
+        group_offsets=offsets.committed_offsets(spec.group_id, new_tps) if first else {},
+        timestamp_offsets=offsets.offsets_for_timestamp(new_tps, ts) if ts is not None else {},
+    )
