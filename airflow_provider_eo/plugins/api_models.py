@@ -127,7 +127,9 @@ class ErrorBody(Answer):
     """An error of the plugin's routes, as the CLI prints it."""
 
     error: str = Field(description="what went wrong")
-    type: str = Field(description="EpochNotFound, PipelineNotFound, InvalidRequest or LedgerUnavailable")
+    type: str = Field(
+        description="EpochNotFound, PipelineNotFound, InvalidRequest, LedgerUnavailable or InternalError"
+    )
 
 
 class AuthErrorBody(BaseModel):
@@ -140,6 +142,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": AuthErrorBody, "description": "no Airflow token or session cookie"},
     403: {"model": AuthErrorBody, "description": "invalid Airflow token"},
     422: {"model": ErrorBody, "description": "invalid query (type InvalidRequest)"},
+    500: {"model": ErrorBody, "description": "a bug, logged with its traceback (type InternalError)"},
     503: {"model": ErrorBody, "description": "ledger unreachable (type LedgerUnavailable)"},
 }
 NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -153,5 +156,6 @@ PIPELINE_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
 }
 PAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
     **{status: ERROR_RESPONSES[status] for status in (401, 403, 422)},
+    500: {"description": "a page naming the error's class (a bug, logged)", "content": {"text/html": {}}},
     503: {"description": "the page, with the ledger error in a banner", "content": {"text/html": {}}},
 }

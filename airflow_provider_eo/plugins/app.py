@@ -16,10 +16,14 @@ Routes (relative to the mount point, ``/eo`` in the Airflow API server):
 
 Answers are the typed models of :mod:`.api_models` (``/api/openapi.json`` describes
 them). Errors are JSON ``{"error": ..., "type": ...}`` as in the CLI: 404 unknown epoch,
-422 invalid query, 503 ledger unreachable. Every route sees only the pipelines the
-``access`` resolver allows (:mod:`.access`): a hidden pipeline is absent, its epochs are
-404 like unknown ones. Lag comes from ``watermarks`` (:mod:`.lag`); when Kafka cannot
-answer, lag is null/"unknown" and the rest still answers. Each request opens a ledger
+422 invalid query, 503 ledger unreachable (:class:`LedgerUnavailable`, its message naming
+the ledger connection: conn id and ``host:port/db``, never the password). Any other
+error is a bug: logged with its traceback and answered 500 (:mod:`.server_errors`; the
+HTML routes answer an HTML page), never disguised as an unreachable ledger. Every route
+sees only the pipelines the ``access`` resolver allows (:mod:`.access`): a hidden
+pipeline is absent, its epochs are 404 like unknown ones. Lag comes from ``watermarks``
+(:mod:`.partition_lag`); when Kafka cannot answer, lag is null/"unknown" and the rest
+still answers. Each request opens a ledger
 from ``ledger_factory`` and closes it; handlers are sync (psycopg2 blocks: FastAPI runs
 them in its thread pool). Read-only: nothing here changes the ledger.
 """
@@ -30,7 +34,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Annotated, Any, Literal
 
-import psycopg2
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -46,6 +49,7 @@ from airflow_provider_eo.plugins.chart_window import DEFAULT_WINDOW, ChartWindow
 from airflow_provider_eo.plugins.epoch_page import render_epoch_page, render_missing
 from airflow_provider_eo.plugins.page import render_page
 from airflow_provider_eo.plugins.partition_lag import WatermarkSource
+from airflow_provider_eo.plugins.server_errors import InternalErrors, error_page
 
 LedgerFactory = Callable[[], Ledger]
 AccessResolver = Callable[[Request], Awaitable[PipelineAccess]]
@@ -59,11 +63,9 @@ def _error(status: int, exc: Exception | str, kind: str | None = None) -> JSONRe
 
 
 def _ledger(request: Request) -> Iterator[Ledger]:
-    """Dependency: a ledger from the app's factory, closed after the request."""
-    try:
-        opened: Ledger = request.app.state.ledger_factory()
-    except Exception as exc:  # e.g. the connection is not defined
-        raise LedgerUnavailable("the ledger connection", f"{type(exc).__name__}: {exc}") from exc
+    """Dependency: a ledger from the app's factory, closed after the request. What the
+    factory raises propagates (``LedgerUnavailable``: 503; anything else: 500)."""
+    opened: Ledger = request.app.state.ledger_factory()
     try:
         yield opened
     finally:
@@ -96,9 +98,12 @@ def create_app(
 ) -> FastAPI:
     """The plugin app.
 
+    ``ledger_factory`` opens the ledger of one request; it and the ledger raise
+    :class:`LedgerUnavailable` when the ledger cannot be reached (answered 503).
     ``dependencies`` (e.g. Airflow's auth check) guard every route; ``access`` resolves,
     per request, which pipelines the caller may see; ``watermarks`` opens the Kafka
-    reader of the lag columns (None: lag off, shown as unknown).
+    reader of the lag columns (None: lag off, shown as unknown). Any other exception is
+    logged with its traceback and answered 500 (:class:`~.server_errors.InternalErrors`).
     """
     app = FastAPI(
         title="Epoch ledger (airflow-provider-eo)",
@@ -110,6 +115,7 @@ def create_app(
 
     app.state.ledger_factory = ledger_factory
     app.state.resolve_access = access
+    app.add_middleware(InternalErrors)
 
     @app.exception_handler(EpochNotFound)
     @app.exception_handler(PipelineNotFound)
@@ -117,10 +123,9 @@ def create_app(
         return _error(404, exc)
 
     @app.exception_handler(LedgerUnavailable)
-    @app.exception_handler(psycopg2.OperationalError)  # e.g. while migrating on first use
     def _unavailable(request: Request, exc: Exception) -> JSONResponse:
-        message = str(exc) if isinstance(exc, LedgerUnavailable) else f"epoch ledger unavailable: {exc}"
-        return _error(503, message.strip(), "LedgerUnavailable")
+        log.warning("Epochs plugin: %s", exc)
+        return _error(503, exc)
 
     @app.exception_handler(RequestValidationError)
     def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -175,16 +180,18 @@ def create_app(
 
     @app.get("/epochs/{epoch_id}", response_class=HTMLResponse, responses=api_models.PAGE_RESPONSES)
     def epoch_page(access: AccessDep, epoch_id: int) -> HTMLResponse:
-        """The epoch's own page (404 page if unknown or hidden, 503 page if the ledger fails)."""
+        """The epoch's own page (404 page if unknown or hidden, 503 page if the ledger cannot
+        be reached; any other error: 500, :mod:`.server_errors`)."""
         try:
             with ledger_factory() as opened:
                 shown = views.epoch_page_data(opened, epoch_id, access)
         except EpochNotFound as exc:
             return HTMLResponse(render_missing(str(exc)), status_code=404)
-        except Exception as exc:  # the page reports any ledger failure instead of a bare 500
-            log.warning("epoch ledger page of epoch %s: %s", epoch_id, exc)
-            message = f"epoch ledger unavailable: {type(exc).__name__}: {exc}".strip()
-            return HTMLResponse(render_missing(message), status_code=503)
+        except LedgerUnavailable as exc:
+            log.warning("Epochs plugin, the page of epoch %s: %s", epoch_id, exc)
+            return HTMLResponse(
+                error_page("Epoch ledger unavailable", str(exc), back_href="../"), status_code=503
+            )
         return HTMLResponse(render_epoch_page(shown))
 
     @app.get("/", response_class=HTMLResponse, responses=api_models.PAGE_RESPONSES)
@@ -197,8 +204,8 @@ def create_app(
         dag_id: str | None = None,
         window: str = DEFAULT_WINDOW,
     ) -> Response:
-        """The HTML page (a ledger error is shown in the page, status 503); with a pipeline
-        chosen, its charts over ``window``."""
+        """The HTML page (an unreachable ledger is shown in the page, status 503; any other
+        error: 500, :mod:`.server_errors`); with a pipeline chosen, its charts over ``window``."""
         try:
             chart_window = ChartWindow.parse(window)
         except ValueError as exc:
@@ -213,9 +220,9 @@ def create_app(
                 data = views.page_data(opened, selected, access, watermarks)
                 if selected.pipeline is not None and selected.pipeline in data["pipeline_names"]:
                     data["charts"] = chart_views.charts(opened, selected.pipeline, chart_window, access)
-        except Exception as exc:  # the page reports any ledger failure instead of a bare 500
-            log.warning("epoch ledger page: %s", exc)
-            status, error = 503, f"epoch ledger unavailable: {type(exc).__name__}: {exc}".strip()
+        except LedgerUnavailable as exc:
+            log.warning("Epochs plugin, the Epochs page: %s", exc)
+            status, error = 503, str(exc)
         page_html = render_page(**data, selected=selected, window=chart_window, error=error)
         return HTMLResponse(page_html, status_code=status)
 

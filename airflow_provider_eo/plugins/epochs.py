@@ -32,6 +32,7 @@ from fastapi import Depends, Request
 
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
+from airflow_provider_eo.ledger.model.refusals import LedgerUnavailable
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.access import PipelineAccess, StreamDagReaders
 from airflow_provider_eo.plugins.app import create_app
@@ -61,10 +62,21 @@ def ui_enabled() -> bool:
 
 
 def open_ledger() -> Ledger:
-    """A Ledger on the configured connection (resolved at every request)."""
+    """A Ledger on the configured connection (resolved at every request), naming that
+    connection (conn id, ``host:port/db``) in its errors.
+
+    Raises :class:`LedgerUnavailable` naming the conn id when the connection is not
+    defined (the ledger itself raises it when its server cannot be reached).
+    """
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
     from airflow_provider_eo.hooks.ledger import EoLedgerHook
 
-    return EoLedgerHook(ledger_conn_id=ledger_conn_id()).get_ledger()
+    conn_id = ledger_conn_id()
+    try:
+        return EoLedgerHook(ledger_conn_id=conn_id).get_ledger()
+    except AirflowNotFoundException as exc:
+        raise LedgerUnavailable(f"connection {conn_id!r}", "the connection is not defined") from exc
 
 
 def open_watermarks() -> WatermarkReader | None:

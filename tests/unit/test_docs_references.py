@@ -18,6 +18,15 @@ Checked documents: README.md, RELIABILITY.md, docs/*.md and docker/README.md. In
   assignment, a ``self.`` attribute), be a Python builtin, or start with one of
   :data:`EXTERNAL_NAMES` (what Airflow, Kafka, HBase, Spark and the standard library define).
 
+``docs/ARCHITECTURE.md`` section 5 "Interfaces" quotes **call signatures**
+(``name(param, param: Type = default, *, kw) -> Ret``): each that names a function,
+method or class of the package must fit the code's ``inspect.signature`` (parameter
+names, their order and keyword-only markers; a quote may stop after a prefix of the
+parameters when the rest have defaults; annotations, defaults and return types are not
+compared). How quotes are found, resolved (a method quoted under a class resolves on
+that class) and compared: :mod:`tests.unit.doc_signatures`. A failure lists every
+mismatching quote with its line and the code's real signature.
+
 ``docs/ARCHITECTURE.md`` must also name every module (``*.py`` but ``__init__.py``, the
 migrations, the poms) of the two distributions, and no file of the repository may point
 at a sibling checkout outside it.
@@ -30,12 +39,15 @@ import builtins
 import fnmatch
 import importlib
 import importlib.util
+import inspect
 import re
 import subprocess
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests.unit.doc_signatures import format_signature, resolutions, signature_mismatches
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = sorted(
@@ -287,3 +299,79 @@ def test_nothing_points_outside_the_repository() -> None:
         if b"\0" not in data and sibling.encode() in data:
             offenders.append(name)
     assert offenders == []
+
+
+def test_architecture_interfaces_quote_the_code_signatures() -> None:
+    text = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    mismatches = signature_mismatches(text, "5. Interfaces", "docs/ARCHITECTURE.md")
+    assert not mismatches, "quotes that do not fit the code:\n" + "\n".join(mismatches)
+    resolved = {
+        quote.text: getattr(found, "qualname", found) for quote, found in resolutions(text, "5. Interfaces")
+    }
+    protocol = "airflow_provider_eo.ledger.protocol.epoch_protocol.EpochProtocol"
+    assert resolved["reserve_stream(spec: PipelineSpec, run: RunIdentity) -> Reservation"] == (
+        f"{protocol}.reserve_stream"
+    )  # a method quoted under its class resolves on it
+    assert resolved["get_ledger() -> Ledger"] == "airflow_provider_eo.hooks.ledger.EoLedgerHook.get_ledger"
+
+
+_WRONG_QUOTES = """\
+# Title
+
+## 5. Interfaces (test)
+
+**Protocol** (`airflow_provider_eo.ledger.protocol.epoch_protocol`):
+
+- `EpochProtocol(ledger, kafka)`; `reserve_stream(run: RunIdentity,
+  spec: PipelineSpec) -> Reservation`, `commit(epoch_id, group_id, pipeline=None)`,
+  `abort(epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch`.
+- Fencing: `WritePermission = WriteLease(epoch, fencing_token) | Fenced(token_mismatch)`.
+
+**Store**: `Ledger(dsn, conn_id=None)`, `get_epoch()`,
+`Ledger.abort(epoch_id, reason, *, allow_written=False)`, `plan_backfill(spec, request)`,
+`Epoch(epoch_id)`, `len(x)`, `no_such_function(a, b)`, `Ledger.migrate(*, pipeline)`.
+
+## 6. Next
+`get_epoch()`
+"""
+
+
+def test_the_signature_check_catches_wrong_quotes() -> None:
+    found = signature_mismatches(_WRONG_QUOTES, "5. Interfaces", "doc.md")
+    assert [problem.split("; the code")[0] for problem in found] == [
+        "doc.md:7: `reserve_stream(run: RunIdentity, spec: PipelineSpec) -> Reservation`:"
+        " positional parameters ['run', 'spec'] are not the code's first ['spec', 'run']",
+        "doc.md:8: `commit(epoch_id, group_id, pipeline=None)`:"
+        " positional parameters ['epoch_id', 'group_id', 'pipeline'] are not the code's first ['epoch_id']",
+        "doc.md:10: `Fenced(token_mismatch)`: positional parameters ['token_mismatch'] are not"
+        " the code's first ['epoch', 'token_mismatch']",
+        "doc.md:12: `Ledger(dsn, conn_id=None)`: positional parameters ['dsn', 'conn_id'] are not the code's"
+        " first ['dsn']",
+        "doc.md:12: `get_epoch()`: leaves out ['epoch_id'], which have no default",
+        "doc.md:13: `plan_backfill(spec, request)`: leaves out ['kafka'], which have no default",
+        "doc.md:14: `Epoch(epoch_id)`: Epoch is defined in several modules"
+        " (airflow_provider_eo.ledger.model.epochs, airflow_provider_eo.plugins.api_models):"
+        " name its module in the item",
+        "doc.md:14: `Ledger.migrate(*, pipeline)`: ['pipeline'] are not keyword-only in the code"
+        " (keyword-only: [])",
+    ]
+    assert found[0].endswith(
+        "; the code (airflow_provider_eo.ledger.protocol.epoch_protocol.EpochProtocol.reserve_stream):"
+        " EpochProtocol.reserve_stream(spec: PipelineSpec, run: RunIdentity) -> Reservation"
+    )
+    assert found[3].startswith(
+        "doc.md:12: `Ledger(dsn, conn_id=None)`: positional parameters ['dsn', 'conn_id'] are not the code's"
+        " first ['dsn']; the code (airflow_provider_eo.ledger.store.ledger.Ledger):"
+        " Ledger(dsn: str | Callable[[], Any], *, auto_migrate: bool = True, conn_id: str | None = None"
+    )
+
+
+def test_a_signature_is_shown_as_a_document_would_quote_it() -> None:
+    def sample(a: int, /, b: str = "x", *more: int, c: bool, d: None = None, **rest: object) -> list[int]:
+        return []
+
+    parameters = list(inspect.signature(sample).parameters.values())
+    returned = inspect.signature(sample).return_annotation
+    assert format_signature("sample", parameters, returned) == (
+        "sample(a: int, /, b: str = 'x', *more: int, c: bool, d: None = None, **rest: object) -> list[int]"
+    )

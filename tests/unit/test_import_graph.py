@@ -1,19 +1,24 @@
-"""The package's import graph has no cycle: every ``import`` counts, those under
-``TYPE_CHECKING`` and inside functions included."""
+"""The import graphs of the provider (``airflow_provider_eo``) and of the devtools
+(``eo_devtools``) have no cycle: every ``import`` counts, those under ``TYPE_CHECKING``
+and inside functions included."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_eo"
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PROVIDER = REPO_ROOT / "airflow_provider_eo"
+DEVTOOLS = REPO_ROOT / "devtools" / "eo_devtools"
 
 
-def modules() -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the package (packages by their name)."""
+def modules(package: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of ``package`` (packages by their name)."""
     found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
@@ -74,8 +79,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def package_graph() -> dict[str, set[str]]:
-    known = modules()
+def package_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports."""
+    known = modules(package)
     # a package's __init__ re-exports its modules: edges into a package are edges to its API,
     # so a package module importing its own package's name is not counted as a cycle
     return {
@@ -84,11 +90,16 @@ def package_graph() -> dict[str, set[str]]:
     }
 
 
-def test_the_package_has_no_import_cycle() -> None:
-    assert cycles(package_graph()) == []
+@pytest.mark.parametrize("package", [PROVIDER, DEVTOOLS], ids=lambda package: package.name)
+def test_the_package_has_no_import_cycle(package: Path) -> None:
+    assert cycles(package_graph(package)) == []
 
 
 def test_the_check_finds_cycles_and_sees_imports() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
-    assert "airflow_provider_eo.plugins.access" in package_graph()["airflow_provider_eo.plugins.epochs"]
+    provider = package_graph(PROVIDER)
+    assert "airflow_provider_eo.plugins.access" in provider["airflow_provider_eo.plugins.epochs"]
+    devtools = package_graph(DEVTOOLS)
+    assert "eo_devtools.stack.hbase_layout" in devtools["eo_devtools.stack.hbase_admin"]
+    assert "eo_devtools.stack.ports" in devtools["eo_devtools.stack.hbase"]

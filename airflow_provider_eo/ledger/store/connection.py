@@ -59,7 +59,10 @@ class LedgerConnection:
                 self._conn = None
 
     def raw(self) -> Any:
-        """The open psycopg2 connection (opened and migrated if needed); hold ``lock``."""
+        """The open psycopg2 connection (opened and migrated if needed); hold ``lock``.
+
+        Raises :class:`LedgerUnavailable` when the server cannot be reached or the
+        connection breaks while migrating (the migration is then rolled back)."""
         if self._conn is None or self._conn.closed:
             try:
                 self._session_actor = None
@@ -71,14 +74,39 @@ class LedgerConnection:
             if isinstance(dsn, str):
                 self._where = self._describe(_server_of(dsn))
         if not self._migrated:
-            apply_migrations(self._conn)
+            with self._breaks_reported():
+                apply_migrations(self._conn)
             self._migrated = True
         return self._conn
 
+    @contextmanager
+    def connected(self) -> Iterator[Any]:
+        """The open connection under ``lock``, for work outside :meth:`transaction`
+        (migrations and their versions), which must end its own transaction.
+
+        Raises :class:`LedgerUnavailable` when the server cannot be reached or the
+        connection breaks inside the block (a broken connection is dropped)."""
+        with self.lock, self._breaks_reported():
+            yield self.raw()
+
+    @contextmanager
+    def _breaks_reported(self) -> Iterator[None]:
+        """Turn a connection error inside the block into :class:`LedgerUnavailable`
+        (nothing changed); drop the connection if it closed."""
+        try:
+            yield
+        except CONNECTION_ERRORS as exc:
+            if self._conn is not None and self._conn.closed:
+                self._conn = None
+            raise LedgerUnavailable(self._where, _first_line(exc)) from exc
+
     def migrate(self) -> list[int]:
-        """Apply pending migrations now; return the versions applied."""
-        with self.lock:
-            applied = apply_migrations(self.raw())
+        """Apply pending migrations now; return the versions applied.
+
+        Raises :class:`LedgerUnavailable` when the server cannot be reached or the
+        connection breaks (nothing applied)."""
+        with self.connected() as conn:
+            applied = apply_migrations(conn)
             self._migrated = True
             return applied
 

@@ -95,9 +95,9 @@ class Ledger(LedgerObservations):
         return self._db.migrate()
 
     def schema_versions(self) -> list[int]:
-        """Migration versions recorded in the database."""
-        with self._db.lock:
-            return applied_versions(self._db.raw())
+        """Migration versions recorded in the database (LedgerUnavailable on connection breaks)."""
+        with self._db.connected() as conn:
+            return applied_versions(conn)
 
     def transaction(self) -> AbstractContextManager[Any]:
         """One transaction for a multi-statement script of the protocol (the reservation

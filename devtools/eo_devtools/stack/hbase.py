@@ -21,26 +21,10 @@ from xml.sax.saxutils import escape
 
 import happybase
 
+from eo_devtools.stack.hbase_admin import HBaseTableTool
+from eo_devtools.stack.hbase_layout import JDK17_OPTIONS, hbase_home
 from eo_devtools.stack.java_service import JavaService
 from eo_devtools.stack.ports import LOOPBACK, accepts_connections
-
-# What bin/hbase adds for JDK 17 (HBASE-26038), so HBase's shaded netty and its
-# reflective tricks work on the module system.
-JDK17_OPTIONS: tuple[str, ...] = (
-    "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",
-    "--add-modules=jdk.unsupported",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-opens=java.base/java.lang=ALL-UNNAMED",
-    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-    "--add-opens=java.base/java.util=ALL-UNNAMED",
-    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
-    "--add-exports=java.base/sun.net.dns=ALL-UNNAMED",
-    "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
-)
 
 _LOG4J = """\
 log4j.rootLogger=INFO,console
@@ -69,12 +53,6 @@ def _write_site(conf: Path, site: dict[str, str]) -> None:
     (conf / "hbase-site.xml").write_text(
         f'<?xml version="1.0"?>\n<configuration>\n{properties}</configuration>\n'
     )
-
-
-def hbase_home(state_dir: Path) -> Path:
-    """``<state>/hbase``: configuration in ``conf/`` (the master's own in ``master-conf/``),
-    data in ``root/``, ZooKeeper in ``zk/``."""
-    return state_dir / "hbase"
 
 
 class HBaseService(JavaService):
@@ -180,8 +158,6 @@ class HBaseService(JavaService):
             return all(accepts_connections(self.ports[key]) for key in self.port_keys)
         if not all(accepts_connections(self.ports[key]) for key in ("hbase-master", "hbase-zookeeper")):
             return False
-        from eo_devtools.stack.hbase_admin import HBaseTableTool  # it imports this module
-
         try:
             return len(HBaseTableTool(self.state_dir).servers(timeout_s=30)) >= self.regionservers
         except Exception:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eo_devtools.stack.hbase import JDK17_OPTIONS, hbase_home
+from eo_devtools.stack.hbase_layout import JDK17_OPTIONS, hbase_home
 from eo_devtools.stack.jvm_artifacts import classpath, java_binary
 
 HERE = Path(__file__).resolve().parent
