@@ -328,7 +328,7 @@ _WRONG_QUOTES = """\
 - Fencing: `WritePermission = WriteLease(epoch, fencing_token) | Fenced(token_mismatch)`.
 
 **Store**: `Ledger(dsn, conn_id=None)`, `get_epoch()`,
-`Ledger.abort(epoch_id, reason, *, allow_written=False)`, `plan_backfill(spec, request)`,
+`Ledger.abort(epoch_id, reason, *, allow_written=False)`, `split_into_chunks(ranges)`,
 `Epoch(epoch_id)`, `len(x)`, `no_such_function(a, b)`, `Ledger.migrate(*, pipeline)`.
 
 ## 6. Next
@@ -348,7 +348,7 @@ def test_the_signature_check_catches_wrong_quotes() -> None:
         "doc.md:12: `Ledger(dsn, conn_id=None)`: positional parameters ['dsn', 'conn_id'] are not the code's"
         " first ['dsn']",
         "doc.md:12: `get_epoch()`: leaves out ['epoch_id'], which have no default",
-        "doc.md:13: `plan_backfill(spec, request)`: leaves out ['kafka'], which have no default",
+        "doc.md:13: `split_into_chunks(ranges)`: leaves out ['max_records'], which have no default",
         "doc.md:14: `Epoch(epoch_id)`: Epoch is defined in several modules"
         " (airflow_provider_eo.ledger.model.epochs, airflow_provider_eo.plugins.api_models):"
         " name its module in the item",
