@@ -69,13 +69,13 @@ def listing(ledger: Ledger, pipeline: str, limit: int) -> dict[str, Any]:
 
 def publish(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) -> dict[str, Any]:
     """Publish the pipeline's dead letters (its spec from the pipelines file)."""
-    from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
+    from airflow_provider_eo.hooks.kafka import EoKafkaHook
     from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)
     except PipelineConfigError as exc:
         raise refused(str(exc)) from exc
-    tools = OperatorTools(ledger, dead_letter_topics=dead_letter_topics(args.kafka_conn_id))
+    tools = OperatorTools(ledger, dead_letter_topics=EoKafkaHook(args.kafka_conn_id).dead_letter_topic)
     return tools.publish_dead_letters(spec).to_json()

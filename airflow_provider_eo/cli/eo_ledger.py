@@ -132,7 +132,6 @@ def run(args: argparse.Namespace) -> Any:
         raise Refused(f"refusing to {args.command} epoch {args.epoch_id} without --yes")
     if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
         raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
-    from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
     from airflow_provider_eo.ledger.model.actors import Actor
     from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
     from airflow_provider_eo.ledger.store.ledger import Ledger
@@ -158,11 +157,8 @@ def run(args: argparse.Namespace) -> Any:
         if args.command == dead_letter_commands.COMMAND:
             return dead_letter_commands.run(args, ledger, Refused)
         if args.command == "commit":
-            tools = OperatorTools(
-                ledger,
-                kafka=lambda: commands.kafka_hook(args.kafka_conn_id),
-                dead_letter_topics=dead_letter_topics(args.kafka_conn_id),
-            )
+            kafka = commands.kafka_hook(args.kafka_conn_id)  # connects at its first call only
+            tools = OperatorTools(ledger, kafka=lambda: kafka, dead_letter_topics=kafka.dead_letter_topic)
             lookup = commands.pipeline_lookup(args.pipelines_file, args.group_id)
             return commands.commit(tools, args.epoch_id, lookup)
         aborted = OperatorTools(ledger).abort(args.epoch_id, args.reason, allow_written=args.allow_written)

@@ -134,18 +134,26 @@ def connection_from_env(conn_id: str, environ: Mapping[str, str] | None = None) 
     return parse_connection(conn_id, value)
 
 
-def connection_from_airflow(conn_id: str) -> EoConnection:
-    """Inside Airflow: resolve ``conn_id`` with ``BaseHook.get_connection`` (any conn_type)."""
-    from airflow.sdk import BaseHook
-
-    conn = BaseHook.get_connection(conn_id)
+def connection_of(
+    conn_id: str,
+    conn_type: str | None,
+    host: str | None,
+    port: int | str | None,
+    login: str | None,
+    password: str | None,
+    schema: str | None,
+    extra: str | Mapping[str, Any] | None,
+) -> EoConnection:
+    """An ``EoConnection`` from an Airflow connection's fields (``hooks.base.EoHook`` reads
+    them from Airflow); raises ``ConfigError`` naming ``conn_id`` for an ``extra`` that is
+    not a JSON object."""
     return EoConnection(
         conn_id=conn_id,
-        conn_type=_normalize_conn_type(conn.conn_type),
-        host=conn.host or None,
-        port=int(conn.port) if conn.port else None,
-        login=conn.login or None,
-        password=conn.password or None,
-        schema=conn.schema or None,
-        extra=_parse_extra(conn.extra, conn_id),
+        conn_type=_normalize_conn_type(conn_type),
+        host=host or None,
+        port=int(port) if port else None,
+        login=login or None,
+        password=password or None,
+        schema=schema or None,
+        extra=_parse_extra(extra, conn_id),
     )

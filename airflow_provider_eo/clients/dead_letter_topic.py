@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.clients.connection_settings import KafkaClientConfig, kafka_client_config
-from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
@@ -57,6 +56,15 @@ class DeadLetterTopic:
     :param settings: librdkafka settings and call timeout (``kafka_client_config``).
     """
 
+    @classmethod
+    def of_pipeline(cls, spec: PipelineSpec, settings: KafkaClientConfig) -> DeadLetterTopic:
+        """``spec``'s dead-letter topic, its marker group named by
+        :meth:`DeadLettersSpec.marker_group`; ``ValueError`` for a spec without one."""
+        if spec.dead_letters is None:
+            raise ValueError(f"pipeline {spec.name!r} has no dead_letters.topic")
+        group = spec.dead_letters.marker_group(spec.group_id)
+        return cls(spec.name, spec.dead_letters.topic, group, settings)
+
     def __init__(self, pipeline: str, topic: str, marker_group: str, settings: KafkaClientConfig) -> None:
         self.pipeline = pipeline
         self.topic = topic
@@ -64,13 +72,6 @@ class DeadLetterTopic:
         self.settings = settings
         self._errors = ClientErrorLog()
         self._producer: Producer | None = None
-
-    @classmethod
-    def from_connection(
-        cls, pipeline: str, topic: str, marker_group: str, kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID
-    ) -> DeadLetterTopic:
-        """The topic reached through the Airflow connection ``kafka_conn_id``."""
-        return cls(pipeline, topic, marker_group, kafka_client_config(connection_from_airflow(kafka_conn_id)))
 
     def __enter__(self) -> DeadLetterTopic:
         return self
@@ -202,19 +203,3 @@ class DeadLetterTopic:
         if self._producer is not None:
             self._producer.flush(0)
             self._producer = None
-
-
-def dead_letter_topics(
-    kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
-) -> Callable[[PipelineSpec], DeadLetterTopic]:
-    """The ``EpochProtocol(dead_letter_topics=...)`` factory over the Airflow connection
-    ``kafka_conn_id``: a pipeline's topic, its marker group named by
-    :meth:`DeadLettersSpec.marker_group`. Only for a spec with ``dead_letters``."""
-
-    def make(spec: PipelineSpec) -> DeadLetterTopic:
-        if spec.dead_letters is None:
-            raise ValueError(f"pipeline {spec.name!r} has no dead_letters.topic")
-        group = spec.dead_letters.marker_group(spec.group_id)
-        return DeadLetterTopic.from_connection(spec.name, spec.dead_letters.topic, group, kafka_conn_id)
-
-    return make

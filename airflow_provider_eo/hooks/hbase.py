@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import happybase
-from airflow.sdk import BaseHook
 
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
-from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID, connection_from_airflow
-from airflow_provider_eo.hooks.ui import field_behaviour
+from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID
+from airflow_provider_eo.hooks.base import EoHook
 
 
-class EoHBaseHook(BaseHook):
+class EoHBaseHook(EoHook):
     """Builds happybase clients from an ``eo_hbase`` connection.
 
     host/port of the Thrift server; ``extra``: ``servers`` (every Thrift server, for the
@@ -34,16 +33,11 @@ class EoHBaseHook(BaseHook):
         self.hbase_conn_id = hbase_conn_id
         self._kwargs: dict[str, Any] | None = None
 
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Connection form: host/port of the Thrift server, settings in extra."""
-        return field_behaviour(cls.conn_type)
-
     @property
     def connection_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``happybase.Connection`` (resolved once)."""
         if self._kwargs is None:
-            self._kwargs = hbase_connection_kwargs(connection_from_airflow(self.hbase_conn_id))
+            self._kwargs = hbase_connection_kwargs(self.eo_connection(self.hbase_conn_id))
         return dict(self._kwargs)
 
     def get_conn(self) -> happybase.Connection:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from airflow.sdk import BaseHook
 from confluent_kafka import (
     Consumer,
     KafkaError,
@@ -23,11 +22,13 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.clients.connection_settings import KafkaClientConfig, kafka_client_config
-from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID
+from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
 from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.clients.kafka_group_offsets import GroupOffsets
 from airflow_provider_eo.clients.kafka_watermarks import TP, WatermarkReader
-from airflow_provider_eo.hooks.ui import field_behaviour
+from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.hooks.base import EoHook
 
 
 def _unknown_topic(error: object) -> bool:
@@ -37,7 +38,7 @@ def _unknown_topic(error: object) -> bool:
 _PROBE_GROUP = "airflow-provider-eo-probe"  # never committed to: used only for reads
 
 
-class EoKafkaHook(BaseHook):
+class EoKafkaHook(EoHook):
     """Kafka access for reservation and commit (OffsetSource + OffsetPublisher).
 
     :param kafka_conn_id: connection id; any conn_type is accepted, ``extra`` must carry
@@ -57,17 +58,17 @@ class EoKafkaHook(BaseHook):
         self._sharing = False  # inside one_admin_client
         self._shared_admin: AdminClient | None = None
 
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Connection form: only ``extra`` (librdkafka JSON) matters."""
-        return field_behaviour(cls.conn_type)
-
     @property
     def settings(self) -> KafkaClientConfig:
         """librdkafka config and call timeout, resolved once from the connection."""
         if self._settings is None:
-            self._settings = kafka_client_config(connection_from_airflow(self.kafka_conn_id))
+            self._settings = kafka_client_config(self.eo_connection(self.kafka_conn_id))
         return self._settings
+
+    def dead_letter_topic(self, spec: PipelineSpec) -> DeadLetterTopic:
+        """``spec``'s dead-letter topic through this connection (the protocol's
+        ``dead_letter_topics``); ``ValueError`` for a pipeline without one."""
+        return DeadLetterTopic.of_pipeline(spec, self.settings)
 
     def _admin(self) -> AdminClient:
         """The block's client inside :meth:`one_admin_client` (created at its first use),

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from airflow.sdk import BaseHook
+from typing import TYPE_CHECKING
 
 from airflow_provider_eo.clients.connection_settings import postgres_dsn
-from airflow_provider_eo.clients.connections import DEFAULT_LEDGER_CONN_ID, connection_from_airflow
-from airflow_provider_eo.hooks.ui import field_behaviour
+from airflow_provider_eo.clients.connections import DEFAULT_LEDGER_CONN_ID
+from airflow_provider_eo.hooks.base import EoHook
 
 if TYPE_CHECKING:
     from airflow_provider_eo.ledger import Ledger
 
 
-class EoLedgerHook(BaseHook):
+class EoLedgerHook(EoHook):
     """Gives a :class:`~airflow_provider_eo.ledger.Ledger` for a Postgres connection.
 
     host, port, login, password, schema (= database name); libpq keywords such as
@@ -33,13 +31,8 @@ class EoLedgerHook(BaseHook):
         super().__init__()
         self.ledger_conn_id = ledger_conn_id
 
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Connection form: a Postgres connection, ``schema`` relabelled "Database"."""
-        return field_behaviour(cls.conn_type)
-
     def _dsn(self) -> str:
-        return postgres_dsn(connection_from_airflow(self.ledger_conn_id))
+        return postgres_dsn(self.eo_connection(self.ledger_conn_id))
 
     def get_ledger(self) -> Ledger:
         """A Ledger on this connection (the Ledger applies pending migrations on first use)."""

@@ -8,12 +8,9 @@ API (``/apis/ccompat/v7`` on Apicurio), login/password for basic auth, TLS files
 
 from __future__ import annotations
 
-from typing import Any
-
-from airflow.sdk import BaseHook
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from airflow_provider_eo.clients.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID, connection_from_airflow
+from airflow_provider_eo.clients.connections import DEFAULT_SCHEMA_REGISTRY_CONN_ID
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.formats.registry.field_check import (
     KEY_PREFIX,
@@ -22,10 +19,10 @@ from airflow_provider_eo.formats.registry.field_check import (
 )
 from airflow_provider_eo.formats.registry.field_paths import SchemaFields
 from airflow_provider_eo.formats.registry.settings import RegistrySettings, registry_settings
-from airflow_provider_eo.hooks.ui import field_behaviour
+from airflow_provider_eo.hooks.base import EoHook
 
 
-class EoSchemaRegistryHook(BaseHook):
+class EoSchemaRegistryHook(EoHook):
     """confluent-kafka ``SchemaRegistryClient`` from a ``schema_registry`` connection.
 
     :param schema_registry_conn_id: connection id (default ``schema_registry``); any
@@ -42,16 +39,11 @@ class EoSchemaRegistryHook(BaseHook):
         self.schema_registry_conn_id = schema_registry_conn_id
         self._settings: RegistrySettings | None = None
 
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Connection form: host/port/path, login/password for basic auth, TLS files in extra."""
-        return field_behaviour(cls.conn_type)
-
     @property
     def settings(self) -> RegistrySettings:
         """The registry's settings, resolved once (``repr`` hides the secrets)."""
         if self._settings is None:
-            self._settings = registry_settings(connection_from_airflow(self.schema_registry_conn_id))
+            self._settings = registry_settings(self.eo_connection(self.schema_registry_conn_id))
         return self._settings
 
     def get_conn(self) -> SchemaRegistryClient:

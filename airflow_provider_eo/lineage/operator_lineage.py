@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from airflow_provider_eo.clients.connections import connection_from_airflow
 from airflow_provider_eo.config import PipelineSpec
+from airflow_provider_eo.hooks.base import EoHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.lineage.dataset_names import table_dataset, topic_datasets
@@ -71,8 +71,8 @@ def epoch_lineage(
     if epoch is None:
         return OperatorLineage()
     topics = [r.topic for r in epoch.ranges if r.end > r.start]
-    inputs = topic_datasets(connection_from_airflow(kafka_conn_id), topics)
-    table = table_dataset(connection_from_airflow(hbase_conn_id), spec.hbase_table)
+    inputs = topic_datasets(EoHook.eo_connection(kafka_conn_id), topics)
+    table = table_dataset(EoHook.eo_connection(hbase_conn_id), spec.hbase_table)
     return OperatorLineage(
         inputs=[InputDataset(namespace=d.namespace, name=d.name) for d in inputs],
         outputs=[OutputDataset(namespace=table.namespace, name=table.name)],

@@ -9,7 +9,6 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
-from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
 from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
@@ -88,5 +87,5 @@ def open_protocol(
         yield EpochProtocol(
             ledger,
             kafka=lambda: kafka,
-            dead_letter_topics=dead_letter_topics(kafka_conn_id),
+            dead_letter_topics=kafka.dead_letter_topic,
         )

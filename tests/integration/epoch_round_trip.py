@@ -21,7 +21,6 @@ import happybase
 import pytest
 from psycopg2.extensions import parse_dsn
 
-from airflow_provider_eo.clients.dead_letter_topic import dead_letter_topics
 from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
@@ -153,7 +152,7 @@ class EpochRoundTrip:
         """The protocol's commit: publish (stream), mark COMMITTED, publish the dead letters
         (through ``dead_letter_topics`` when given, else the pipeline's real topic)."""
         with self.connections(), Ledger(self.ledger_dsn) as ledger:
-            topics = self.dead_letter_topics or dead_letter_topics()
+            topics = self.dead_letter_topics or self.kafka.dead_letter_topic
             protocol = EpochProtocol(ledger, kafka=lambda: self.kafka, dead_letter_topics=topics)
             return protocol.commit(epoch_id, pipeline=self.spec).epoch
 

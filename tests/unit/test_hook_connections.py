@@ -15,10 +15,10 @@ from airflow_provider_eo.clients.connection_settings import (
 from airflow_provider_eo.clients.connections import (
     ConnectionNotFound,
     EoConnection,
-    connection_from_airflow,
     connection_from_env,
     parse_connection,
 )
+from airflow_provider_eo.hooks.base import EoHook
 from airflow_provider_eo.hooks.hbase import EoHBaseHook
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
@@ -63,7 +63,7 @@ def test_parse_matches_airflow(value: str) -> None:
 @pytest.mark.parametrize("value", DEFINITIONS)
 def test_env_and_airflow_paths_agree(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_EO_SAME", value)
-    assert connection_from_env("eo_same") == connection_from_airflow("eo_same")
+    assert connection_from_env("eo_same") == EoHook.eo_connection("eo_same")
 
 
 def test_missing_env_connection_names_the_variable() -> None:

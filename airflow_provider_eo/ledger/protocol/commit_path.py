@@ -41,7 +41,7 @@ from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-#: Makes a pipeline's dead-letter topic (``clients.dead_letter_topic.dead_letter_topics``).
+#: Makes a pipeline's dead-letter topic (``hooks.kafka.EoKafkaHook.dead_letter_topic``).
 DeadLetterTopics = Callable[[PipelineSpec], DeadLetterTopicPort]
 
 
