@@ -8,8 +8,10 @@ built (:func:`master_connection_id`); :func:`connection_in_environment` makes Ai
 resolve that id while the submission runs, through its documented environment-variable
 connections. :func:`connection_master` is the master the provider's hook derives from a
 connection. ``spark.resources`` become the Spark provider's resource arguments
-(:func:`resource_options`), mapped for the master they will run on. In cluster deploy mode
-the driver's environment travels in a private properties file (:func:`write_properties_file`).
+(:func:`resource_options`), mapped for the master they will run on. The driver's
+environment is set on the spark-submit process (:func:`process_environment`) in client
+deploy mode; cluster deploy mode puts it in a properties file
+(:mod:`~airflow_provider_eo.operators.write_submission`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -27,9 +28,6 @@ from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_eo.clients.connections import env_var_name
 from airflow_provider_eo.config.specs import SparkResources
-
-#: Where cluster deploy mode puts the driver's environment (YARN, Kubernetes).
-CLUSTER_ENV_PREFIXES = ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
 
 #: The master ``SparkSubmitHook`` uses when it cannot load its connection.
 FALLBACK_MASTER = "yarn"
@@ -153,24 +151,3 @@ def connection_in_environment(connection: Connection) -> AbstractContextManager[
     set to ``connection.as_json()`` (Airflow's documented environment-variable connections,
     looked up before any other secrets backend) through :func:`process_environment`."""
     return process_environment({env_var_name(connection.conn_id): connection.as_json()})
-
-
-def write_properties_file(conf: Mapping[str, str], env: Mapping[str, str]) -> str:
-    """Write Spark conf plus cluster-mode driver environment (:data:`CLUSTER_ENV_PREFIXES`)
-    to a private (mode 0600) temp file.
-
-    Returns the path; the caller deletes it. Values are escaped as Java properties.
-    """
-    fd, path = tempfile.mkstemp(prefix="eo-spark-", suffix=".conf")
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        for key, value in conf.items():
-            handle.write(f"{key}={_escape_property(str(value))}\n")
-        for name, value in env.items():
-            for prefix in CLUSTER_ENV_PREFIXES:
-                handle.write(f"{prefix}{name}={_escape_property(value)}\n")
-    return path
-
-
-def _escape_property(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")

@@ -1,57 +1,54 @@
 """WriteEpochOperator: run the package's PySpark application for one reserved epoch.
 
-A thin subclass of the Spark provider's ``SparkSubmitOperator``. What it adds is
-how settings reach the Spark application without ever appearing on a command line:
+A subclass of the Spark provider's ``SparkSubmitOperator`` whose constructor keeps the
+settings a DAG gives (resources, deploy mode, the Spark connection, any other
+``SparkSubmitOperator`` keyword). ``execute`` never changes them: it computes the epoch's
+submission (:func:`~airflow_provider_eo.operators.write_submission.write_submission`: conf,
+``--py-files``, the private properties file's text, application arguments, the driver's
+environment), builds a ``SparkSubmitHook`` from the operator's settings and that submission
+(:mod:`~airflow_provider_eo.operators.submit_hook_arguments`) and calls its ``submit``; the
+hook is kept (``submit_hook``) so that ``on_kill`` kills what it started.
 
-* the ledger, Kafka and HBase connections (and the Schema Registry's, for a pipeline whose
-  key or value format needs it) are resolved inside ``execute`` and
-  handed over as ``AIRFLOW_CONN_*`` environment variables (JSON form), and the
-  pipeline's parsed spec, the one this task run built its Spark options from, as
-  ``EO_PIPELINE_SPEC`` (JSON): the driver never reads the YAML again, so a pipelines file
-  changed meanwhile cannot give one run two specs, and the driver may run on a machine
-  that has no copy of the DAG folder;
-* client deploy mode: they are set on the ``spark-submit`` process environment
-  (the driver inherits it; executors get settings inside task closures);
-* cluster deploy mode on YARN or Kubernetes: they go into a temporary
-  ``--properties-file`` (mode 0600, deleted afterwards) as
-  ``spark.yarn.appMasterEnv.*`` / ``spark.kubernetes.driverEnv.*``, because the
-  Spark hook would otherwise turn ``env_vars`` into ``--conf`` arguments.
+Settings reach the Spark application without ever appearing on a command line: the
+ledger, Kafka and HBase connections (and the Schema Registry's, for a pipeline whose key or
+value format needs it) are resolved inside ``execute`` and handed over as ``AIRFLOW_CONN_*``
+variables (JSON form), and the pipeline's parsed spec, the one this task run built its Spark
+options from, as ``EO_PIPELINE_SPEC`` (JSON): the driver never reads the YAML again, so a
+pipelines file changed meanwhile cannot give one run two specs. In client deploy mode they
+are the spark-submit process's environment; in cluster deploy mode they travel in a private
+``--properties-file`` (:mod:`~airflow_provider_eo.operators.write_submission`).
 
 The application arguments carry only names and ids (pipeline, epoch id, and the task
 instance the vote is recorded as: ``--actor-kind task --actor dag/run/task try N``).
 
-Where the driver and executors run: ``spark.master`` of the pipeline overrides the
-Spark connection's master; on any master but
-``local`` the package's code travels as a ``--py-files`` zip built for the submission
-(``airflow_provider_eo.spark.package_zip``), so executors need its dependencies but not
-the package itself. ``spark.resources`` become spark-submit options
-(:mod:`airflow_provider_eo.operators.spark_submission`). Keys the pipeline's ``spark.conf``
-leaves unset get the start-up settings of :mod:`~airflow_provider_eo.operators.driver_start`
-(no UI; the driver JVM's flags and class-data archive; the Python workers' daemon).
+Where the driver and executors run: ``spark.master`` of the pipeline overrides the Spark
+connection's master; on any master but ``local`` the package's code travels as a
+``--py-files`` zip built for the submission (``airflow_provider_eo.spark.package_zip``), so
+executors need its dependencies but not the package itself. ``spark.resources`` become
+spark-submit options (:mod:`airflow_provider_eo.operators.spark_submission`). Keys the
+pipeline's ``spark.conf`` leaves unset get the start-up settings of
+:mod:`~airflow_provider_eo.operators.driver_start` (no UI; the driver JVM's flags and
+class-data archive, settled when the submission ends; the Python workers' daemon).
 
-Only the Spark provider's public API is used: constructor arguments, the public
-attributes they are kept in, ``execute`` and ``on_kill``. The master override is a
-connection: with ``spark.master`` set, the operator's ``conn_id`` is a derived id
+Only the Spark provider's public API is used: ``SparkSubmitOperator``'s constructor and
+the public attributes it keeps, ``SparkSubmitHook``'s constructor, ``submit`` and
+``on_kill``. The master override is a connection: with ``spark.master`` set, the hook's
+``conn_id`` is a derived id
 (:func:`~airflow_provider_eo.operators.spark_submission.master_connection_id`, fixed in
 ``__init__``) that ``execute`` makes resolvable, as the Spark connection with the override
-as its host, through an ``AIRFLOW_CONN_*`` environment variable removed afterwards. The
-provider builds its hook once, lazily, in ``execute``: everything the hook reads is set
-before ``SparkSubmitOperator.execute`` runs, so one operator instance executes once
-(Airflow runs a fresh copy of the task for every try).
+as its host, through an ``AIRFLOW_CONN_*`` environment variable while the hook is built and
+runs, removed afterwards.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_eo.clients.connections import (
@@ -78,15 +75,25 @@ from airflow_provider_eo.operators.pipeline_operator import task_actor
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     connection_master,
-    is_standalone,
     master_connection,
     master_connection_id,
     process_environment,
     resource_options,
     spark_connection,
-    write_properties_file,
 )
-from airflow_provider_eo.spark.package_zip import build_zip
+from airflow_provider_eo.operators.submission_files import private_properties_file, shipped_package
+from airflow_provider_eo.operators.submit_hook_arguments import (
+    constant_arguments,
+    openlineage_options,
+    openlineage_properties,
+    rendered_arguments,
+)
+from airflow_provider_eo.operators.write_submission import (
+    WriteSubmission,
+    application_args,
+    check_deploy_mode,
+    write_submission,
+)
 
 
 def spark_application_path() -> str:
@@ -114,12 +121,14 @@ class WriteEpochOperator(SparkSubmitOperator):
     :param schema_registry_conn_id: the Schema Registry connection, handed to the application
         only when the pipeline's key or value format is avro, protobuf or json_schema.
     :param spark_conn_id: the Spark connection (master), default ``spark_default``. With
-        ``spark.master`` set, the provider is given ``submit_conn_id`` instead: this
+        ``spark.master`` set, the hook is given ``submit_conn_id`` instead: this
         connection with the override as its master, resolvable only while ``execute`` runs
         (see the module docstring).
 
-    Any other ``SparkSubmitOperator`` keyword passes through (``conn_id`` excepted);
-    ``py_files`` given there are shipped beside the package zip. An instance executes once.
+    Any other ``SparkSubmitOperator`` keyword passes through (``conn_id`` excepted; the
+    detached tracking modes ``track_driver_via_k8s_api`` / ``yarn_track_via_rm_api`` raise
+    ``ValueError``); ``py_files`` given there are shipped beside the package zip.
+    ``execute`` leaves every attribute the constructor set as it was.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id", "fencing_token")
@@ -144,15 +153,21 @@ class WriteEpochOperator(SparkSubmitOperator):
         options = resource_options(spec.spark.resources, spec.spark.master)
         master = spec.spark.master
         submit_conn_id = master_connection_id(spark_conn_id, master) if master else spark_conn_id
+        settings = {
+            **options,
+            "conf": {**options["conf"], **spec.spark.conf},
+            "conn_id": submit_conn_id,
+            "deploy_mode": spec.spark.deploy_mode,
+            "name": f"eo-write-{pipeline}",
+        }
         super().__init__(
             application=spark_application_path(),
             application_args=["--pipeline", pipeline, "--epoch-id", str(epoch_id)],
-            conn_id=submit_conn_id,
-            deploy_mode=spec.spark.deploy_mode,
-            name=f"eo-write-{pipeline}",
-            **{**options, "conf": {**options["conf"], **spec.spark.conf}},
-            **kwargs,
+            **settings,
+            **kwargs,  # a keyword also in settings: TypeError, as for any repeated keyword
         )
+        self.hook_settings = constant_arguments({**settings, **kwargs}, self.template_fields)
+        self.openlineage_options = openlineage_options(kwargs)
         self.spark_conn_id = spark_conn_id
         self.spark_master = master
         self.submit_conn_id = submit_conn_id
@@ -165,27 +180,8 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.kafka_conn_id = kafka_conn_id
         self.hbase_conn_id = hbase_conn_id
         self.schema_registry_conn_id = schema_registry_conn_id
-        self._properties_path: str | None = None
-        self._zip_dir: str | None = None
-        self._submitted = False
+        self.submit_hook: SparkSubmitHook | None = None  # the last submission's (on_kill)
         self.lineage_epoch: Epoch | None = None  # what get_openlineage_facets_on_complete reports
-
-    def _ship_package(self, master: str) -> None:
-        """On a non-local ``master``, add the package zip to ``py_files`` (temp dir removed after the run).
-
-        Raises :class:`ConfigError` for cluster deploy mode on a standalone master, which
-        Spark refuses for Python applications.
-        """
-        if is_standalone(master) and self.spec.spark.deploy_mode == "cluster":
-            raise ConfigError(
-                f"pipeline {self.pipeline}: deploy_mode 'cluster' with master {master!r}: Spark runs Python "
-                "applications on a standalone cluster in client deploy mode only"
-            )
-        if master.startswith("local"):
-            return
-        self._zip_dir = tempfile.mkdtemp(prefix="eo-pyfiles-")
-        package = build_zip(Path(self._zip_dir) / "airflow_provider_eo.zip")
-        self.py_files = ",".join(filter(None, [self.py_files, str(package)]))
 
     def application_env(self) -> dict[str, str]:
         """What the application's driver gets in its environment: the connections
@@ -207,68 +203,86 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.spec,
         )
 
+    def hook_arguments(
+        self, submission: WriteSubmission, properties_file: str | None, context: Any
+    ) -> dict[str, Any]:
+        """``SparkSubmitHook`` keyword arguments of ``submission``: the operator's settings
+        (constant and rendered), then the submission's conf (with the OpenLineage properties the
+        operator asks for), py_files, application arguments, and ``properties_file``."""
+        return {
+            **self.hook_settings,
+            **rendered_arguments(self),
+            "conf": openlineage_properties(dict(submission.conf), self.openlineage_options, context),
+            "py_files": submission.py_files,
+            "properties_file": properties_file,
+            "application_args": submission.application_args,
+        }
+
     def execute(self, context: Any) -> None:
-        """Run spark-submit; raises if the application fails or its vote is fenced out,
-        ``ConfigError`` when no epoch was given, and ``RuntimeError`` when this instance
-        already submitted (the provider's hook, built on the first submission, would replay
-        that submission's settings). With OpenLineage enabled, then reads the epoch as the
-        write left it (``lineage_epoch``, the lineage's)."""
+        """Run spark-submit for the epoch through a new ``SparkSubmitHook`` (kept as
+        ``submit_hook``); every temporary file and environment variable of the submission is
+        gone when it returns or raises, and the operator's attributes are as constructed.
+
+        Raises ``ConfigError`` when no epoch was given or for cluster deploy mode on a
+        standalone master (nothing submitted), and the hook's ``AirflowException`` when the
+        application fails or its vote is fenced out. With OpenLineage enabled, then reads the
+        epoch as the write left it (``lineage_epoch``, the lineage's).
+        """
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
-        if self._submitted:
-            raise RuntimeError(
-                f"pipeline {self.pipeline}: this WriteEpochOperator instance already submitted; "
-                "execute a fresh copy of the task (as Airflow does for every try)"
-            )
-        self.application_args = ["--pipeline", self.pipeline, "--epoch-id", str(self.epoch_id)]
-        if self.fencing_token:
-            self.application_args += ["--fencing-token", str(self.fencing_token)]
         actor = task_actor(context)  # the driver votes as this task (the epoch's history)
-        self.application_args += ["--actor-kind", actor.kind, "--actor", actor.name]
-        self.application_args += self.conn_id_args()
+        args = application_args(
+            pipeline=self.pipeline,
+            epoch_id=self.epoch_id,
+            fencing_token=self.fencing_token,
+            actor=actor,
+            conn_id_args=self.conn_id_args(),
+        )
         env = self.application_env()
         unchecked = check_registered_fields(self.spec, self.schema_registry_conn_id)
         if unchecked:
             self.log.info("pipeline=%s: no schema registered yet under %s", self.pipeline, unchecked)
         connection = spark_connection(self.spark_conn_id)
         master = self.spark_master or connection_master(connection)
+        deploy_mode = self.spec.spark.deploy_mode
+        check_deploy_mode(self.pipeline, master, deploy_mode)
         self.log.info(
             "Writing epoch: pipeline=%s epoch_id=%s master=%s deploy_mode=%s spec_from=%s",
             self.pipeline,
             self.epoch_id,
             master,
-            self.spec.spark.deploy_mode,
+            deploy_mode,
             self.spec.source_file or self.pipelines_file,
         )
-        py_files = self.py_files
-        deploy_mode = self.spec.spark.deploy_mode
-        try:
-            with ExitStack() as scope:
-                self.conf = scope.enter_context(
-                    submission_conf(self.conf or {}, master=master, deploy_mode=deploy_mode)
-                )
-                if self.spark_master:
-                    override = master_connection(self.submit_conn_id, connection, self.spark_master)
-                    scope.enter_context(connection_in_environment(override))
-                self._ship_package(master)
-                if deploy_mode == "cluster":
-                    self._properties_path = write_properties_file(self.conf or {}, env)
-                    self.properties_file = self._properties_path
-                    self.conf = {}
-                else:  # the process environment: the provider's env_vars become --conf on YARN/k8s
-                    scope.enter_context(process_environment(env))
-                # the provider builds its hook from the settings above, in its execute
-                self._submitted = True
-                super().execute(context)
-        finally:
-            self.py_files = py_files
-            if self._properties_path:
-                os.unlink(self._properties_path)
-                self._properties_path = None
-            if self._zip_dir:
-                shutil.rmtree(self._zip_dir, ignore_errors=True)
-                self._zip_dir = None
+        with ExitStack() as scope:
+            conf = scope.enter_context(
+                submission_conf(self.conf or {}, master=master, deploy_mode=deploy_mode)
+            )
+            if self.spark_master:
+                override = master_connection(self.submit_conn_id, connection, self.spark_master)
+                scope.enter_context(connection_in_environment(override))  # the hook resolves it
+            package = None if master.startswith("local") else scope.enter_context(shipped_package())
+            submission = write_submission(
+                args=args,
+                conf=conf,
+                py_files=self.py_files,
+                package_zip=package,
+                env=env,
+                deploy_mode=deploy_mode,
+            )
+            properties_file = self.properties_file
+            if submission.properties is not None:
+                properties_file = scope.enter_context(private_properties_file(submission.properties))
+            scope.enter_context(process_environment(submission.environment))
+            self.submit_hook = SparkSubmitHook(**self.hook_arguments(submission, properties_file, context))
+            self.submit_hook.submit(self.application)
         self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+
+    def on_kill(self) -> None:
+        """Kill the running submission through the hook that started it (spark-submit, and the
+        driver or application the hook tracks); nothing when this instance never submitted."""
+        if self.submit_hook is not None:
+            self.submit_hook.on_kill()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage (``apache-airflow-providers-openlineage``): the topics the epoch read, the

@@ -129,7 +129,15 @@ def _resolve_connection():
 
 
 def test_our_own_private_names_are_not_the_providers() -> None:
-    """The write operator's own underscore attributes must not shadow the provider's."""
-    assert {"_ship_package", "_zip_dir", "_properties_path", "_submitted"}.isdisjoint(
-        provider_private_names()
+    """The write operator's own attributes and methods must not shadow the provider's
+    private ones (it has no underscore attribute of its own today)."""
+    from airflow_provider_eo.config import parse_pipelines_text
+    from airflow_provider_eo.operators.write import WriteEpochOperator
+
+    spec = parse_pipelines_text("pipelines:\n  - {name: p, topics: [t], hbase: {table: t}}\n", "p.yaml")["p"]
+    op = WriteEpochOperator(task_id="probe_write", pipeline="p", epoch_id=1, spec=spec)
+    own = (set(vars(op)) - set(vars(SparkSubmitOperator(task_id="probe")))) | (
+        set(vars(WriteEpochOperator)) - set(vars(SparkSubmitOperator))
     )
+    assert {"submit_hook", "hook_settings", "openlineage_options", "hook_arguments"} <= own
+    assert own.isdisjoint(provider_private_names())

@@ -9,6 +9,7 @@ file and the ``--py-files`` zip, then exits. Connections come from ``AIRFLOW_CON
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -351,7 +352,7 @@ def test_cluster_mode_on_yarn_writes_the_driver_environment_to_a_properties_file
         assert any(line.startswith(f"{prefix}{PIPELINE_SPEC_ENV}=") for line in properties)
     assert LEDGER_SECRET in submitted["properties"]
     assert not Path(option(argv, "--properties-file")).exists()  # deleted after the run
-    assert op.properties_file == option(argv, "--properties-file")
+    assert op.properties_file is None  # the operator's own setting, as constructed
 
 
 @pytest.mark.parametrize("master", ["yarn", "k8s://https://k:6443", "spark://m:7077", "local[2]"])
@@ -398,14 +399,91 @@ def test_cluster_mode_on_a_standalone_connection_is_refused(fake_spark: FakeSpar
     assert not fake_spark.ran()
 
 
-# --- the provider's lifecycle: hook built once, on_kill --------------------------------------
+# --- the submission: a hook per execute, the operator left as constructed ---------------------
+
+SUBMISSION_ATTRIBUTES = ("conf", "py_files", "properties_file", "application_args", "env_vars")
 
 
-def test_an_instance_submits_once(fake_spark: FakeSpark) -> None:
-    op = operator({"master": "local[2]"})
-    submit(op, fake_spark)
-    with pytest.raises(RuntimeError, match="already submitted"):
-        op.execute({})
+def attributes(op: WriteEpochOperator) -> dict[str, Any]:
+    return {name: copy.deepcopy(getattr(op, name)) for name in SUBMISSION_ATTRIBUTES}
+
+
+def test_execute_leaves_the_operator_as_constructed_in_client_mode(
+    fake_spark: FakeSpark, archive_dir: Path
+) -> None:
+    op = operator({"master": "spark://m:7077", "conf": {"spark.speculation": True}}, py_files="/opt/extra.py")
+    before = attributes(op)
+    assert before == {
+        "conf": {"spark.speculation": "true"},
+        "py_files": "/opt/extra.py",
+        "properties_file": None,
+        "application_args": ["--pipeline", "p", "--epoch-id", "7"],
+        "env_vars": None,
+    }
+    ti = SimpleNamespace(dag_id="eo_stream__p", run_id="manual__1", task_id="write", try_number=1)
+    op.execute({"ti": ti})
+    assert attributes(op) == before
+    assert op.submit_hook is not None  # the hook that ran spark-submit, kept for on_kill
+    argv = fake_spark.submitted()["argv"]
+    extra, package = option(argv, "--py-files").split(",")
+    assert (extra, Path(package).name) == ("/opt/extra.py", "airflow_provider_eo.zip")
+    java = next(c for c in confs(argv) if c.startswith("spark.driver.extraJavaOptions="))
+    partial = java.rsplit("-XX:ArchiveClassesAtExit=", 1)[1]
+    assert Path(partial).parent == archive_dir and partial.endswith(".partial")
+    assert confs(argv) == [
+        "spark.ui.enabled=false",
+        f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS} -XX:ArchiveClassesAtExit={partial}",
+        "spark.speculation=true",
+    ]
+    assert "--properties-file" not in argv
+    assert argv[argv.index(spark_application_path()) :] == [
+        spark_application_path(), "--pipeline", "p", "--epoch-id", "7",
+        "--actor-kind", "task", "--actor", "eo_stream__p/manual__1/write try 1",
+    ]  # fmt: skip
+
+
+def test_execute_leaves_the_operator_as_constructed_in_cluster_mode(fake_spark: FakeSpark) -> None:
+    op = operator(
+        {"master": "yarn", "deploy_mode": "cluster", "conf": {"spark.speculation": True}},
+        fencing_token="9",
+        py_files="/opt/extra.py",
+        durable=False,  # Airflow >= 3.3: YARN cluster mode is resumable only through the RM API
+    )
+    before = attributes(op)
+    submitted = submit(op, fake_spark)
+    assert attributes(op) == before
+    argv = submitted["argv"]
+    assert confs(argv) == []
+    assert option(argv, "--properties-file") != op.properties_file
+    assert submitted["properties"].splitlines()[:2] == ["spark.ui.enabled=false", "spark.speculation=true"]
+    assert option(argv, "--py-files").split(",")[0] == "/opt/extra.py"
+    assert argv[argv.index(spark_application_path()) + 1 :][:6] == [
+        "--pipeline", "p", "--epoch-id", "7", "--fencing-token", "9",
+    ]  # fmt: skip
+
+
+def test_an_instance_executes_again_with_the_same_submission(fake_spark: FakeSpark) -> None:
+    """Nothing of one execute leaks into the next: the second submission is the first's."""
+    op = operator({"master": "local[2]"}, fencing_token="5")
+    first = submit(op, fake_spark)
+    first_hook = op.submit_hook
+    second = submit(op, fake_spark)
+    assert op.submit_hook is not first_hook  # each execute builds its own hook
+
+    def without_archive(argv: list[str]) -> list[str]:  # the first run records it, the second maps it
+        return [a.split(" -XX:", 1)[0] if a.startswith("spark.driver.extraJavaOptions=") else a for a in argv]
+
+    assert without_archive(second["argv"]) == without_archive(first["argv"])
+    assert second["env"] == first["env"]
+
+
+def test_detached_tracking_modes_are_refused() -> None:
+    for option_name in ("track_driver_via_k8s_api", "yarn_track_via_rm_api"):
+        with pytest.raises(ValueError, match=f"^{option_name}: the write step waits for spark-submit"):
+            operator({"master": "k8s://https://k:6443"}, **{option_name: True})
+
+
+# --- on_kill ------------------------------------------------------------------------------------
 
 
 @pytest.fixture

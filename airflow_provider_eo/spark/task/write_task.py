@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import BadRecordPolicy, MappingSpec
@@ -36,12 +36,15 @@ from airflow_provider_eo.spark.task.bad_records import (
     DeadLetterSink,
     LedgerDeadLetterSink,
 )
-from airflow_provider_eo.spark.task.mapping import build_mapper
+from airflow_provider_eo.spark.task.mapping import RecordMapper, build_mapper
 from airflow_provider_eo.spark.task.range_reader import read_range
 from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.task.task_schemas import open_schema_cache, registry_schema_id
 from airflow_provider_eo.spark.task.worker_gc import task_gc
+
+if TYPE_CHECKING:  # imported by open_schema_cache only for a registry format
+    from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 
 log = logging.getLogger(__name__)
 
@@ -103,26 +106,29 @@ class TaskMetrics:
         return asdict(self)
 
 
-def run_task(
-    settings: TaskSettings,
-    rng: TaskRange,
-    dead_letter_sink: DeadLetterSink | None = None,
-    task_index: int = 0,
-) -> TaskMetrics:
-    """Write ``rng`` completely or raise; returns the task's metrics.
+@dataclass
+class OpenTask:
+    """What one task holds while it runs: its schema cache, mapper (with the decoders), the
+    dead-letter sinks and bad-record handler, the HBase writer, its writer thread and the
+    segment builder. :func:`close_task` releases it."""
 
-    ``task_index`` picks the task's first Thrift server (``SegmentWriter``).
-    A replay task (``rng.offsets`` given) reads from its first to its last selected offset
-    and maps only the selected records; any other record there is skipped (not mapped, not
-    a bad record) and closes the segment being built, so a replayed record's cells get a
-    version below every record it does not write (a newer value stays visible). A dead
-    letter closes the segment too (``SegmentBuilder.skip``), so every earlier record is
-    versioned below it and its later replay outranks them.
+    schema_cache: SchemaCache | None
+    mapper: RecordMapper
+    ledger_sink: LedgerDeadLetterSink
+    handler: BadRecordHandler
+    writer: SegmentWriter
+    writes: SegmentPipeline
+    builder: SegmentBuilder
+
+
+def open_task(settings: TaskSettings, dead_letter_sink: DeadLetterSink | None, task_index: int) -> OpenTask:
+    """Open what a task of ``settings`` needs: the schema cache (registry formats only), the
+    mapper with its key and value decoders, the ledger's dead-letter sink and the bad-record
+    handler (writing to ``dead_letter_sink`` when given, else the ledger's), the HBase writer
+    starting at the Thrift server of ``task_index`` and its writer thread.
+
+    Raises what building the mapper raises (a mapping the decoders cannot serve).
     """
-    started = time.monotonic()
-    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
-    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
-    log.info("task start %s", fields)
     mapping = settings.mapping
     schema_cache = open_schema_cache(settings.schema_registry)
     mapper = build_mapper(
@@ -146,63 +152,105 @@ def run_task(
     )
     writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
     builder = SegmentBuilder(settings.batch_size, settings.batch_bytes)
+    return OpenTask(schema_cache, mapper, ledger_sink, handler, writer, writes, builder)
+
+
+def process_range(settings: TaskSettings, rng: TaskRange, task: OpenTask, metrics: TaskMetrics) -> None:
+    """Read ``rng``, map each record, cut segments, write them, and store the bad records as
+    the policy says; returns once every segment is written and every dead letter flushed.
+
+    Counts into ``metrics``: records and bytes read, tombstones, segments and cells written.
+    A replay range (``rng.offsets``) reads from its first to its last selected offset and maps
+    only the selected records; any other record there is skipped (not mapped, not a bad
+    record) and closes the segment being built, so a replayed record's cells get a version
+    below every record it does not write (a newer value stays visible). A dead letter closes
+    the segment too (``SegmentBuilder.skip``), so every earlier record is versioned below it
+    and its later replay outranks them. Raises on an unreadable range, a bad record under the
+    ``fail`` policy or an HBase write that failed: nothing then counts as written.
+    """
+    builder = task.builder
 
     def write(segment: Segment) -> None:
-        writes.submit(segment)
+        task.writes.submit(segment)
         metrics.segments += 0 if segment.is_empty() else 1
         metrics.cells_written += segment.cell_count
 
-    try:
-        read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
-        span = rng.read_span
-        selected = None if rng.offsets is None else frozenset(rng.offsets)
-        records = (
-            iter(())
-            if span is None
-            else read_range(
-                settings.kafka_config,
-                span,
-                settings.batch_size,
-                settings.read_timeout_s,
-                queue_bytes=read_ahead,
-            )
+    read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
+    span = rng.read_span
+    selected = None if rng.offsets is None else frozenset(rng.offsets)
+    records = (
+        iter(())
+        if span is None
+        else read_range(
+            settings.kafka_config, span, settings.batch_size, settings.read_timeout_s, queue_bytes=read_ahead
         )
-        for record in records:
-            if selected is not None and record.offset not in selected:
-                for segment in builder.skip(record.offset):  # the replay does not write it
-                    write(segment)
-                continue
-            metrics.records += 1
-            metrics.bytes += record.size_bytes
-            mutation: RowMutation | None
-            try:
-                mutation = mapper.map(record)
-            except BadRecord as bad:
-                schema_id = registry_schema_id(mapping, record)
-                handler.handle(record, bad.reason, error_class=type(bad).__name__, schema_id=schema_id)
-                for segment in builder.skip(record.offset):  # a replay of it must outrank what came before
-                    write(segment)
-                continue
-            if isinstance(mutation, RowDelete):
-                metrics.tombstones += 1
-            for segment in builder.add(record.offset, mutation):
+    )
+    for record in records:
+        if selected is not None and record.offset not in selected:
+            for segment in builder.skip(record.offset):  # the replay does not write it
                 write(segment)
-        last = builder.finish()
-        if last is not None:
-            write(last)
-        writes.finish()
-        handler.flush()
-    finally:
-        writes.close()
-        writer.close()
-        ledger_sink.close()
-        if schema_cache is not None:
-            schema_cache.close()
-            metrics.schema_fetches = schema_cache.fetches
-            metrics.schema_ids = schema_cache.schema_ids
-    metrics.bad_records = handler.count
+            continue
+        metrics.records += 1
+        metrics.bytes += record.size_bytes
+        mutation: RowMutation | None
+        try:
+            mutation = task.mapper.map(record)
+        except BadRecord as bad:
+            schema_id = registry_schema_id(settings.mapping, record)
+            task.handler.handle(record, bad.reason, error_class=type(bad).__name__, schema_id=schema_id)
+            for segment in builder.skip(record.offset):  # a replay of it must outrank what came before
+                write(segment)
+            continue
+        if isinstance(mutation, RowDelete):
+            metrics.tombstones += 1
+        for segment in builder.add(record.offset, mutation):
+            write(segment)
+    last = builder.finish()
+    if last is not None:
+        write(last)
+    task.writes.finish()
+    task.handler.flush()
+
+
+def close_task(task: OpenTask, rng: TaskRange, metrics: TaskMetrics, started: float) -> None:
+    """Release ``task`` (writer thread, HBase writer, ledger sink, schema cache, in that
+    order; :func:`run_task` calls it whether the range was written or not) and complete
+    ``metrics``: the schema cache's fetches and ids, the bad records, the offsets of ``rng``
+    not read as records, the duration since ``started`` (``time.monotonic``). The counts are
+    the task's result only when :func:`process_range` returned."""
+    task.writes.close()
+    task.writer.close()
+    task.ledger_sink.close()
+    if task.schema_cache is not None:
+        task.schema_cache.close()
+        metrics.schema_fetches = task.schema_cache.fetches
+        metrics.schema_ids = task.schema_cache.schema_ids
+    metrics.bad_records = task.handler.count
     metrics.skipped_offsets = rng.end - rng.start - metrics.records
     metrics.duration_s = round(time.monotonic() - started, 3)
+
+
+def run_task(
+    settings: TaskSettings,
+    rng: TaskRange,
+    dead_letter_sink: DeadLetterSink | None = None,
+    task_index: int = 0,
+) -> TaskMetrics:
+    """Write ``rng`` completely or raise; returns the task's metrics.
+
+    ``task_index`` picks the task's first Thrift server (``SegmentWriter``); ``dead_letter_sink``
+    (None: the ledger) receives the dead letters. :func:`open_task`, :func:`process_range`
+    (what a replay range writes: there), then :func:`close_task` whatever happened.
+    """
+    started = time.monotonic()
+    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
+    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
+    log.info("task start %s", fields)
+    task = open_task(settings, dead_letter_sink, task_index)
+    try:
+        process_range(settings, rng, task, metrics)
+    finally:
+        close_task(task, rng, metrics, started)
     log.info(
         "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d bad=%d segments=%d",
         fields,
