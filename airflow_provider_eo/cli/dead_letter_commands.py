@@ -71,7 +71,7 @@ def publish(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) 
     """Publish the pipeline's dead letters (its spec from the pipelines file)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
     from airflow_provider_eo.hooks.kafka import EoKafkaHook
-    from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
+    from airflow_provider_eo.ledger.protocol import OperatorTools
 
     try:
         spec = load_pipeline(args.pipeline, args.pipelines_file)

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> Any:
     if args.command == "prune" and bool(args.pipeline) == args.all_pipelines:
         raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
     from airflow_provider_eo.ledger.model.actors import Actor
-    from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
+    from airflow_provider_eo.ledger.protocol import OperatorTools
     from airflow_provider_eo.ledger.store.ledger import Ledger
 
     dsn = resolve_dsn(args.dsn, args.conn_id)

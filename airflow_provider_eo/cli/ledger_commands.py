@@ -10,7 +10,7 @@ from typing import Any
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.offsets import OffsetSource
-from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
+from airflow_provider_eo.ledger.protocol import OperatorTools
 from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.retention import PrunePolicy

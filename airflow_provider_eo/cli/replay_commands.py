@@ -85,7 +85,7 @@ def run_replay(
     the JSON answer. Raises ``refused`` (exit 2) for the refusals of the module docstring,
     before anything is triggered, and ``AirflowApiError`` when the trigger fails (exit 1)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
-    from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
+    from airflow_provider_eo.ledger.protocol import OperatorTools
 
     if not args.dry_run and not args.yes:
         raise refused("refusing to trigger a replay without --yes (or report it with --dry-run)")

@@ -41,7 +41,7 @@ from airflow.sdk.observability import stats
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
-from airflow_provider_eo.ledger.protocol.outcomes import Committed
+from airflow_provider_eo.ledger.protocol import Committed
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from airflow.sdk import Context
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.backfill_request import BackfillRequest
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reservation
+from airflow_provider_eo.ledger.protocol import EpochProtocol, Reservation
 from airflow_provider_eo.operators.backfill_request_form import CONF_KEY, request_of
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 

@@ -17,7 +17,7 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_eo.ledger.protocol.epoch_protocol import NothingToReserve, Reserved
+from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
 from airflow_provider_eo.operators.backfill import backfill_request
 from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol, task_actor

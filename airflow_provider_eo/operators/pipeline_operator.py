@@ -13,7 +13,7 @@ from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 
 
 class PipelineOperator(BaseOperator):

@@ -14,7 +14,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger.model.runs import RunIdentity
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, NothingToReserve, Reservation
+from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve, Reservation
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.operators.run_context import run_identity
 from airflow_provider_eo.operators.xcom import epoch_summary

@@ -19,7 +19,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger.protocol.position_reads import read_positions
+from airflow_provider_eo.ledger.protocol import read_positions
 from airflow_provider_eo.observability.lag_sampling import WaitSampler
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator
 from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_eo.ledger.model.epochs import Epoch
-from airflow_provider_eo.ledger.protocol.epoch_protocol import Committed
+from airflow_provider_eo.ledger.protocol import Committed
 
 
 def epoch_summary(epoch: Epoch) -> dict[str, Any]:

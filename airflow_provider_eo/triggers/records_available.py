@@ -36,7 +36,7 @@ from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAU
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.planning.records_available import PendingRecords
-from airflow_provider_eo.ledger.protocol.position_reads import read_positions
+from airflow_provider_eo.ledger.protocol import read_positions
 from airflow_provider_eo.observability.lag_sampling import WaitSampler
 
 CLASSPATH = "airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger"

@@ -35,7 +35,7 @@ from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.epochs import PartitionRange
 from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.spark.driver.task_plan import aggregate_metrics, plan_tasks
 from airflow_provider_eo.spark.driver.task_runner import SparkTasks, TaskFailed, run_on_spark
 from airflow_provider_eo.spark.driver.version_contract import offset_version_warning
