@@ -230,53 +230,54 @@ class WriteEpochOperator(SparkSubmitOperator):
         """
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
-        actor = task_actor(context)  # the driver votes as this task (the epoch's history)
-        args = application_args(
-            pipeline=self.pipeline,
-            epoch_id=self.epoch_id,
-            fencing_token=self.fencing_token,
-            actor=actor,
-            conn_id_args=self.conn_id_args(),
-        )
-        env = self.application_env()
         unchecked = check_registered_fields(self.spec, self.schema_registry_conn_id)
         if unchecked:
             self.log.info("pipeline=%s: no schema registered yet under %s", self.pipeline, unchecked)
         connection = spark_connection(self.spark_conn_id)
         master = self.spark_master or connection_master(connection)
-        deploy_mode = self.spec.spark.deploy_mode
-        check_deploy_mode(self.pipeline, master, deploy_mode)
+        check_deploy_mode(self.pipeline, master, self.spec.spark.deploy_mode)
         self.log.info(
             "Writing epoch: pipeline=%s epoch_id=%s master=%s deploy_mode=%s spec_from=%s",
-            self.pipeline,
-            self.epoch_id,
-            master,
-            deploy_mode,
+            self.pipeline, self.epoch_id, master, self.spec.spark.deploy_mode,
             self.spec.source_file or self.pipelines_file,
-        )
+        )  # fmt: skip
         with ExitStack() as scope:
-            conf = scope.enter_context(
-                submission_conf(self.conf or {}, master=master, deploy_mode=deploy_mode)
-            )
-            if self.spark_master:
-                override = master_connection(self.submit_conn_id, connection, self.spark_master)
-                scope.enter_context(connection_in_environment(override))  # the hook resolves it
-            package = None if master.startswith("local") else scope.enter_context(shipped_package())
-            submission = write_submission(
-                args=args,
-                conf=conf,
-                py_files=self.py_files,
-                package_zip=package,
-                env=env,
-                deploy_mode=deploy_mode,
-            )
-            properties_file = self.properties_file
-            if submission.properties is not None:
-                properties_file = scope.enter_context(private_properties_file(submission.properties))
-            scope.enter_context(process_environment(submission.environment))
+            submission, properties_file = self._prepare(scope, context, self.epoch_id, connection, master)
             self.submit_hook = SparkSubmitHook(**self.hook_arguments(submission, properties_file, context))
             self.submit_hook.submit(self.application)
         self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+
+    def _prepare(
+        self, scope: ExitStack, context: Any, epoch_id: int | str, connection: Any, master: str
+    ) -> tuple[WriteSubmission, str | None]:
+        """``epoch_id``'s submission and its properties file, with what it needs in place until
+        ``scope`` exits: the submission conf, the master override's connection, the shipped
+        package zip, the private properties file, the driver's environment."""
+        deploy_mode = self.spec.spark.deploy_mode
+        conf = scope.enter_context(submission_conf(self.conf or {}, master=master, deploy_mode=deploy_mode))
+        if self.spark_master:
+            override = master_connection(self.submit_conn_id, connection, self.spark_master)
+            scope.enter_context(connection_in_environment(override))  # the hook resolves it
+        args = application_args(
+            pipeline=self.pipeline,
+            epoch_id=epoch_id,
+            fencing_token=self.fencing_token,
+            actor=task_actor(context),  # the driver votes as this task (the epoch's history)
+            conn_id_args=self.conn_id_args(),
+        )
+        submission = write_submission(
+            args=args,
+            conf=conf,
+            py_files=self.py_files,
+            package_zip=None if master.startswith("local") else scope.enter_context(shipped_package()),
+            env=self.application_env(),
+            deploy_mode=deploy_mode,
+        )
+        properties_file = self.properties_file
+        if submission.properties is not None:
+            properties_file = scope.enter_context(private_properties_file(submission.properties))
+        scope.enter_context(process_environment(submission.environment))
+        return submission, properties_file
 
     def on_kill(self) -> None:
         """Kill the running submission through the hook that started it (spark-submit, and the
