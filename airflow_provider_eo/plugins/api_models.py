@@ -17,8 +17,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
+from airflow_provider_eo.ledger.model.read_model import Gap
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.queries import Gap
 
 _DATE_TIME: JsonDict = {"format": "date-time"}
 Timestamp = Annotated[str, Field(json_schema_extra=_DATE_TIME)]
