@@ -1,5 +1,5 @@
 """The Epochs page's chart series as JSON (``GET /api/pipelines/{name}/charts``), read by
-:meth:`Ledger.pipeline_charts` in one transaction and bounded by :mod:`.chart_window`.
+:meth:`LedgerReads.pipeline_charts` in one transaction and bounded by :mod:`.chart_window`.
 
 A pipeline the caller may not see is "not found", exactly as one the ledger does not know.
 Import-light (no FastAPI, no Airflow): the plugin module is imported by every component.

@@ -1,8 +1,9 @@
 """JSON views of the ledger for the UI plugin: the same typed queries as ``eo-ledger``.
 
-Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and the caller's
+Every function takes the ledger's read model
+(:class:`~airflow_provider_eo.ledger.model.ledger_roles.LedgerReads`) and the caller's
 :class:`~airflow_provider_eo.plugins.access.PipelineAccess`, and returns JSON-ready data
-from :mod:`airflow_provider_eo.ledger.store.queries` (``PipelineOverview.to_json``,
+from :mod:`airflow_provider_eo.ledger.model.read_model` (``PipelineOverview.to_json``,
 ``Epoch.to_summary``, ``Transition.to_json``), so the UI and ``eo-ledger pipelines`` /
 ``epochs`` / ``epoch`` always agree. A pipeline the caller may not see is absent from every answer, as if it
 did not exist (its epochs are "not found"). Pipelines carry their lag per partition
