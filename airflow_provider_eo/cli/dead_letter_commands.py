@@ -19,6 +19,7 @@ from typing import Any
 
 from airflow_provider_eo.cli.replay_commands import add_replay_parser, run_replay
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID
+from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads, ProtocolStore
 from airflow_provider_eo.ledger.store.ledger import Ledger
 
 COMMAND = "dead-letters"
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> d
     return listing(ledger, args.pipeline, args.limit)
 
 
-def listing(ledger: Ledger, pipeline: str, limit: int) -> dict[str, Any]:
+def listing(ledger: LedgerReads, pipeline: str, limit: int) -> dict[str, Any]:
     """The first ``limit`` dead letters of ``pipeline`` and their total count."""
     return {
         "pipeline": pipeline,
@@ -67,7 +68,7 @@ def listing(ledger: Ledger, pipeline: str, limit: int) -> dict[str, Any]:
     }
 
 
-def publish(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) -> dict[str, Any]:
+def publish(ledger: ProtocolStore, args: argparse.Namespace, refused: type[Exception]) -> dict[str, Any]:
     """Publish the pipeline's dead letters (its spec from the pipelines file)."""
     from airflow_provider_eo.config import PipelineConfigError, load_pipeline
     from airflow_provider_eo.hooks.kafka import EoKafkaHook

@@ -26,10 +26,10 @@ from airflow_provider_eo.cli import dead_letter_commands, history_commands, seek
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.cli.replay_commands import ReplayRefused
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import SeekRefused
+from airflow_provider_eo.ledger.model.retention_policy import PrunePolicy
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
-from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
 DSN_ENV = "EO_LEDGER_DSN"
 

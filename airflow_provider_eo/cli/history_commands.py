@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 
 DEFAULT_HISTORY_LIMIT = 100
 #: The message of ``RefusedLookup`` when ``history`` names a pipeline the ledger lacks.
@@ -32,14 +32,16 @@ def add_history_parser(sub: Any) -> None:
     )
 
 
-def epoch(ledger: Ledger, epoch_id: int) -> dict[str, Any]:
+def epoch(ledger: LedgerReads, epoch_id: int) -> dict[str, Any]:
     """``eo-ledger epoch ID``: the epoch's summary and its ``history`` (oldest first);
     ``EpochNotFound`` for an unknown id."""
     summary = ledger.get_epoch(epoch_id).to_summary()
     return {**summary, "history": [transition.to_json() for transition in ledger.history(epoch_id)]}
 
 
-def pipeline_history(ledger: Ledger, args: argparse.Namespace, refused: type[Exception]) -> dict[str, Any]:
+def pipeline_history(
+    ledger: LedgerReads, args: argparse.Namespace, refused: type[Exception]
+) -> dict[str, Any]:
     """``eo-ledger history``: ``{pipeline, limit, events: [...]}``; raises ``refused`` (exit
     2) for an unknown pipeline or a limit below 1."""
     if args.limit < 1:

@@ -1,5 +1,5 @@
-"""The ``eo-ledger`` subcommands: each takes a ``Ledger`` (``commit``: the
-``OperatorTools``) and returns JSON-ready data."""
+"""The ``eo-ledger`` subcommands: each takes the ledger role it needs (``LedgerReads``,
+``LedgerAdministration``; ``commit``: the ``OperatorTools``) and returns JSON-ready data."""
 
 from __future__ import annotations
 
@@ -9,31 +9,31 @@ from typing import Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
+from airflow_provider_eo.ledger.model.ledger_roles import LedgerAdministration, LedgerReads
 from airflow_provider_eo.ledger.model.offsets import OffsetSource
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
+from airflow_provider_eo.ledger.model.retention_policy import PrunePolicy
 from airflow_provider_eo.ledger.protocol import OperatorTools
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
-from airflow_provider_eo.ledger.store.ledger import Ledger
-from airflow_provider_eo.ledger.store.retention import PrunePolicy
 
 
-def migrate(ledger: Ledger) -> dict[str, Any]:
+def migrate(ledger: LedgerAdministration) -> dict[str, Any]:
     """Apply pending migrations: ``{"applied": [...], "versions": [...]}``."""
     applied = ledger.migrate()
     return {"applied": applied, "versions": ledger.schema_versions()}
 
 
-def pipelines(ledger: Ledger) -> list[dict[str, Any]]:
+def pipelines(ledger: LedgerReads) -> list[dict[str, Any]]:
     """Every pipeline with epoch counts per state, open epochs, cursors, dead letters, gaps
     (:meth:`PipelineOverview.to_json`), read in one transaction."""
     return [overview.to_json() for overview in ledger.pipeline_overviews()]
 
 
-def epochs(ledger: Ledger, wanted: EpochFilter) -> list[dict[str, Any]]:
+def epochs(ledger: LedgerReads, wanted: EpochFilter) -> list[dict[str, Any]]:
     """Epochs matching ``wanted``, oldest first (with a limit: the newest N of them)."""
     return [epoch.to_summary() for epoch in ledger.epochs(wanted)]
 
 
-def lag(ledger: Ledger, pipeline: str, offsets: OffsetSource) -> dict[str, Any]:
+def lag(ledger: LedgerReads, pipeline: str, offsets: OffsetSource) -> dict[str, Any]:
     """Per pinned partition: cursor, watermarks and ``lag = high - cursor`` (>= 0)."""
     cursors = ledger.cursors(pipeline)
     watermarks = offsets.watermarks(sorted(cursors))
@@ -83,7 +83,12 @@ def pipeline_lookup(pipelines_file: str | None, group_id: str | None) -> Callabl
 
 
 def prune(
-    ledger: Ledger, pipelines: Sequence[str] | None, policy: PrunePolicy, *, yes: bool, batch: int
+    ledger: LedgerAdministration,
+    pipelines: Sequence[str] | None,
+    policy: PrunePolicy,
+    *,
+    yes: bool,
+    batch: int,
 ) -> dict[str, Any]:
     """Prune settled epochs of ``pipelines`` (every pipeline when None): with ``yes``,
     delete them in batches of ``batch``; without it, only count them (a dry run)."""

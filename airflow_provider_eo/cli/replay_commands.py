@@ -26,6 +26,7 @@ import json
 from typing import Any
 
 from airflow_provider_eo.dag_ids import backfill_dag_id
+from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter, ReplayPlan
 from airflow_provider_eo.operators.backfill_request_form import replay_conf, replay_filter_from_conf
 
@@ -79,7 +80,7 @@ def replay_filter(args: argparse.Namespace, refused: type[Exception] = ReplayRef
 
 
 def run_replay(
-    args: argparse.Namespace, ledger: Any, refused: type[Exception] = ReplayRefused
+    args: argparse.Namespace, ledger: ProtocolStore, refused: type[Exception] = ReplayRefused
 ) -> dict[str, Any]:
     """Plan (and with ``--yes``, trigger) the replay ``args`` ask for over ``ledger``;
     the JSON answer. Raises ``refused`` (exit 2) for the refusals of the module docstring,

@@ -5,7 +5,7 @@ Each model mirrors, field for field, a JSON form the ledger already produces
 :mod:`.lag`; the routes of :mod:`.app` declare them as ``response_model`` so
 ``/eo/api/openapi.json`` describes every field, and FastAPI checks each answer
 against them (tests/unit/test_epoch_summary.py holds each model to its JSON form's keys).
-A gap is the ledger's own :class:`~airflow_provider_eo.ledger.store.queries.Gap`
+A gap is the ledger's own :class:`~airflow_provider_eo.ledger.model.read_model.Gap`
 dataclass (pydantic validates it with the enclosing model's config). Timestamps stay the
 ledger's ISO-8601 strings (``datetime.isoformat``), exactly what ``eo-ledger`` prints.
 """
@@ -17,8 +17,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
+from airflow_provider_eo.ledger.model.read_model import Gap
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.queries import Gap
 
 _DATE_TIME: JsonDict = {"format": "date-time"}
 Timestamp = Annotated[str, Field(json_schema_extra=_DATE_TIME)]

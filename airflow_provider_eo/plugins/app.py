@@ -39,10 +39,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from airflow_provider_eo.dag_ids import pipeline_from_dag_id
+from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound, LedgerUnavailable, PipelineNotFound
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
-from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins import api_models, chart_models, chart_views, views
 from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
 from airflow_provider_eo.plugins.chart_window import DEFAULT_WINDOW, ChartWindow
@@ -51,7 +51,7 @@ from airflow_provider_eo.plugins.page import render_page
 from airflow_provider_eo.plugins.partition_lag import WatermarkSource
 from airflow_provider_eo.plugins.server_errors import InternalErrors, error_page
 
-LedgerFactory = Callable[[], Ledger]
+LedgerFactory = Callable[[], LedgerReads]
 AccessResolver = Callable[[Request], Awaitable[PipelineAccess]]
 log = logging.getLogger(__name__)
 Limit = Annotated[int, Query(ge=1, le=views.MAX_EPOCH_LIMIT)]
@@ -62,17 +62,17 @@ def _error(status: int, exc: Exception | str, kind: str | None = None) -> JSONRe
     return JSONResponse({"error": message, "type": kind or type(exc).__name__}, status_code=status)
 
 
-def _ledger(request: Request) -> Iterator[Ledger]:
+def _ledger(request: Request) -> Iterator[LedgerReads]:
     """Dependency: a ledger from the app's factory, closed after the request. What the
     factory raises propagates (``LedgerUnavailable``: 503; anything else: 500)."""
-    opened: Ledger = request.app.state.ledger_factory()
+    opened: LedgerReads = request.app.state.ledger_factory()
     try:
         yield opened
     finally:
         opened.close()
 
 
-LedgerDep = Annotated[Ledger, Depends(_ledger)]
+LedgerDep = Annotated[LedgerReads, Depends(_ledger)]
 
 
 async def everyone(request: Request) -> PipelineAccess:

@@ -1,5 +1,5 @@
 """The Epochs page's chart series as JSON (``GET /api/pipelines/{name}/charts``), read by
-:meth:`Ledger.pipeline_charts` in one transaction and bounded by :mod:`.chart_window`.
+:meth:`LedgerReads.pipeline_charts` in one transaction and bounded by :mod:`.chart_window`.
 
 A pipeline the caller may not see is "not found", exactly as one the ledger does not know.
 Import-light (no FastAPI, no Airflow): the plugin module is imported by every component.
@@ -10,10 +10,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_eo.ledger.model.chart_figures import EpochPoint, StoredSample
+from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 from airflow_provider_eo.ledger.model.refusals import PipelineNotFound
-from airflow_provider_eo.ledger.store.epoch_points import EpochPoint
-from airflow_provider_eo.ledger.store.lag_sample_rows import StoredSample
-from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.chart_window import (
     MAX_EPOCH_POINTS,
     MAX_LAG_PARTITIONS,
@@ -67,7 +66,7 @@ def sample_json(sample: StoredSample) -> dict[str, Any]:
 
 
 def charts(
-    ledger: Ledger,
+    ledger: LedgerReads,
     pipeline: str,
     window: ChartWindow,
     access: PipelineAccess,

@@ -32,8 +32,8 @@ from fastapi import Depends, Request
 
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
+from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 from airflow_provider_eo.ledger.model.refusals import LedgerUnavailable
-from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.access import PipelineAccess, StreamDagReaders
 from airflow_provider_eo.plugins.app import create_app
 from airflow_provider_eo.plugins.partition_lag import WatermarkReader
@@ -61,8 +61,8 @@ def ui_enabled() -> bool:
     return conf.getboolean(CONF_SECTION, "ui_enabled", fallback=True)
 
 
-def open_ledger() -> Ledger:
-    """A Ledger on the configured connection (resolved at every request), naming that
+def open_ledger() -> LedgerReads:
+    """The ledger's read model on the configured connection (resolved at every request), naming that
     connection (conn id, ``host:port/db``) in its errors.
 
     Raises :class:`LedgerUnavailable` naming the conn id when the connection is not

@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from airflow_provider_eo import ui_links
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.plugins.chart_window import THE_DEFAULT, WINDOW_CHOICES, ChartWindow
 from airflow_provider_eo.plugins.charts import render_charts
 from airflow_provider_eo.plugins.html_parts import document, esc, ranges_cell, state_badge, top_link

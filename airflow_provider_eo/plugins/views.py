@@ -1,8 +1,9 @@
 """JSON views of the ledger for the UI plugin: the same typed queries as ``eo-ledger``.
 
-Every function takes an open :class:`~airflow_provider_eo.ledger.Ledger` and the caller's
+Every function takes the ledger's read model
+(:class:`~airflow_provider_eo.ledger.model.ledger_roles.LedgerReads`) and the caller's
 :class:`~airflow_provider_eo.plugins.access.PipelineAccess`, and returns JSON-ready data
-from :mod:`airflow_provider_eo.ledger.store.queries` (``PipelineOverview.to_json``,
+from :mod:`airflow_provider_eo.ledger.model.read_model` (``PipelineOverview.to_json``,
 ``Epoch.to_summary``, ``Transition.to_json``), so the UI and ``eo-ledger pipelines`` /
 ``epochs`` / ``epoch`` always agree. A pipeline the caller may not see is absent from every answer, as if it
 did not exist (its epochs are "not found"). Pipelines carry their lag per partition
@@ -15,9 +16,9 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
-from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.plugins.partition_lag import (
     WatermarkSource,
     pipeline_partitions,
@@ -33,7 +34,7 @@ MAX_EPOCH_LIMIT = 1000
 
 
 def pipelines(
-    ledger: Ledger, access: PipelineAccess, watermarks: WatermarkSource | None
+    ledger: LedgerReads, access: PipelineAccess, watermarks: WatermarkSource | None
 ) -> list[dict[str, Any]]:
     """``eo-ledger pipelines`` (the visible pipelines, sorted by name) in one ledger
     transaction, with lag from one ``watermarks`` call.
@@ -59,7 +60,7 @@ def _narrowed(wanted: EpochFilter, access: PipelineAccess, candidates: list[str]
     return replace(wanted, pipelines=access.visible(candidates)) if access.restricted else wanted
 
 
-def epochs(ledger: Ledger, wanted: EpochFilter, access: PipelineAccess) -> list[dict[str, Any]]:
+def epochs(ledger: LedgerReads, wanted: EpochFilter, access: PipelineAccess) -> list[dict[str, Any]]:
     """``eo-ledger epochs --limit N``: the newest ``wanted.limit`` matching epochs of visible
     pipelines, oldest first (one ledger transaction, two when access is restricted and no
     pipeline is named).
@@ -76,7 +77,7 @@ def epochs(ledger: Ledger, wanted: EpochFilter, access: PipelineAccess) -> list[
 
 
 def page_data(
-    ledger: Ledger, wanted: EpochFilter, access: PipelineAccess, watermarks: WatermarkSource | None
+    ledger: LedgerReads, wanted: EpochFilter, access: PipelineAccess, watermarks: WatermarkSource | None
 ) -> dict[str, Any]:
     """What the HTML page shows, in three ledger transactions and at most one watermarks
     call, whatever the number of pipelines and epochs.
@@ -107,7 +108,7 @@ def page_data(
     }
 
 
-def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
+def epoch(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
     """``eo-ledger epoch ID``: ``Epoch.to_summary`` plus ``history`` (oldest first); raises
     ``EpochNotFound`` for an unknown id and, alike, for an epoch of a pipeline the caller
     may not see (its existence is not revealed)."""
@@ -117,7 +118,7 @@ def epoch(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, An
     return {**found.to_summary(), "history": [t.to_json() for t in ledger.history(epoch_id)]}
 
 
-def epoch_page_data(ledger: Ledger, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
+def epoch_page_data(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:
     """What an epoch's page shows: :func:`epoch` (raising as it does) plus ``duration_s``
     and ``phases`` (``ledger/model/phases.py``; None where unknown) and
     ``lag_after_commit``: its commit lag sample (``{"at", "partitions": [{topic,

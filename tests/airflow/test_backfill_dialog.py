@@ -21,7 +21,7 @@ import pytest
 
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 from airflow_provider_eo.ledger import EpochKind, Ledger
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from eo_devtools.stack.airflow_api import AirflowApiError
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo

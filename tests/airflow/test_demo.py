@@ -29,7 +29,7 @@ import yaml
 
 from airflow_provider_eo.dags.factory import backfill_dag_id
 from airflow_provider_eo.ledger import EpochKind, Ledger
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from eo_devtools.demo.avro_events import BAD_KINDS, order_events
 from eo_devtools.demo.expected_state import ProducedRecord, fold_rows
 from eo_devtools.demo.feeds import avro_feed, json_feed

@@ -18,7 +18,7 @@ import pytest
 
 from airflow_provider_eo.dags.factory import stream_dag_id
 from airflow_provider_eo.ledger import EpochState, Ledger
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from eo_devtools.demo.sample_events import produce_records
 from tests.conftest import StackInfo
 

@@ -23,9 +23,9 @@ from airflow_provider_eo.dags.factory import RECOVERY_DAG_ID, stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reserved
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.demo.sample_events import produce_records
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest

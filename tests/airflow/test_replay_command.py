@@ -20,8 +20,8 @@ import yaml
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.dag_ids import backfill_dag_id
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow.conftest import PipelineFactory
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo

@@ -18,8 +18,8 @@ import pytest
 
 from airflow_provider_eo.dag_ids import backfill_dag_id
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.airflow.conftest import PipelineFactory
 from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import dead_letter_rows, replay_selection_rows

@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce

@@ -25,8 +25,8 @@ import random
 import shutil
 from pathlib import Path
 
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.faults.airflow_services import (
     ADOPTION_SETTINGS,
     HANG,

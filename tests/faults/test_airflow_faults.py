@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from tests.faults.airflow_services import (
     HEARTBEAT_TIMEOUT_S,
     AirflowServices,

@@ -23,8 +23,8 @@ from airflow_provider_eo.config import PipelineConfigError
 from airflow_provider_eo.dags.factory import build_dags
 from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_eo.dags.factory import backfill_dag_id
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.faults.harness import REPO, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified

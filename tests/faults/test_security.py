@@ -37,7 +37,7 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.verification import Verification

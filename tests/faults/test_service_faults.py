@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.ledger_direct import partition_pins
 from tests.faults.harness import Case, FaultStack, hang_env, new_case

@@ -22,10 +22,10 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.backfill_request import BackfillRequest, DataInterval
 from airflow_provider_eo.ledger.protocol.epoch_protocol import AlreadyCommitted, EpochProtocol, Reserved
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator
 from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.spark.driver.task_settings import task_settings

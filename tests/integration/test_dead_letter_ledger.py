@@ -11,6 +11,8 @@ import pytest
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
 from airflow_provider_eo.ledger.model.epochs import DeadLetter
 from airflow_provider_eo.ledger.store.dead_letter_rows import dead_letters_to_publish
+from airflow_provider_eo.ledger.store.ledger import PostgresDeadLetters
+from airflow_provider_eo.spark.task.bad_records import LedgerDeadLetterSink
 from eo_devtools.ledger_direct import reserve_backfill_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database
@@ -106,3 +108,21 @@ def test_an_older_epochs_write_never_overwrites_a_newer_epochs_row(ledger: Ledge
         (5, "replayed", 0, 1005),
         (6, "retried", None, 1006),
     ]
+
+
+def test_an_executors_sink_stores_dead_letters_through_the_dead_letter_store_alone(
+    ledger: Ledger, dsn: str
+) -> None:
+    pipeline = f"p-{uuid.uuid4().hex[:8]}"
+    epoch = written(ledger, pipeline, 0, 10)
+    sink = LedgerDeadLetterSink(dsn)
+    sink([letter(pipeline, 3, epoch.epoch_id), letter(pipeline, 5, epoch.epoch_id)])
+    sink([letter(pipeline, 3, epoch.epoch_id, error="again")])  # an upsert: the same row
+    sink.close()
+    assert [(r["offset"], r["epoch_id"], r["error"]) for r in ledger.list_dead_letters(pipeline)] == [
+        (3, epoch.epoch_id, "again"),
+        (5, epoch.epoch_id, "bad"),
+    ]
+    store = PostgresDeadLetters.connect(dsn)
+    assert not hasattr(store, "vote_written") and not hasattr(store, "transaction")
+    store.close()

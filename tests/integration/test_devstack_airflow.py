@@ -24,8 +24,8 @@ import pytest
 
 from airflow_provider_eo.config import load_pipelines
 from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.expected_state import ProducedRecord, expected_rows
 from eo_devtools.demo.sample_events import produce_records
 from eo_devtools.demo.verification import scan_table, verify_pipeline

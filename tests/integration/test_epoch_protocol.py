@@ -20,6 +20,7 @@ from airflow_provider_eo.ledger import (
     Ledger,
 )
 from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.ledger.planning.backfill_request import ExplicitRanges, OffsetWindow
@@ -31,7 +32,6 @@ from airflow_provider_eo.ledger.protocol.epoch_protocol import (
     NothingToReserve,
     Reserved,
 )
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec

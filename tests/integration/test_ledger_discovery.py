@@ -15,7 +15,7 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, EpochKind, EpochState, Ledger
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from eo_devtools.ledger_direct import partition_pins, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import (

@@ -19,8 +19,7 @@ from fastapi.testclient import TestClient
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, EpochKind, EpochState, Ledger, PartitionRange
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
-from airflow_provider_eo.ledger.store.queries import Gap, OpenEpoch, PipelineOverview
+from airflow_provider_eo.ledger.model.read_model import EpochFilter, Gap, OpenEpoch, PipelineOverview
 from airflow_provider_eo.plugins import views
 from airflow_provider_eo.plugins.access import EveryPipeline
 from airflow_provider_eo.plugins.app import create_app

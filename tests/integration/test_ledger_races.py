@@ -18,7 +18,7 @@ import pytest
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger, OpenEpochConflict
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from eo_devtools.ledger_direct import reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import assert_contiguous, make_spec

@@ -267,7 +267,7 @@ def test_backfill_epoch_lifecycle_and_validation(ledger: Ledger) -> None:
 def test_broken_connection_is_replaced_on_the_next_call(ledger: Ledger, ledger_dsn: str) -> None:
     spec = make_spec(topics=["t"])
     reserve_backfill_epoch(ledger, spec, [PartitionRange("t", 0, 0, 1)], dag_id="d", run_id="r")
-    with ledger._transaction() as cur:
+    with ledger.transaction() as cur:
         cur.execute("SELECT pg_backend_pid()")
         pid = cur.fetchone()[0]
     killer = psycopg2.connect(ledger_dsn)

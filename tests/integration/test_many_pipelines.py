@@ -23,7 +23,7 @@ import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from benchmarks.fleet_epoch import retried
 from benchmarks.fleet_topics import FleetTopics, fleet_topics
 from benchmarks.many_pipelines import ledger_invariants

@@ -12,13 +12,13 @@ import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import (
     CursorBeyondHighWatermark,
     IllegalTransition,
     InvalidRanges,
     OpenEpochConflict,
 )
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill import ReserveBackfillEpochOperator
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     commit,

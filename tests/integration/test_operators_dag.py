@@ -19,7 +19,7 @@ import yaml
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from tests.kafka_helpers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]

@@ -32,11 +32,11 @@ import yaml
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.ledger import Epoch, Ledger
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reserved
 from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from airflow_provider_eo.operators.backfill_request_form import request_of
 from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import dead_letter_rows, replay_selection_rows

@@ -13,10 +13,9 @@ from airflow_provider_eo.assets import epoch_event_extra
 from airflow_provider_eo.cli import history_commands, ledger_commands
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.history import Transition
+from airflow_provider_eo.ledger.model.read_model import EpochFilter, Gap, OpenEpoch
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.protocol.outcomes import Committed
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
-from airflow_provider_eo.ledger.store.queries import Gap, OpenEpoch
 from airflow_provider_eo.operators.xcom import commit_summary, epoch_summary
 from airflow_provider_eo.plugins import api_models, views
 from airflow_provider_eo.plugins.access import EveryPipeline

@@ -72,6 +72,9 @@ STORE_MAY_IMPORT = frozenset(
         "airflow_provider_eo.ledger.model.offsets",
         "airflow_provider_eo.ledger.model.phases",
         "airflow_provider_eo.ledger.model.states",
+        "airflow_provider_eo.ledger.model.read_model",
+        "airflow_provider_eo.ledger.model.chart_figures",
+        "airflow_provider_eo.ledger.model.retention_policy",
     }
 )
 

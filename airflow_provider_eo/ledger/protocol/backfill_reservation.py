@@ -16,6 +16,7 @@ from typing import Any
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind, EpochState
 from airflow_provider_eo.ledger.planning.backfill_plan import (
@@ -28,7 +29,7 @@ from airflow_provider_eo.ledger.planning.backfill_plan import (
 )
 from airflow_provider_eo.ledger.planning.backfill_request import ExplicitRanges, OffsetWindow, RangeRequest
 from airflow_provider_eo.ledger.planning.replay_plan import selection_of
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch, lock_pipeline
 from airflow_provider_eo.ledger.store.replay_rows import insert_selection
 
 

@@ -28,6 +28,7 @@ from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch, offsets_text
 from airflow_provider_eo.ledger.model.lag_samples import commit_sample, store_sample
+from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, TopicPartition
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState, check_transition
 from airflow_provider_eo.ledger.planning.recovery_plan import Action, Step
@@ -37,7 +38,6 @@ from airflow_provider_eo.ledger.protocol.dead_letter_publication import (
     publish_dead_letters,
 )
 from airflow_provider_eo.ledger.protocol.outcomes import Committed
-from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class CommitPath:
 
     def __init__(
         self,
-        ledger: Ledger,
+        ledger: ProtocolStore,
         kafka: Callable[[], KafkaOffsets],
         dead_letter_topics: DeadLetterTopics | None,
     ) -> None:

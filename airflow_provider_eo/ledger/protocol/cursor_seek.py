@@ -34,7 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.errors import KafkaAccessError
+from airflow_provider_eo.ledger.model.ledger_roles import ScriptTransactions
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, TopicPartition
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import LedgerError, SeekRefused
 from airflow_provider_eo.ledger.model.states import OPEN_STATES
 from airflow_provider_eo.ledger.planning.seek_plan import (
@@ -53,8 +55,7 @@ from airflow_provider_eo.ledger.store.cursor_moves import (
     record_skipped,
 )
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs
-from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs
 from airflow_provider_eo.ledger.store.transaction_labels import declare_cursor_move
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class SeekOutcome:
 
 
 def seek(
-    ledger: Ledger,
+    ledger: ScriptTransactions,
     kafka: KafkaOffsets,
     pipeline: str,
     group_id: str,
@@ -125,7 +126,7 @@ def seek(
 
 
 def reset_to_group(
-    ledger: Ledger,
+    ledger: ScriptTransactions,
     kafka: KafkaOffsets,
     pipeline: str,
     group_id: str,
@@ -146,7 +147,7 @@ def reset_to_group(
     return SeekOutcome(plan, f"group:{group_id}", reason, group_id, {})
 
 
-def _checked_cursors(ledger: Ledger, pipeline: str) -> dict[TopicPartition, int]:
+def _checked_cursors(ledger: ScriptTransactions, pipeline: str) -> dict[TopicPartition, int]:
     """The pipeline's cursors, after refusing an unknown pipeline or one with open epochs."""
     with ledger.transaction() as cur:
         if not pipeline_known(cur, pipeline):
@@ -157,7 +158,7 @@ def _checked_cursors(ledger: Ledger, pipeline: str) -> dict[TopicPartition, int]
         return stream_cursors(cur, pipeline)
 
 
-def _apply(ledger: Ledger, plan: SeekPlan, reason: str) -> None:
+def _apply(ledger: ScriptTransactions, plan: SeekPlan, reason: str) -> None:
     """The plan's ledger transaction (step 2 of the module doc)."""
     with ledger.transaction() as cur:
         if not lock_existing_pipeline(cur, plan.pipeline):

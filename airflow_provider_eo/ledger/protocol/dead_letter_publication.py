@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.ledger.model.epochs import OutgoingRecord, SequencedDeadLetter
+from airflow_provider_eo.ledger.model.ledger_roles import ScriptTransactions
 from airflow_provider_eo.ledger.store.dead_letter_rows import dead_letters_to_publish
-from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def letter_record(item: SequencedDeadLetter) -> OutgoingRecord:
 
 
 def publish_dead_letters(
-    ledger: Ledger,
+    ledger: ScriptTransactions,
     pipeline: str,
     topic_name: str,
     topic: DeadLetterTopicPort,

@@ -56,6 +56,7 @@ from airflow_provider_eo.ledger.model.epochs import (
     PartitionRange,
     ranges_text,
 )
+from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, KafkaOnFirstUse, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline, FencedOut
 from airflow_provider_eo.ledger.model.runs import RunIdentity, RunIsLive
@@ -90,7 +91,6 @@ from airflow_provider_eo.ledger.protocol.outcomes import (
 )
 from airflow_provider_eo.ledger.protocol.replay_reads import checked_replay_plan, replay_selection
 from airflow_provider_eo.ledger.protocol.stream_reservation import reserve_stream
-from airflow_provider_eo.ledger.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class EpochProtocol:
 
     def __init__(
         self,
-        ledger: Ledger,
+        ledger: ProtocolStore,
         kafka: Callable[[], KafkaOffsets] | None = None,
         dead_letter_topics: DeadLetterTopics | None = None,
     ) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, KafkaOnFirstUse, TopicPartition
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter, ReplayPlan
 from airflow_provider_eo.ledger.planning.seek_plan import SeekTarget
@@ -24,7 +25,6 @@ from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLett
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, PipelineLookup
 from airflow_provider_eo.ledger.protocol.outcomes import Committed
 from airflow_provider_eo.ledger.protocol.replay_reads import replay_plan
-from airflow_provider_eo.ledger.store.ledger import Ledger
 
 #: The history's reason of an epoch committed by hand (``eo-ledger commit``).
 MANUAL_COMMIT_REASON = "committed by operator (eo-ledger)"
@@ -37,7 +37,7 @@ class OperatorTools:
 
     def __init__(
         self,
-        ledger: Ledger,
+        ledger: ProtocolStore,
         kafka: Callable[[], KafkaOffsets] | None = None,
         dead_letter_topics: DeadLetterTopics | None = None,
     ) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.ledger.model.ledger_roles import ScriptTransactions
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.planning.backfill_plan import validate_backfill_ranges
 from airflow_provider_eo.ledger.planning.replay_plan import (
@@ -21,13 +22,12 @@ from airflow_provider_eo.ledger.planning.replay_plan import (
     ReplayPlan,
     plan_replay,
 )
-from airflow_provider_eo.ledger.store.ledger import Ledger
 from airflow_provider_eo.ledger.store.replay_rows import fetch_selection, select_dead_letters
 
 log = logging.getLogger(__name__)
 
 
-def replay_plan(ledger: Ledger, spec: PipelineSpec, wanted: ReplayFilter) -> ReplayPlan:
+def replay_plan(ledger: ScriptTransactions, spec: PipelineSpec, wanted: ReplayFilter) -> ReplayPlan:
     """What replaying ``wanted`` of ``spec``'s dead letters writes, in chunks of at most
     ``spec.backfill.max_records_per_epoch`` offsets. Reads the ledger only."""
     with ledger.transaction() as cur:
@@ -42,7 +42,7 @@ def replay_plan(ledger: Ledger, spec: PipelineSpec, wanted: ReplayFilter) -> Rep
 
 
 def checked_replay_plan(
-    ledger: Ledger, spec: PipelineSpec, wanted: ReplayFilter, kafka: OffsetSource
+    ledger: ScriptTransactions, spec: PipelineSpec, wanted: ReplayFilter, kafka: OffsetSource
 ) -> ReplayPlan:
     """:func:`replay_plan`, its chunks checked against the partitions' watermarks now:
     ``InvalidRanges`` when a selected record is no longer in Kafka (retention). Nothing
@@ -58,7 +58,9 @@ def checked_replay_plan(
     return plan
 
 
-def replay_selection(ledger: Ledger, epoch_id: int) -> dict[TopicPartition, tuple[int, ...]] | None:
+def replay_selection(
+    ledger: ScriptTransactions, epoch_id: int
+) -> dict[TopicPartition, tuple[int, ...]] | None:
     """The offsets epoch ``epoch_id`` writes per partition (None: all of its ranges)."""
     with ledger.transaction() as cur:
         return fetch_selection(cur, epoch_id)

@@ -23,6 +23,7 @@ from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, Pin, TopicPartition
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import LedgerError
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind
@@ -33,7 +34,7 @@ from airflow_provider_eo.ledger.planning.stream_plan import (
     timestamp_to_look_up,
 )
 from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter, fetch_epochs, insert_epoch, lock_pipeline
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch, lock_pipeline
 
 log = logging.getLogger(__name__)
 

@@ -152,3 +152,15 @@ def _server_of(dsn: str) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class OnLedgerConnection:
+    """A role of the ledger (``ledger/model/ledger_roles.py``) played over ``db``; the
+    roles one :class:`~.ledger.Ledger` plays share its one connection."""
+
+    def __init__(self, db: LedgerConnection) -> None:
+        self._db = db
+
+    def close(self) -> None:
+        """Close the connection (the next call reopens one)."""
+        self._db.close()

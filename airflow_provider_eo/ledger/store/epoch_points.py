@@ -9,27 +9,12 @@ number; of the vote's metrics only the four numbers needed, never its per-partit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from airflow_provider_eo.ledger.model.chart_figures import EpochPoint
 from airflow_provider_eo.ledger.model.phases import EpochTimes
 from airflow_provider_eo.ledger.model.states import EpochState
-
-
-@dataclass(frozen=True)
-class EpochPoint:
-    """One epoch's figures from its vote (None before it): ``records`` read by its write,
-    ``dead_letters`` the records it dead-lettered (``bad_records``: what the epoch itself
-    rejected, which a later replay of the same offsets does not change), and its
-    :class:`EpochTimes`."""
-
-    epoch_id: int
-    kind: str
-    state: str
-    records: int | None
-    dead_letters: int | None
-    times: EpochTimes
 
 
 def window_epoch_ids(

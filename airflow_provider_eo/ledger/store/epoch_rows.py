@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 
@@ -31,31 +31,6 @@ def fetch_epoch(cur: Any, epoch_id: int, *, for_update: bool = False) -> Epoch:
     if row is None:
         raise EpochNotFound(epoch_id)
     return attach_ranges(cur, [row])[0]
-
-
-@dataclass(frozen=True)
-class EpochFilter:
-    """Which epochs to read: every field given must match (None matches anything).
-
-    ``states`` and ``pipelines`` match any of their members (an empty set matches
-    nothing); ``min_id`` / ``max_id`` are inclusive. With ``limit``, only the ``limit``
-    newest matching epochs. Answers are oldest first either way.
-    """
-
-    pipeline: str | None = None
-    pipelines: frozenset[str] | None = None
-    states: frozenset[EpochState] | None = None
-    kind: EpochKind | None = None
-    dag_id: str | None = None
-    run_id: str | None = None
-    min_id: int | None = None
-    max_id: int | None = None
-    limit: int | None = None
-
-    @property
-    def state(self) -> EpochState | None:
-        """The one state asked for, when ``states`` names exactly one (else None)."""
-        return next(iter(self.states)) if self.states is not None and len(self.states) == 1 else None
 
 
 def fetch_epochs(cur: Any, wanted: EpochFilter) -> list[Epoch]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from airflow_provider_eo.ledger.model.chart_figures import LagWindow, StoredSample
 from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.store.epoch_rows import copy_text
@@ -41,35 +41,6 @@ def insert_lag_sample(cur: Any, sample: LagSample) -> int:
         io.StringIO(lines),
     )
     return sample_id
-
-
-@dataclass(frozen=True)
-class StoredSample:
-    """A sample as the charts read it: its header and the shown partitions' rows."""
-
-    sample_id: int
-    sampled_at: datetime
-    source: str
-    epoch_id: int | None
-    partitions: int
-    total_lag: int
-    shown: tuple[SampledPartition, ...]
-
-
-@dataclass(frozen=True)
-class LagWindow:
-    """The samples of a window the charts show, oldest first.
-
-    ``in_window``: samples the window holds; ``every``: 1 when all are shown, else k
-    (every k-th, counted from the newest); ``partitions``: the newest sample's partition
-    count; ``shown_partitions``: the partitions whose rows ``samples`` carry.
-    """
-
-    samples: tuple[StoredSample, ...]
-    in_window: int
-    every: int
-    partitions: int
-    shown_partitions: tuple[TopicPartition, ...]
 
 
 def lag_window(

@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from enum import IntEnum
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced
 from airflow_provider_eo.ledger.protocol import EpochProtocol
@@ -79,7 +79,7 @@ def warn_offset_versions(
 
 
 def write_epoch(
-    ledger: Ledger,
+    ledger: ProtocolStore,
     pipeline: str,
     epoch_id: int,
     settings_factory: Callable[[], TaskSettings],

@@ -4,7 +4,7 @@
   partition, offset and reason; the task fails and the epoch is not voted.
 * ``dead_letter``: the record (raw key, value and headers, with topic,
   partition, offset, epoch id and the reason) goes to the ledger's
-  ``eo.dead_letters`` table via ``Ledger.record_dead_letters`` (an idempotent
+  ``eo.dead_letters`` table via ``PostgresDeadLetters.record_dead_letters`` (an idempotent
   upsert keyed by pipeline/topic/partition/offset, so replays overwrite), and
   is counted. Rows are buffered up to ``flush_every`` rows or ``flush_bytes`` bytes of
   raw key and value, and flushed by :meth:`flush` (the task flushes before it reports
@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_eo.config.specs import BadRecordPolicy
 from airflow_provider_eo.errors import RecordError
 from airflow_provider_eo.ledger.model.epochs import DeadLetter
 from airflow_provider_eo.spark.records import KafkaRecord
+
+if TYPE_CHECKING:
+    from airflow_provider_eo.ledger.store.ledger import PostgresDeadLetters
 
 log = logging.getLogger(__name__)
 
@@ -112,24 +115,28 @@ class BadRecordHandler:
 
 
 class LedgerDeadLetterSink:
-    """Writes dead letters to ``eo.dead_letters`` through one ledger connection (opened on first use).
+    """Writes dead letters to ``eo.dead_letters`` through one ledger connection (opened on
+    first use) that can do nothing else: a ``PostgresDeadLetters`` (``DeadLetterRecords``,
+    ``ledger/model/ledger_roles.py``), never the whole ``Ledger``.
 
     Executors never migrate the schema (the driver's ledger access already did).
     """
 
     def __init__(self, ledger_dsn: str) -> None:
         self._dsn = ledger_dsn
-        self._ledger: Any = None
+        self._store: PostgresDeadLetters | None = None
 
     def __call__(self, rows: list[DeadLetter]) -> None:
-        if self._ledger is None:
-            from airflow_provider_eo.ledger import Ledger
+        """Store ``rows`` (an idempotent upsert); raises ``LedgerUnavailable`` when the
+        ledger cannot be reached."""
+        if self._store is None:
+            from airflow_provider_eo.ledger.store.ledger import PostgresDeadLetters
 
-            self._ledger = Ledger(self._dsn, auto_migrate=False)
-        self._ledger.record_dead_letters(rows)
+            self._store = PostgresDeadLetters.connect(self._dsn)
+        self._store.record_dead_letters(rows)
 
     def close(self) -> None:
         """Close the ledger connection if one was opened."""
-        if self._ledger is not None:
-            self._ledger.close()
-            self._ledger = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -17,8 +17,8 @@ import happybase
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.offsets import OffsetSource
+from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.ledger.store.epoch_rows import EpochFilter
 from eo_devtools.demo.expected_state import JsonOracle, ProducedRecord, RecordOracle, fold_rows
 
 TP = tuple[str, int]
