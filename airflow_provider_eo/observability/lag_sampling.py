@@ -3,7 +3,7 @@
 :func:`store_sample` stores one sample and logs a warning instead of raising;
 :class:`WaitSampler` decides which polls of one wait store theirs: the first, the one that
 finds records (the lag the run then reserves), and otherwise one every
-:func:`~airflow_provider_eo.ledger.model.lag_samples.wait_sample_interval` seconds, so a
+:func:`~airflow_provider_eo.ledger.model.lag.wait_sample_interval` seconds, so a
 10,000-partition pipeline polled every few seconds adds about 100 rows a minute, not
 10,000 a poll.
 """
@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from airflow_provider_eo.ledger.model.lag_samples import (
+from airflow_provider_eo.ledger.model.lag import (
     LagSampleSink,
     store_sample,
     wait_sample,

@@ -16,7 +16,7 @@ import pytest
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import DeadLetter, Ledger, PartitionRange
-from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition
+from airflow_provider_eo.ledger.model.lag import LagSample, SampledPartition
 from airflow_provider_eo.ledger.model.retention_policy import PrunePolicy
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.ledger.model.lag_samples import (
+from airflow_provider_eo.ledger.model.lag import (
     LagSample,
     SampledPartition,
     wait_sample,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from airflow_provider_eo.ledger.model.lag_samples import SampledPartition
+from airflow_provider_eo.ledger.model.lag import SampledPartition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.phases import EpochTimes
 

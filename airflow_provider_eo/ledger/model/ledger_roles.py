@@ -31,7 +31,7 @@ from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.chart_figures import EpochPoint, PipelineCharts
 from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch
 from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
-from airflow_provider_eo.ledger.model.lag_samples import LagSampleSink, SampledPartition
+from airflow_provider_eo.ledger.model.lag import LagSampleSink, SampledPartition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.read_model import EpochFilter, PipelineOverview
 from airflow_provider_eo.ledger.model.retention_policy import PruneCount, PrunePolicy

@@ -104,7 +104,7 @@ def pending_records(
 class PipelinePositions:
     """What one check of ``pipeline`` read: the ``listed`` partitions, the ledger's
     ``cursors`` (pinned partitions) and each listed partition's ``(low, high)``
-    ``watermarks``. The wait step's lag sample (``ledger/model/lag_samples.py``) is made of the
+    ``watermarks``. The wait step's lag sample (``ledger/model/lag.py``) is made of the
     same reads."""
 
     pipeline: str

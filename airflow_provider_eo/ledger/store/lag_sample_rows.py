@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow_provider_eo.ledger.model.chart_figures import LagWindow, StoredSample
-from airflow_provider_eo.ledger.model.lag_samples import LagSample, SampledPartition
+from airflow_provider_eo.ledger.model.lag import LagSample, SampledPartition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.store.epoch_rows import copy_text
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_provider_eo.ledger.model.epochs import DeadLetter
-from airflow_provider_eo.ledger.model.lag_samples import LagSample
+from airflow_provider_eo.ledger.model.lag import LagSample
 from airflow_provider_eo.ledger.store import dead_letter_rows, lag_sample_rows
 from airflow_provider_eo.ledger.store.connection import LedgerConnection, OnLedgerConnection
 
@@ -38,6 +38,6 @@ class PostgresObservations(PostgresDeadLetters):
     """``LedgerObservations`` (``ledger/model/ledger_roles.py``): dead letters and lag samples."""
 
     def record_lag_sample(self, sample: LagSample) -> int:
-        """Store ``sample`` (``ledger/model/lag_samples.py``); returns its id."""
+        """Store ``sample`` (``ledger/model/lag.py``); returns its id."""
         with self._db.transaction() as cur:
             return lag_sample_rows.insert_lag_sample(cur, sample)

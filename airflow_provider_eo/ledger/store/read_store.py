@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow_provider_eo.ledger.model.chart_figures import EpochPoint, PipelineCharts
 from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
-from airflow_provider_eo.ledger.model.lag_samples import SampledPartition
+from airflow_provider_eo.ledger.model.lag import SampledPartition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.read_model import PipelineOverview
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound, PipelineNotFound
