@@ -25,7 +25,7 @@ from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.model.epochs import Epoch
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reserved
+from airflow_provider_eo.ledger.protocol import EpochProtocol, Reserved
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.demo.sample_events import produce_records
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest

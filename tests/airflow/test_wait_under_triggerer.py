@@ -32,7 +32,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, NothingToReserve
+from airflow_provider_eo.ledger.protocol import EpochProtocol, NothingToReserve
 from tests.airflow_server import AirflowServer
 from tests.chart_rows import raw_samples, sample_rows
 from tests.conftest import StackInfo

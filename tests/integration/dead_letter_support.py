@@ -13,6 +13,7 @@ from typing import Any
 
 import happybase
 import psycopg2
+import pytest
 import yaml
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -21,8 +22,8 @@ from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import (
     EpochRoundTrip,
@@ -30,6 +31,7 @@ from tests.integration.epoch_round_trip import (
     ledger_connection,
     pipeline_spec,
 )
+from tests.integration.ledger_support import fresh_database
 from tests.kafka_helpers import created_topic
 
 #: What the topic holds: (key, value, headers) per record, in topic order.
@@ -184,3 +186,17 @@ def replay_selection_rows(dsn: str, epoch_id: int) -> list[tuple[str, int, int]]
         rows: list[tuple[str, int, int]] = cur.fetchall()
     conn.close()
     return rows
+
+
+@pytest.fixture(scope="module", name="ledger_dsn")
+def ledger_dsn_fixture(stack: StackInfo) -> Iterator[str]:
+    """A scratch ledger database for the module (import the fixture to use it)."""
+    with fresh_database(stack.ledger_dsn) as dsn:
+        yield dsn
+
+
+@pytest.fixture(name="world")
+def world_fixture(stack: StackInfo, ledger_dsn: str) -> Iterator[World]:
+    """A fresh :func:`dead_letter_world` per test (import the fixture to use it)."""
+    with dead_letter_world(stack, ledger_dsn) as made:
+        yield made

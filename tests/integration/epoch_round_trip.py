@@ -25,8 +25,8 @@ from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.ledger.protocol.commit_path import DeadLetterTopics
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
 from airflow_provider_eo.spark.driver.task_runner import SparkTasks
 from airflow_provider_eo.spark.driver.task_settings import task_settings
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch

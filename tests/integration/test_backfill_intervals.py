@@ -25,7 +25,7 @@ from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.backfill_request import BackfillRequest, DataInterval
-from airflow_provider_eo.ledger.protocol.epoch_protocol import AlreadyCommitted, EpochProtocol, Reserved
+from airflow_provider_eo.ledger.protocol import AlreadyCommitted, EpochProtocol, Reserved
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator
 from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.spark.driver.task_settings import task_settings

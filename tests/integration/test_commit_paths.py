@@ -7,7 +7,6 @@ no later commit and no ``eo-ledger dead-letters publish``. Real Kafka, HBase and
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,27 +19,13 @@ from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.release import ReleaseEpochOperator
-from tests.conftest import StackInfo
-from tests.integration.dead_letter_support import World, dead_letter_world
-from tests.integration.ledger_support import fresh_database
+from tests.integration.dead_letter_support import World, ledger_dsn_fixture, world_fixture  # noqa: F401 (fixtures)
 from tests.kafka_helpers import produce
 from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
 
 VALUES = ["bad-0", '{"a":1}', "bad-2"]  # offsets 0 and 2 are dead letters
-
-
-@pytest.fixture(scope="module")
-def ledger_dsn(stack: StackInfo) -> Iterator[str]:
-    with fresh_database(stack.ledger_dsn) as dsn:
-        yield dsn
-
-
-@pytest.fixture
-def world(stack: StackInfo, ledger_dsn: str) -> Iterator[World]:
-    with dead_letter_world(stack, ledger_dsn) as made:
-        yield made
 
 
 def written_stream_epoch(world: World, run_id: str) -> Epoch:

@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,13 @@ from airflow_provider_eo.spark.driver.task_settings import task_settings
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.write_task import run_task
 from eo_devtools.demo.topic_records import count_committed_records
-from tests.conftest import StackInfo
 from tests.faults.crash_points import REPO, crash_env, listening
-from tests.integration.dead_letter_support import TopicRecord, World, dead_letter_world
-from tests.integration.ledger_support import fresh_database
+from tests.integration.dead_letter_support import (  # noqa: F401 (fixtures)
+    TopicRecord,
+    World,
+    ledger_dsn_fixture,
+    world_fixture,
+)
 from tests.kafka_helpers import produce, recent_timestamp_ms
 from tests.task_context import task_context
 
@@ -44,18 +47,6 @@ pytestmark = pytest.mark.integration
 #: Recent enough for the broker's retention (an old timestamp's segment may be deleted at once).
 T0 = recent_timestamp_ms()
 BAD_JSON = "value is not valid JSON: Expecting value: line 1 column 1 (char 0)"
-
-
-@pytest.fixture(scope="module")
-def ledger_dsn(stack: StackInfo) -> Iterator[str]:
-    with fresh_database(stack.ledger_dsn) as dsn:
-        yield dsn
-
-
-@pytest.fixture
-def world(stack: StackInfo, ledger_dsn: str) -> Iterator[World]:
-    with dead_letter_world(stack, ledger_dsn) as made:
-        yield made
 
 
 def fill(world: World, values: list[str], start: int = 0) -> None:

@@ -26,7 +26,7 @@ from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.ledger.planning.backfill_request import ExplicitRanges, OffsetWindow
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, WriteLease
 from airflow_provider_eo.ledger.planning.recovery_plan import Action
-from airflow_provider_eo.ledger.protocol.epoch_protocol import (
+from airflow_provider_eo.ledger.protocol import (
     AlreadyCommitted,
     AlreadyWritten,
     NothingToReserve,

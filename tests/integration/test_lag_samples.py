@@ -16,7 +16,7 @@ import pytest
 from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.lag import LagSample, SampledPartition, store_sample
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from tests.chart_rows import sample_rows
 from tests.integration.ledger_support import stack_kafka_hook
 from tests.integration.operator_support import (  # noqa: F401 (fixtures)

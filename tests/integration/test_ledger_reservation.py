@@ -21,7 +21,7 @@ from airflow_provider_eo.ledger import (
     OpenEpochConflict,
 )
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+from airflow_provider_eo.ledger.protocol import EpochProtocol
 from eo_devtools.ledger_direct import partition_pins, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec, ranges_of, run_epoch

@@ -35,7 +35,7 @@ from airflow_provider_eo.ledger import Epoch, Ledger
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, Reserved
+from airflow_provider_eo.ledger.protocol import EpochProtocol, Reserved
 from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 from airflow_provider_eo.operators.backfill_request_form import request_of
 from tests.conftest import StackInfo

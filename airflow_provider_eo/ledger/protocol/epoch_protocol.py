@@ -94,19 +94,6 @@ from airflow_provider_eo.ledger.protocol.stream_reservation import reserve_strea
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "AlreadyCommitted",
-    "AlreadyWritten",
-    "Committed",
-    "DeadLetterPublication",
-    "EpochProtocol",
-    "NothingToReserve",
-    "PipelineLookup",
-    "Reservation",
-    "Reserved",
-    "Settled",
-]
-
 #: A pipeline's spec by its name (``eo-ledger commit`` looks the epoch's pipeline up in the
 #: pipelines file): where a commit publishes offsets and dead letters.
 PipelineLookup = Callable[[str], PipelineSpec]
