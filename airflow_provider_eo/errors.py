@@ -13,7 +13,7 @@ Class                          Module                  Meaning
 ``ConfigError``                ``errors``              invalid configuration; nothing read or written
   ``PipelineConfigError``      ``config.errors``       pipelines file missing, unreadable or invalid
     ``PipelineNotDeclared``    ``config.errors``       no pipeline of that name in the file
-  ``ConnectionNotFound``       ``hooks.connections``   no definition for a connection id
+  ``ConnectionNotFound``       ``clients.connections``   no definition for a connection id
 ``LedgerError``                ``ledger.errors``       the ledger refused a change or is unreachable
   ``EpochNotFound`` ...        ``ledger.errors``       one class per refusal (``FencedOut``, ...)
 ``KafkaAccessError``           ``errors``              a Kafka call or read did not complete

@@ -48,7 +48,7 @@ SCHEMA_ID = "__eo.schema_id"
 
 
 class DeadLetterTopicPort(Protocol):
-    """The Kafka side (``hooks.dead_letter_topic.DeadLetterTopic``)."""
+    """The Kafka side (``clients.dead_letter_topic.DeadLetterTopic``)."""
 
     def open(self) -> int:
         """Fence older publishers (``init_transactions``), then return the marker."""

@@ -3,7 +3,7 @@
 The shape is Flink's ``TwoPhaseCommitSinkFunction``: a few final entry points, each
 with a typed outcome. Operators, the Spark driver and the ``eo-ledger`` CLI are adapters of
 these calls; none of them decides anything about an epoch itself (the UI and the CLI's
-read-only commands only read the store: ``store.queries``).
+read-only commands only read the store: its ``LedgerReads`` role).
 
 =================== =========================================================
 ``reserve_stream``  open the pipeline's next stream epoch from its cursor

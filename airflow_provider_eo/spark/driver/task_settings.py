@@ -7,7 +7,7 @@ again, and a cluster-mode driver needs no DAG folder), else the file named by
 
 Connections: ``AIRFLOW_CONN_<ID>`` environment variables (the Schema Registry's only
 for a pipeline whose key or value format is avro, protobuf or json_schema) of the driver (URI or
-JSON form, resolved by ``hooks.connections``). Values are secrets: they are
+JSON form, resolved by ``clients.connections``). Values are secrets: they are
 placed in :class:`TaskSettings` (repr hides them) and never logged.
 """
 

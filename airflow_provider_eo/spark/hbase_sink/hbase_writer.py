@@ -108,8 +108,8 @@ class SegmentWriter:
     """Writes segments to one table over one (re-opened on error) happybase connection.
 
     ``connection_kwargs`` are ``happybase.Connection`` arguments (see
-    ``hooks.client_config.hbase_connection_kwargs``); they may hold secrets: not logged.
-    ``servers`` (``hooks.client_config.hbase_endpoints``; empty: the kwargs' host/port) are
+    ``clients.connection_settings.hbase_connection_kwargs``); they may hold secrets: not logged.
+    ``servers`` (``clients.connection_settings.hbase_endpoints``; empty: the kwargs' host/port) are
     the Thrift servers, ``task_index`` picks the first one (index modulo their number).
     ``attempts`` per segment is raised to the number of servers when lower; the sleep before
     attempt ``k + 1`` is ``backoff_s * 2**(k - 1)``, at most :data:`MAX_BACKOFF_S`.

@@ -1,6 +1,6 @@
 """Which HBase Thrift server a write task talks to, and where it goes when that one fails.
 
-A connection lists its Thrift servers in order (``hooks.client_config.hbase_endpoints``).
+A connection lists its Thrift servers in order (``clients.connection_settings.hbase_endpoints``).
 Task ``i`` of an epoch starts on server ``i mod n`` (the tasks spread over the servers); on
 a retryable error the writer moves to the next server of the list (wrapping around) and
 stays there for its later segments. With one server, "the next" is the same one: a plain

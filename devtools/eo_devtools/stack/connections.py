@@ -21,7 +21,7 @@ def hbase_connection(host: str, port: int, more_ports: Sequence[int] = ()) -> st
     """Airflow JSON connection for the HBase Thrift1 server(s) (happybase settings in ``extra``).
 
     ``more_ports``: the further Thrift servers on ``host``; with any, ``extra.servers`` lists
-    every server, ``host:port`` first (``hooks.client_config.hbase_endpoints``).
+    every server, ``host:port`` first (``clients.connection_settings.hbase_endpoints``).
     """
     extra: dict[str, object] = {
         "transport": "buffered", "protocol": "binary", "table_prefix": None, "timeout_ms": 30000
