@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import Asset, AssetAlias
 
 from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 
 if TYPE_CHECKING:
     from urllib.parse import SplitResult

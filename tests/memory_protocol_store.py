@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.lag import LagSample
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound, FencedOut

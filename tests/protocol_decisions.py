@@ -19,7 +19,7 @@ from typing import Protocol
 import pytest
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound, EpochOfAnotherPipeline, IllegalTransition

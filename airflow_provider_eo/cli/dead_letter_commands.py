@@ -20,7 +20,7 @@ from typing import Any
 from airflow_provider_eo.cli.replay_commands import add_replay_parser, run_replay
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads, ProtocolStore
-from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 
 COMMAND = "dead-letters"
 

@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> Any:
         raise Refused("prune needs exactly one of --pipeline P (repeatable) or --all-pipelines")
     from airflow_provider_eo.ledger.model.actors import Actor
     from airflow_provider_eo.ledger.protocol import OperatorTools
-    from airflow_provider_eo.ledger.store.ledger import Ledger
+    from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 
     dsn = resolve_dsn(args.dsn, args.conn_id)
     with Ledger(dsn, auto_migrate=args.command != "migrate", actor=Actor.cli()) as ledger:

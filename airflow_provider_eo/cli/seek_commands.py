@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     from airflow_provider_eo.ledger.model.refusals import SeekRefused
     from airflow_provider_eo.ledger.planning.seek_plan import parse_partition, parse_target
     from airflow_provider_eo.ledger.protocol import OperatorTools
-    from airflow_provider_eo.ledger.store.ledger import Ledger
+    from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 
     target = parse_target(args.to) if args.command == "seek" else None
     partitions = [parse_partition(text) for text in args.partition]

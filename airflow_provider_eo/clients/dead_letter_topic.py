@@ -30,7 +30,7 @@ from airflow_provider_eo import protocol_points
 from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
+from airflow_provider_eo.ledger.model.epoch import OutgoingRecord
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.clients.kafka_watermarks import TP
-from airflow_provider_eo.ledger.model.epochs import offsets_text
+from airflow_provider_eo.ledger.model.epoch import offsets_text
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """The epoch ledger: the epoch protocol (``protocol.EpochProtocol``, start there), its
-PostgreSQL store and migrations (``store.ledger.Ledger``), the state machine and planning."""
+PostgreSQL store and migrations (``store.postgres_ledger.Ledger``), the state machine and planning."""
 
 from __future__ import annotations
 
-from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import DeadLetter, Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetPublisher, OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import (
     CursorBeyondHighWatermark,
@@ -19,7 +19,7 @@ from airflow_provider_eo.ledger.model.refusals import (
 )
 from airflow_provider_eo.ledger.model.states import ALLOWED_TRANSITIONS, EpochKind, EpochState
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
-from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 
 __all__ = [
     "ALLOWED_TRANSITIONS",

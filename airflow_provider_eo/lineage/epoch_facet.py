@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import attr
 from openlineage.client.facet_v2 import RunFacet
 
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 
 #: The key of the facet in a run's facets.
 FACET_NAME = "eo_epoch"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.hooks.base import EoHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.lineage.dataset_names import table_dataset, topic_datasets
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
 
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.lag import lag as lag_of
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.protocol import Committed

@@ -20,7 +20,7 @@ from airflow_provider_eo.ledger.model.lag import (
     wait_sample,
     wait_sample_interval,
 )
-from airflow_provider_eo.ledger.planning.records_available import PipelinePositions
+from airflow_provider_eo.ledger.planning.new_records import PipelinePositions
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Any
 from airflow.sdk import Asset
 
 from airflow_provider_eo.assets import epoch_event_extra, recommits_alias
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.protocol import Settled
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 

@@ -8,7 +8,7 @@ from typing import Any
 from airflow.sdk import Asset, Context
 
 from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.lineage.operator_lineage import epoch_lineage
 from airflow_provider_eo.observability.epoch_metrics import report_committed
 from airflow_provider_eo.operators.announce import announce_commit

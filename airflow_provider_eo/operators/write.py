@@ -61,7 +61,7 @@ from airflow_provider_eo.clients.connections import (
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import ConfigError
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.lineage.operator_lineage import epoch_after_write, epoch_lineage
 from airflow_provider_eo.operators.application_connections import (
     check_registered_fields,

@@ -35,7 +35,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
-from airflow_provider_eo.ledger.planning.records_available import PendingRecords
+from airflow_provider_eo.ledger.planning.new_records import PendingRecords
 from airflow_provider_eo.ledger.protocol import read_positions
 from airflow_provider_eo.observability.lag_sampling import WaitSampler
 

@@ -12,14 +12,14 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.ledger.planning.backfill_plan import validate_backfill_ranges
 from airflow_provider_eo.ledger.protocol.backfill_reservation import reserve_backfill
 from airflow_provider_eo.ledger.protocol.stream_reservation import reserve_stream
-from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 
 
 def reserve_stream_epoch(

@@ -31,7 +31,7 @@ from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.spark.driver import application as spark_app
 from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, is_bad_record

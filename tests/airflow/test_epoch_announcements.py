@@ -22,7 +22,7 @@ import pytest
 from airflow_provider_eo.dags.factory import RECOVERY_DAG_ID, stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.protocol import EpochProtocol, Reserved

@@ -36,7 +36,7 @@ from airflow_provider_eo.config import PipelineSpec, load_pipelines
 from airflow_provider_eo.dags.factory import stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.operators.commit import CommitEpochOperator

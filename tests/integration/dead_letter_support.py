@@ -21,7 +21,7 @@ from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
+from airflow_provider_eo.ledger.model.epoch import OutgoingRecord
 from airflow_provider_eo.ledger.protocol import EpochProtocol
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
 from tests.conftest import StackInfo

@@ -22,7 +22,7 @@ from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import TP, fresh_database, make_spec, run_epoch, stack_kafka_hook

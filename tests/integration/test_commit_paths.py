@@ -14,7 +14,7 @@ import pytest
 
 from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
-from airflow_provider_eo.ledger.model.epochs import DeadLetter
+from airflow_provider_eo.ledger.model.epoch import DeadLetter
 from airflow_provider_eo.ledger.store.dead_letter_rows import dead_letters_to_publish
-from airflow_provider_eo.ledger.store.ledger import PostgresDeadLetters
+from airflow_provider_eo.ledger.store.postgres_ledger import PostgresDeadLetters
 from airflow_provider_eo.spark.task.bad_records import LedgerDeadLetterSink
 from eo_devtools.ledger_direct import reserve_backfill_epoch
 from tests.conftest import StackInfo

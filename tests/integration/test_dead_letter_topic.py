@@ -20,7 +20,7 @@ from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic, DeadLetterTopicMissing
 from airflow_provider_eo.clients.kafka_errors import EoKafkaError
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.model.epochs import OutgoingRecord
+from airflow_provider_eo.ledger.model.epoch import OutgoingRecord
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.planning.recovery_plan import Action
 from airflow_provider_eo.ledger.protocol.dead_letter_publication import (

@@ -22,7 +22,7 @@ from airflow_provider_eo.ledger import (
     LedgerUnavailable,
     PartitionRange,
 )
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch, rotate_fencing_token
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import make_spec, stack_kafka_hook

@@ -13,11 +13,11 @@ import pytest
 
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.protocol import EpochProtocol
-from airflow_provider_eo.ledger.store.ledger import Ledger
+from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec, stack_kafka_hook

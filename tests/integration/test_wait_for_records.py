@@ -18,7 +18,7 @@ from airflow.sdk.exceptions import AirflowSkipException, TaskDeferred
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
-from airflow_provider_eo.ledger.planning.records_available import PendingRecords
+from airflow_provider_eo.ledger.planning.new_records import PendingRecords
 from airflow_provider_eo.ledger.protocol.position_reads import check_pending
 from airflow_provider_eo.operators.wait import DEFERRAL_BACKSTOP, WaitForRecordsOperator
 from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger

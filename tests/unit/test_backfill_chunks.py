@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from airflow_provider_eo.ledger.model.epochs import PartitionRange as R
+from airflow_provider_eo.ledger.model.epoch import PartitionRange as R
 from airflow_provider_eo.ledger.planning.backfill_plan import epoch_ms, split_into_chunks
 from airflow_provider_eo.operators.backfill_request_form import parse_ranges
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_eo.ledger.model.epochs import PartitionRange as R
+from airflow_provider_eo.ledger.model.epoch import PartitionRange as R
 from airflow_provider_eo.ledger.planning.backfill_plan import (
     check_pipeline_topics,
     chosen_partitions,

@@ -15,7 +15,7 @@ from airflow_provider_eo.ledger.model.lag import (
     wait_sample_interval,
 )
 from airflow_provider_eo.ledger.model.phases import EpochTimes
-from airflow_provider_eo.ledger.planning.records_available import PipelinePositions
+from airflow_provider_eo.ledger.planning.new_records import PipelinePositions
 from airflow_provider_eo.observability.lag_sampling import WaitSampler
 from airflow_provider_eo.operators.epoch_link import rendered_epoch_id
 from airflow_provider_eo.plugins.chart_window import ChartWindow

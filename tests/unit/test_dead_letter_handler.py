@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from airflow_provider_eo.config.specs import MappingSpec
-from airflow_provider_eo.ledger.model.epochs import DeadLetter
+from airflow_provider_eo.ledger.model.epoch import DeadLetter
 from airflow_provider_eo.spark.records import KafkaRecord
 from airflow_provider_eo.spark.task.bad_records import BadRecordHandler
 from airflow_provider_eo.spark.task.task_schemas import registry_schema_id

@@ -350,7 +350,7 @@ def test_the_signature_check_catches_wrong_quotes() -> None:
         "doc.md:12: `get_epoch()`: leaves out ['epoch_id'], which have no default",
         "doc.md:13: `split_into_chunks(ranges)`: leaves out ['max_records'], which have no default",
         "doc.md:14: `Epoch(epoch_id)`: Epoch is defined in several modules"
-        " (airflow_provider_eo.ledger.model.epochs, airflow_provider_eo.plugins.api_models):"
+        " (airflow_provider_eo.ledger.model.epoch, airflow_provider_eo.plugins.api_models):"
         " name its module in the item",
         "doc.md:14: `Ledger.migrate(*, pipeline)`: ['pipeline'] are not keyword-only in the code"
         " (keyword-only: [])",
@@ -361,7 +361,7 @@ def test_the_signature_check_catches_wrong_quotes() -> None:
     )
     assert found[3].startswith(
         "doc.md:12: `Ledger(dsn, conn_id=None)`: positional parameters ['dsn', 'conn_id'] are not the code's"
-        " first ['dsn']; the code (airflow_provider_eo.ledger.store.ledger.Ledger):"
+        " first ['dsn']; the code (airflow_provider_eo.ledger.store.postgres_ledger.Ledger):"
         " Ledger(dsn: str | Callable[[], Any], *, auto_migrate: bool = True, conn_id: str | None = None"
     )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow_provider_eo.assets import epoch_event_extra
 from airflow_provider_eo.cli import history_commands, ledger_commands
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.history import Transition
 from airflow_provider_eo.ledger.model.read_model import EpochFilter, Gap, OpenEpoch
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState

@@ -1,7 +1,7 @@
 """The folders are the architecture's layers (docs/ARCHITECTURE.md, "Layers"): every import
 of the package runs down the layers or stays inside one, never up, and a few folder rules
 hold (Airflow-free folders import no Airflow; ``hooks/`` holds only Airflow hooks; outside
-``ledger/``, the store is reached through ``ledger.store.ledger`` only).
+``ledger/``, the store is reached through ``ledger.store.postgres_ledger`` only).
 
 A module's place is its folder: ``ledger/`` and ``spark/`` by their sub-folder
 (``ledger/protocol``, ``spark/task``...), other folders whole, modules at the top by their
@@ -124,7 +124,7 @@ def test_hooks_holds_only_airflow_hooks() -> None:
 
 def test_outside_the_ledger_the_store_is_reached_through_its_ledger_class() -> None:
     """The SQL modules of ``ledger/store/`` (transitions, reservations' statements, reads)
-    are the ledger's own: adapters use ``ledger.store.ledger`` (the ``Ledger`` class), and
+    are the ledger's own: adapters use ``ledger.store.postgres_ledger`` (the ``Ledger`` class), and
     change epochs only through the protocol (tests/unit/test_protocol_reach.py)."""
     offenders = sorted(
         f"{module} -> {target}"
@@ -132,7 +132,7 @@ def test_outside_the_ledger_the_store_is_reached_through_its_ledger_class() -> N
         if not module.startswith("airflow_provider_eo.ledger")
         for target in imported_modules(path.read_text())
         if target.startswith("airflow_provider_eo.ledger.store.")
-        and not target.startswith("airflow_provider_eo.ledger.store.ledger")
+        and not target.startswith("airflow_provider_eo.ledger.store.postgres_ledger")
     )
     assert offenders == []
 
@@ -158,7 +158,7 @@ def test_the_rules_see_an_upward_import() -> None:
     source = (
         "from airflow_provider_eo.operators.commit import CommitEpochOperator\n"
         "def f():\n    import airflow_provider_eo.ledger.protocol.commit_path\n"
-        "from airflow_provider_eo.ledger.model.epochs import Epoch\n"
+        "from airflow_provider_eo.ledger.model.epoch import Epoch\n"
     )
     store = "airflow_provider_eo.ledger.store.queries"
     assert upward_imports(store, source) == [

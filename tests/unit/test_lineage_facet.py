@@ -20,7 +20,7 @@ from openlineage.client.serde import Serde
 
 import airflow_provider_eo.lineage.epoch_facet as facet_module
 from airflow_provider_eo.config import parse_pipelines_text
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.lineage.epoch_facet import MAX_FACET_RANGES, SCHEMA_ID, epoch_facet
 from airflow_provider_eo.lineage.operator_lineage import epoch_lineage

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_provider_eo.ledger.model.epochs import LOGGED_RANGES, PartitionRange, offsets_text, ranges_text
+from airflow_provider_eo.ledger.model.epoch import LOGGED_RANGES, PartitionRange, offsets_text, ranges_text
 
 
 def test_offsets_text_is_sorted_and_names_every_partition_up_to_the_limit() -> None:

@@ -121,7 +121,7 @@ def test_the_import_check_catches_an_offending_source() -> None:
         "from __future__ import annotations\n"
         "import json\n"
         "from typing import TYPE_CHECKING\n"
-        "from airflow_provider_eo.ledger.model.epochs import Epoch\n"
+        "from airflow_provider_eo.ledger.model.epoch import Epoch\n"
         "from airflow_provider_eo.config.specs import CapsSpec\n"
         "from . import fencing\n"
         "import confluent_kafka\n"
@@ -133,7 +133,7 @@ def test_the_import_check_catches_an_offending_source() -> None:
         "    from airflow.sdk import Context\n"
         "def plan():\n"
         "    from airflow_provider_eo.clients.kafka_watermarks import WatermarkReader\n"
-        "    return importlib.import_module('airflow_provider_eo.ledger.store.ledger')\n"
+        "    return importlib.import_module('airflow_provider_eo.ledger.store.postgres_ledger')\n"
     )
     assert forbidden_imports(source) == [
         "confluent_kafka",

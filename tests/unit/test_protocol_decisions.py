@@ -11,7 +11,7 @@ import pytest
 
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState

@@ -8,7 +8,7 @@
   model (``ledger/model/``) and the fencing rule its guarded vote reports with.
 
 Which modules may be imported from where (the protocol from its package, the store through
-``ledger/store/ledger.py``) is tests/unit/test_layers.py's."""
+``ledger/store/postgres_ledger.py``) is tests/unit/test_layers.py's."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 
 from airflow_provider_eo.config import CapsSpec, StartingSpec
 from airflow_provider_eo.ledger import CursorBeyondHighWatermark, DataLossError, PartitionRange
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.refusals import InvalidRanges, OpenEpochConflict
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState

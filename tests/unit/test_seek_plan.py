@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 from airflow_provider_eo.ledger.model.refusals import SeekRefused
 from airflow_provider_eo.ledger.planning.seek_plan import (
     CursorMove,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, WriteLease, write_permission

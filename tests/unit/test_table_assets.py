@@ -10,7 +10,7 @@ from airflow.sdk import Asset, AssetAlias
 from airflow_provider_eo.assets import asset_for, epoch_event_extra, recommits_alias, table_uri
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.dags.factory import build_backfill_dag, build_recovery_dag, build_stream_dag
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 
 

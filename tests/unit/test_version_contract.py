@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_eo.config.specs import MappingSpec
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 from airflow_provider_eo.spark.driver.version_contract import offset_version_warning
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from airflow_provider_eo.config import PipelineConfigError, parse_pipelines_text
 from airflow_provider_eo.config.specs import WaitSpec
-from airflow_provider_eo.ledger.planning.records_available import pending_records
+from airflow_provider_eo.ledger.planning.new_records import pending_records
 from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger
 
 A0, A1, A2 = ("a", 0), ("a", 1), ("a", 2)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class LagSample:
 
 
 class LagSampleSink(Protocol):
-    """Where samples are stored (:class:`~airflow_provider_eo.ledger.store.ledger.Ledger` is one)."""
+    """Where samples are stored (:class:`~airflow_provider_eo.ledger.store.postgres_ledger.Ledger` is one)."""
 
     def record_lag_sample(self, sample: LagSample) -> int:
         """Store ``sample``; returns its id."""

@@ -1,7 +1,7 @@
 """The ledger by role: the narrow interfaces its callers depend on (``typing.Protocol``).
 
 Each caller names the role it plays, not the PostgreSQL class
-(:class:`~airflow_provider_eo.ledger.store.ledger.Ledger` implements every role, and
+(:class:`~airflow_provider_eo.ledger.store.postgres_ledger.Ledger` implements every role, and
 smaller classes of ``ledger/store/`` implement one each):
 
 ========================== ==============================================================
@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.chart_figures import EpochPoint, PipelineCharts
-from airflow_provider_eo.ledger.model.epochs import DeadLetter, Epoch
+from airflow_provider_eo.ledger.model.epoch import DeadLetter, Epoch
 from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
 from airflow_provider_eo.ledger.model.lag import LagSampleSink, SampledPartition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition

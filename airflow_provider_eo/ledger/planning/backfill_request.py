@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter
 
 

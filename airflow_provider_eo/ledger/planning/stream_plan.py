@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from airflow_provider_eo.config.specs import CapsSpec, StartingPolicy, StartingSpec
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import Pin, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import (
     CursorBeyondHighWatermark,

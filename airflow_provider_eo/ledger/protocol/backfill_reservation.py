@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epochs import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity

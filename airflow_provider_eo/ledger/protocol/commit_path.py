@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epochs import Epoch, offsets_text
+from airflow_provider_eo.ledger.model.epoch import Epoch, offsets_text
 from airflow_provider_eo.ledger.model.lag import commit_sample, store_sample
 from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, TopicPartition

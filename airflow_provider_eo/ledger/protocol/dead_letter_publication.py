@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.ledger.model.epochs import OutgoingRecord, SequencedDeadLetter
+from airflow_provider_eo.ledger.model.epoch import OutgoingRecord, SequencedDeadLetter
 from airflow_provider_eo.ledger.model.ledger_roles import ScriptTransactions
 from airflow_provider_eo.ledger.store.dead_letter_rows import dead_letters_to_publish
 

@@ -50,7 +50,7 @@ from typing import Any
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import KafkaAccessError
-from airflow_provider_eo.ledger.model.epochs import (
+from airflow_provider_eo.ledger.model.epoch import (
     LOGGED_RANGES,
     Epoch,
     PartitionRange,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.offsets import KafkaOffsets, KafkaOnFirstUse, TopicPartition
 from airflow_provider_eo.ledger.planning.replay_plan import ReplayFilter, ReplayPlan

@@ -1,6 +1,6 @@
 """The reads behind the wait step's rule: a pipeline's cursors from the ledger, its listed
 partitions and their watermarks from Kafka (:func:`read_positions`), and the rule
-(``ledger/planning/records_available.py``) applied to them (:func:`check_pending`).
+(``ledger/planning/new_records.py``) applied to them (:func:`check_pending`).
 
 Used by :class:`~airflow_provider_eo.operators.wait.WaitForRecordsOperator` and
 :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger`. Read only:
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.planning.records_available import PendingRecords, PipelinePositions
+from airflow_provider_eo.ledger.planning.new_records import PendingRecords, PipelinePositions
 
 
 class CursorSource(Protocol):

@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, Pin, TopicPartition
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import LedgerError

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.states import EpochState, sources_of
 from airflow_provider_eo.ledger.store.cursors import advance_to_committed_ends
 from airflow_provider_eo.ledger.store.dead_letter_rows import number_dead_letters_for_publication

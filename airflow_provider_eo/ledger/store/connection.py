@@ -156,7 +156,7 @@ def _first_line(exc: BaseException) -> str:
 
 class OnLedgerConnection:
     """A role of the ledger (``ledger/model/ledger_roles.py``) played over ``db``; the
-    roles one :class:`~.ledger.Ledger` plays share its one connection."""
+    roles one :class:`~.postgres_ledger.Ledger` plays share its one connection."""
 
     def __init__(self, db: LedgerConnection) -> None:
         self._db = db

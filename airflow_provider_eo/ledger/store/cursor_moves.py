@@ -13,7 +13,7 @@ from typing import Any
 
 from psycopg2.extras import execute_values
 
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 
 #: ``(topic, partition, from_offset, to_offset)``: one cursor's move.
 Move = tuple[str, int, int, int]

@@ -21,7 +21,7 @@ from typing import Any
 
 from psycopg2.extras import execute_values
 
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 from airflow_provider_eo.ledger.model.offsets import Pin, TopicPartition
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from psycopg2.extras import execute_values
 
-from airflow_provider_eo.ledger.model.epochs import DeadLetter, SequencedDeadLetter
+from airflow_provider_eo.ledger.model.epoch import DeadLetter, SequencedDeadLetter
 
 #: Never touches publish_seq, resolved_by_epoch, resolved_at; a row of a newer epoch stays
 #: (a zombie writer of an older epoch, or a late flush of a fenced task, never overwrites it).

@@ -3,7 +3,7 @@ read model need (``ledger/model/ledger_roles.py``). Each call is one short trans
 
 from __future__ import annotations
 
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import OPEN_STATES, EpochKind
 from airflow_provider_eo.ledger.store.connection import OnLedgerConnection

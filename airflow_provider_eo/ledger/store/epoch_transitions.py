@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.refusals import FencedOut, IllegalTransition
 from airflow_provider_eo.ledger.model.states import EpochState, check_transition, sources_of
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced, write_permission

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_eo.ledger.model.epochs import DeadLetter
+from airflow_provider_eo.ledger.model.epoch import DeadLetter
 from airflow_provider_eo.ledger.model.lag import LagSample
 from airflow_provider_eo.ledger.store import dead_letter_rows, lag_sample_rows
 from airflow_provider_eo.ledger.store.connection import LedgerConnection, OnLedgerConnection

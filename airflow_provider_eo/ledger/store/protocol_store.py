@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.ledger.model.epochs import Epoch
+from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.store import commit_statements, epoch_transitions
 from airflow_provider_eo.ledger.store.epoch_lookup import PostgresEpochLookup
 from airflow_provider_eo.ledger.store.observations import PostgresObservations

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from airflow_provider_eo.config.specs import MappingSpec
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 
 
 def offset_version_warning(

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from enum import IntEnum
 
 from airflow_provider_eo import protocol_points
-from airflow_provider_eo.ledger.model.epochs import PartitionRange
+from airflow_provider_eo.ledger.model.epoch import PartitionRange
 from airflow_provider_eo.ledger.model.ledger_roles import ProtocolStore
 from airflow_provider_eo.ledger.model.refusals import EpochOfAnotherPipeline
 from airflow_provider_eo.ledger.planning.fencing import AlreadyDone, Fenced

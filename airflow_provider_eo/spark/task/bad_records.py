@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_eo.config.specs import BadRecordPolicy
 from airflow_provider_eo.errors import RecordError
-from airflow_provider_eo.ledger.model.epochs import DeadLetter
+from airflow_provider_eo.ledger.model.epoch import DeadLetter
 from airflow_provider_eo.spark.records import KafkaRecord
 
 if TYPE_CHECKING:
-    from airflow_provider_eo.ledger.store.ledger import PostgresDeadLetters
+    from airflow_provider_eo.ledger.store.postgres_ledger import PostgresDeadLetters
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class LedgerDeadLetterSink:
         """Store ``rows`` (an idempotent upsert); raises ``LedgerUnavailable`` when the
         ledger cannot be reached."""
         if self._store is None:
-            from airflow_provider_eo.ledger.store.ledger import PostgresDeadLetters
+            from airflow_provider_eo.ledger.store.postgres_ledger import PostgresDeadLetters
 
             self._store = PostgresDeadLetters.connect(self._dsn)
         self._store.record_dead_letters(rows)
