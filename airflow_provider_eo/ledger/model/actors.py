@@ -3,8 +3,9 @@
 Every ledger transaction carries an :class:`Actor` (``eo.epoch_transitions`` and
 ``eo.cursor_moves`` name it; the database refuses a change without one). Operators act as
 their task instance, the ``eo-ledger`` CLI as the user on the host, recovery as the task
-that recovers; anything else that opens a :class:`~airflow_provider_eo.ledger.store.postgres_ledger.Ledger` without saying
-acts as its process.
+that recovers; anything else that opens a ledger
+(:class:`~airflow_provider_eo.ledger.store.postgres_ledger.Ledger`) without saying acts as
+its process.
 """
 
 from __future__ import annotations
