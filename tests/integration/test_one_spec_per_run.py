@@ -18,7 +18,7 @@ import yaml
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.dag_ids import stream_dag_id
 from airflow_provider_eo.dags.factory import build_dags
-from airflow_provider_eo.spark.driver.task_settings import load_pipeline
+from airflow_provider_eo.spark.driver.task_settings import run_pipeline_spec
 from tests.integration.operator_support import conn_env_fixture, fill  # noqa: F401 (fixtures)
 from tests.task_context import task_context
 
@@ -57,4 +57,4 @@ def test_a_pipelines_file_changed_after_parse_leaves_the_run_on_the_parsed_spec(
         3,
     )
     monkeypatch.setenv(PIPELINE_SPEC_ENV, env[PIPELINE_SPEC_ENV])  # what the Spark driver reads
-    assert load_pipeline("onespec").hbase_table == "parsed_table"  # the driver never reads the file
+    assert run_pipeline_spec("onespec").hbase_table == "parsed_table"  # the driver never reads the file

@@ -11,7 +11,8 @@ is left to the name check of ``test_docs_references.py``):
 1. ``Class.name``: the class (found as in 4), then its attribute;
 2. a module named in the same item (a bullet or paragraph), as a dotted
    ``airflow_provider_eo.x`` / ``eo_devtools.x`` or as a path tail ``ledger/x/y.py``:
-   its attribute ``name``;
+   its attribute ``name``, if that module (or a package, one of its modules) defines it, not
+   one it imports;
 3. a method ``name`` of a class quoted earlier in the same group (a ``**Title**``
    paragraph and everything up to the next), the nearest such class first: methods
    quoted under a class resolve on that class;
@@ -217,7 +218,10 @@ class Resolver:
             return Resolved(getattr(cls, name), f"{cls.__module__}.{owner}.{name}", cls)
         for module in item_modules:
             found = _attribute(module, name)
-            if inspect.isfunction(found) or inspect.isclass(found):
+            defined_here = str(getattr(found, "__module__", "")).startswith(
+                module
+            )  # or its package re-exports it
+            if defined_here and (inspect.isfunction(found) or inspect.isclass(found)):
                 return self._note(Resolved(found, f"{found.__module__}.{name}"))
         for cls in reversed(self.classes):
             if callable(getattr(cls, name, None)):
@@ -321,6 +325,11 @@ def format_signature(name: str, parameters: list[inspect.Parameter], returns: An
     return f"{name}({', '.join(shown)}){arrow}"
 
 
+def section_headings(text: str) -> list[str]:
+    """The ``## `` headings of ``text``, in order (without the ``## ``)."""
+    return [line[3:] for line in text.splitlines() if line.startswith("## ")]
+
+
 def resolutions(text: str, heading_prefix: str) -> list[tuple[Quote, Resolved | str | None]]:
     """Every signature quote of the section of ``text`` whose heading starts with
     ``heading_prefix``, in order, with what it names (:meth:`Resolver.resolve`)."""
@@ -338,14 +347,20 @@ def resolutions(text: str, heading_prefix: str) -> list[tuple[Quote, Resolved | 
     return found
 
 
-def signature_mismatches(text: str, heading_prefix: str, label: str) -> list[str]:
+def signature_mismatches(
+    text: str, heading_prefix: str, label: str, *, outside_names: bool = True
+) -> list[str]:
     """Every signature quote of that section that does not fit the code, as
     ``label:line: `quote`: why; the code (qualified name): its signature``, in order.
-    Empty when every quote fits."""
+    Empty when every quote fits. ``outside_names=False``: a ``Name.method(...)`` quote whose
+    ``Name`` the package does not define (``json.dumps``, ``dag.test``) is another library's
+    and not reported."""
     problems = []
     for quote, resolved in resolutions(text, heading_prefix):
         where = f"{label}:{quote.line}: `{quote.text}`"
         if isinstance(resolved, str):
+            if not outside_names and resolved.endswith("(undefined)"):
+                continue
             problems.append(f"{where}: {resolved}")
         elif resolved is not None:
             problems.extend(f"{where}: {why}" for why in _compared(quote, resolved))

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.doc_signatures import format_signature, resolutions, signature_mismatches
+from tests.unit.doc_signatures import format_signature, resolutions, section_headings, signature_mismatches
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = sorted(
@@ -313,6 +313,20 @@ def test_architecture_interfaces_quote_the_code_signatures() -> None:
         f"{protocol}.reserve_stream"
     )  # a method quoted under its class resolves on it
     assert resolved["get_ledger() -> Ledger"] == "airflow_provider_eo.hooks.ledger.EoLedgerHook.get_ledger"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+def test_every_document_quotes_the_code_signatures(document: Path) -> None:
+    """Every section of every document: a signature quote of the package's code fits it
+    (quotes of other libraries' calls, ``json.dumps(...)``, ``dag.test()``, are left out)."""
+    text = document.read_text(encoding="utf-8")
+    label = str(document.relative_to(REPO))
+    mismatches = [
+        problem
+        for heading in section_headings(text)
+        for problem in signature_mismatches(text, heading, label, outside_names=False)
+    ]
+    assert not mismatches, "quotes that do not fit the code:\n" + "\n".join(mismatches)
 
 
 _WRONG_QUOTES = """\

@@ -19,7 +19,7 @@ from airflow_provider_eo.config import (
 from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.spark.driver.application import actor_of, parse_args
-from airflow_provider_eo.spark.driver.task_settings import load_pipeline, task_settings
+from airflow_provider_eo.spark.driver.task_settings import run_pipeline_spec, task_settings
 from airflow_provider_eo.spark.package_zip import build_zip
 
 YAML = """
@@ -60,16 +60,16 @@ def test_pipeline_from_the_shipped_spec_and_from_file(
 ) -> None:
     monkeypatch.setenv(PIPELINE_SPEC_ENV, SPEC)
     assert (
-        load_pipeline("users") == parse_pipelines_text(YAML, "p.yaml")["users"]
+        run_pipeline_spec("users") == parse_pipelines_text(YAML, "p.yaml")["users"]
     )  # the same spec, not re-read
     path = tmp_path / "p.yaml"
     path.write_text(YAML.replace("users_t", "from_file"))
-    assert load_pipeline("users", str(path)).hbase_table == "from_file"  # an explicit file wins
+    assert run_pipeline_spec("users", str(path)).hbase_table == "from_file"  # an explicit file wins
     with pytest.raises(PipelineNotDeclared) as info:
-        load_pipeline("nope")
+        run_pipeline_spec("nope")
     assert str(info.value) == "$EO_PIPELINE_SPEC: pipeline 'nope': pipeline not declared (declared: users)"
     with pytest.raises(PipelineNotDeclared) as info:
-        load_pipeline("nope", str(path))
+        run_pipeline_spec("nope", str(path))
     assert str(info.value) == f"{path}: pipeline 'nope': pipeline not declared (declared: users)"
 
 
@@ -77,7 +77,7 @@ def test_task_settings_resolve_connections_from_env_and_hide_secrets(monkeypatch
     monkeypatch.setenv(PIPELINE_SPEC_ENV, SPEC)
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
-    settings = task_settings(load_pipeline("users"), 12)
+    settings = task_settings(run_pipeline_spec("users"), 12)
     assert (settings.pipeline, settings.epoch_id, settings.hbase_table, settings.column_family) == (
         "users", 12, "users_t", "u"
     )  # fmt: skip
@@ -121,13 +121,13 @@ def test_a_kafka_connection_that_cannot_fetch_the_largest_record_is_refused_nami
     kafka = {"conn_type": "kafka", "extra": {"bootstrap.servers": "k:9092", **extra}}
     monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", json.dumps(kafka))
     with pytest.raises(PipelineConfigError) as info:
-        task_settings(load_pipeline("users"), 12)
+        task_settings(run_pipeline_spec("users"), 12)
     assert (info.value.pipeline, info.value.field) == ("users", "mapping.max_record_bytes")
     assert info.value.problem.startswith(problem)
     fits = {"receive.message.max.bytes": 1024, "fetch.max.bytes": 512}  # 512 + 512 overhead
     kafka["extra"] = {"bootstrap.servers": "k", **fits}
     monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", json.dumps(kafka))
-    assert task_settings(load_pipeline("users"), 12).kafka_config["receive.message.max.bytes"] == "1024"
+    assert task_settings(run_pipeline_spec("users"), 12).kafka_config["receive.message.max.bytes"] == "1024"
 
 
 def test_arguments_are_names_and_ids_only() -> None:

@@ -35,7 +35,11 @@ from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.spark.driver.driver_jvm import class_archive_in_use
-from airflow_provider_eo.spark.driver.task_settings import ledger_dsn_from_env, load_pipeline, task_settings
+from airflow_provider_eo.spark.driver.task_settings import (
+    ledger_dsn_from_env,
+    run_pipeline_spec,
+    task_settings,
+)
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from airflow_provider_eo.spark.logs import configure_logging
 from airflow_provider_eo.spark.pyspark_startup import prefer_installed_pyspark, skip_pyspark_testing_import
@@ -89,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = f"pipeline={args.pipeline} epoch_id={args.epoch_id}"
     log.info("%s: driver up class_archive=%s", where, class_archive_in_use() or "none")
     try:
-        spec = load_pipeline(args.pipeline, args.pipelines_file)
+        spec = run_pipeline_spec(args.pipeline, args.pipelines_file)
         dsn = ledger_dsn_from_env(args.ledger_conn_id)
         with Ledger(dsn, conn_id=args.ledger_conn_id, actor=actor_of(args)) as ledger:
             return int(

@@ -42,7 +42,7 @@ from airflow_provider_eo.formats.registry.settings import (
 from airflow_provider_eo.spark.task.write_task import TaskSettings
 
 
-def load_pipeline(name: str, pipelines_file: str | None = None) -> PipelineSpec:
+def run_pipeline_spec(name: str, pipelines_file: str | None = None) -> PipelineSpec:
     """The named pipeline's spec (resolution order in the module docstring).
 
     Raises ``PipelineNotDeclared`` (the file is ``$EO_PIPELINE_SPEC`` when that spec is
