@@ -145,7 +145,7 @@ def connection_of(
     extra: str | Mapping[str, Any] | None,
 ) -> EoConnection:
     """An ``EoConnection`` from an Airflow connection's fields (``hooks.base.EoHook`` reads
-    them from Airflow); raises ``ConfigError`` naming ``conn_id`` for an ``extra`` that is
+    them from Airflow); raises ``ValueError`` naming ``conn_id`` for an ``extra`` that is
     not a JSON object."""
     return EoConnection(
         conn_id=conn_id,

@@ -1,8 +1,8 @@
 """A committed epoch's metrics, sent through Airflow's metrics (``airflow.sdk.observability.stats``).
 
 Airflow decides where they go: ``[metrics] statsd_on`` (StatsD), ``statsd_datadog_enabled``
-(DogStatsD), ``otel_on`` (OpenTelemetry), or nowhere. Called by the commit and recover
-operators (task code, never on Spark executors) once per epoch *this* task committed: a
+(DogStatsD), ``otel_on`` (OpenTelemetry), or nowhere. Called by the commit, recover and
+release operators (task code, never on Spark executors) once per epoch *this* task committed: a
 no-op re-commit sends nothing, so counters are never counted twice (they are at most once
 per epoch; the ledger's epoch metrics are the exact record).
 
@@ -39,13 +39,13 @@ from airflow.sdk.configuration import conf
 from airflow.sdk.observability import stats
 
 from airflow_provider_eo.ledger.model.epoch import Epoch
-from airflow_provider_eo.ledger.model.lag import lag as lag_of
+from airflow_provider_eo.ledger.model.lag import commit_sample
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.ledger.protocol import Committed
 
 log = logging.getLogger(__name__)
 
-#: counter name -> key of the write step's vote metrics (``spark/task_plan.aggregate_metrics``)
+#: counter name -> key of the write step's vote metrics (``spark/driver/task_plan.py``, ``aggregate_metrics``)
 COUNTERS = {
     "eo.epoch.records": "records",
     "eo.epoch.bytes": "bytes",
@@ -55,11 +55,6 @@ COUNTERS = {
 }
 DURATION = "eo.epoch.duration"
 LAG = "eo.partition.lag"
-
-
-def partition_lag(epoch: Epoch, highs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-    """High watermark minus committed end per range whose partition is in ``highs``."""
-    return {r.tp: lag_of(r.end, highs[r.tp]) for r in epoch.ranges if r.tp in highs}
 
 
 def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
@@ -97,7 +92,9 @@ def report_committed(committed: Committed) -> None:
         return
     epoch = committed.epoch
     try:
-        emit_epoch_metrics(epoch, partition_lag(epoch, committed.high_watermarks))
+        sample = commit_sample(epoch, committed.high_watermarks)  # the lag the commit path stored
+        lag = {(p.topic, p.partition): p.lag for p in sample.partitions} if sample else {}
+        emit_epoch_metrics(epoch, lag)
     except Exception as exc:
         log.warning("metrics not sent pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
 

@@ -1,6 +1,5 @@
-"""Storing lag samples without ever failing what took them (a commit, a wait).
+"""Which wait polls store their lag sample (the commit's own sample is the commit path's).
 
-:func:`store_sample` stores one sample and logs a warning instead of raising;
 :class:`WaitSampler` decides which polls of one wait store theirs: the first, the one that
 finds records (the lag the run then reserves), and otherwise one every
 :func:`~airflow_provider_eo.ledger.model.lag.wait_sample_interval` seconds, so a
@@ -10,7 +9,6 @@ finds records (the lag the run then reserves), and otherwise one every
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
@@ -21,8 +19,6 @@ from airflow_provider_eo.ledger.model.lag import (
     wait_sample_interval,
 )
 from airflow_provider_eo.ledger.planning.new_records import PipelinePositions
-
-log = logging.getLogger(__name__)
 
 
 class WaitSampler:

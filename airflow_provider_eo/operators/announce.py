@@ -39,4 +39,4 @@ def report_settled_commits(context: Mapping[str, Any], settled: Settled, asset: 
     for committed in settled.committed:
         report_committed(committed)
     if asset is not None:
-        announce_recommits(context, asset, [c.epoch for c in settled.committed if not c.already_committed])
+        announce_recommits(context, asset, [c.epoch for c in settled.committed])

@@ -20,8 +20,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
 from airflow_provider_eo.operators.backfill import backfill_request
 from airflow_provider_eo.operators.backfill_request_form import request_of
-from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol, task_actor
-from airflow_provider_eo.operators.run_context import run_identity
+from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol
+from airflow_provider_eo.operators.run_context import run_identity, task_actor
 from airflow_provider_eo.operators.write import WriteEpochOperator
 from airflow_provider_eo.operators.xcom import epoch_summary
 
@@ -91,6 +91,7 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
                 "Chunk already %s by this run, not written again: pipeline=%s epoch_id=%s ranges=%s",
                 epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
             )  # fmt: skip
-        with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
-            self.lineage_epoch = protocol.epoch(epoch.epoch_id)  # a resumed chunk's too
+        if self.lineage_epoch is None:  # the write read it already where OpenLineage is on
+            with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
+                self.lineage_epoch = protocol.epoch(epoch.epoch_id)  # a resumed chunk's too
         return epoch_summary(self.lineage_epoch)

@@ -14,6 +14,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.protocol import EpochProtocol
+from airflow_provider_eo.operators.run_context import task_actor
 
 
 class PipelineOperator(BaseOperator):
@@ -61,15 +62,6 @@ class PipelineOperator(BaseOperator):
         """The protocol over this operator's ledger and Kafka connections, acting as the
         running task instance (:func:`task_actor`): the epochs' history names it."""
         return open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context))
-
-
-def task_actor(context: Context | Any) -> Actor:
-    """The running task instance as the ledger's actor (``Actor.task``: DAG, run, task and
-    try, from ``context["ti"]``); without a ``ti`` (a bare ``execute`` call) the process."""
-    ti = context.get("ti") if context is not None else None
-    if ti is None:
-        return Actor.process()
-    return Actor.task(str(ti.dag_id), str(ti.run_id), str(ti.task_id), getattr(ti, "try_number", None))
 
 
 @contextmanager

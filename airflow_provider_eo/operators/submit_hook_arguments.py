@@ -34,6 +34,10 @@ SUBMISSION_ARGUMENTS = frozenset({"conf", "py_files", "properties_file", "applic
 DETACHED_TRACKING = ("track_driver_via_k8s_api", "yarn_track_via_rm_api")
 #: ``SparkSubmitOperator`` keywords that ask for OpenLineage properties in the Spark conf.
 OPENLINEAGE_OPTIONS = ("openlineage_inject_parent_job_info", "openlineage_inject_transport_info")
+#: Their defaults in the installed provider (its ``[openlineage]`` settings, read when it loaded).
+OPENLINEAGE_DEFAULTS = {
+    name: inspect.signature(SparkSubmitOperator).parameters[name].default for name in OPENLINEAGE_OPTIONS
+}
 
 
 def constant_arguments(arguments: Mapping[str, Any], template_fields: Collection[str]) -> dict[str, Any]:
@@ -68,8 +72,7 @@ def rendered_arguments(operator: SparkSubmitOperator) -> dict[str, Any]:
 def openlineage_options(arguments: Mapping[str, Any]) -> dict[str, bool]:
     """Each :data:`OPENLINEAGE_OPTIONS` keyword as given in ``arguments``, else the
     provider's default for it (its ``[openlineage]`` setting, read when the provider loaded)."""
-    defaults = inspect.signature(SparkSubmitOperator).parameters
-    return {name: bool(arguments.get(name, defaults[name].default)) for name in OPENLINEAGE_OPTIONS}
+    return {name: bool(arguments.get(name, OPENLINEAGE_DEFAULTS[name])) for name in OPENLINEAGE_OPTIONS}
 
 
 def openlineage_properties(conf: dict[str, Any], options: Mapping[str, bool], context: Any) -> dict[str, Any]:

@@ -71,7 +71,7 @@ from airflow_provider_eo.operators.application_connections import (
 )
 from airflow_provider_eo.operators.driver_start import submission_conf
 from airflow_provider_eo.operators.epoch_link import EpochPageLink
-from airflow_provider_eo.operators.pipeline_operator import task_actor
+from airflow_provider_eo.operators.run_context import task_actor
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     connection_master,
@@ -230,6 +230,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         """
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
+        env = self.application_env()  # the connections first: a missing one fails before any other work
         unchecked = check_registered_fields(self.spec, self.schema_registry_conn_id)
         if unchecked:
             self.log.info("pipeline=%s: no schema registered yet under %s", self.pipeline, unchecked)
@@ -242,13 +243,21 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.spec.source_file or self.pipelines_file,
         )  # fmt: skip
         with ExitStack() as scope:
-            submission, properties_file = self._prepare(scope, context, self.epoch_id, connection, master)
+            submission, properties_file = self._prepare(
+                scope, context, self.epoch_id, env, connection, master
+            )
             self.submit_hook = SparkSubmitHook(**self.hook_arguments(submission, properties_file, context))
             self.submit_hook.submit(self.application)
         self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
 
     def _prepare(
-        self, scope: ExitStack, context: Any, epoch_id: int | str, connection: Any, master: str
+        self,
+        scope: ExitStack,
+        context: Any,
+        epoch_id: int | str,
+        env: dict[str, str],
+        connection: Any,
+        master: str,
     ) -> tuple[WriteSubmission, str | None]:
         """``epoch_id``'s submission and its properties file, with what it needs in place until
         ``scope`` exits: the submission conf, the master override's connection, the shipped
@@ -270,7 +279,7 @@ class WriteEpochOperator(SparkSubmitOperator):
             conf=conf,
             py_files=self.py_files,
             package_zip=None if master.startswith("local") else scope.enter_context(shipped_package()),
-            env=self.application_env(),
+            env=env,
             deploy_mode=deploy_mode,
         )
         properties_file = self.properties_file

@@ -2,7 +2,7 @@
 
 The database writes the history itself (migration 0004: ``eo.epoch_transitions`` by a
 trigger on ``eo.epochs``, ``eo.cursor_moves`` by a trigger on ``eo.partitions``), in the
-transaction of the change; these are the rows read back (``store/history.py``), with the
+transaction of the change; these are the rows read back (``store/history_rows.py``), with the
 JSON forms ``eo-ledger epoch`` / ``eo-ledger history`` and the UI print.
 """
 

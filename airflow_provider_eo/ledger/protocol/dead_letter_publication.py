@@ -3,7 +3,7 @@
 The argument (docs/dead_letters.md):
 
 * Every committed dead letter has a ``publish_seq`` (0, 1, 2, ... per pipeline), assigned
-  once, in the transaction that commits its epoch (``store/dead_letters.py``).
+  once, in the transaction that commits its epoch (``store/dead_letter_rows.py``).
 * How far the topic has the pipeline's letters is a *marker* kept IN KAFKA: the committed
   offset of the marker group ``<group_id>.dead-letters`` on ``(topic, 0)``, the first
   ``publish_seq`` the topic lacks. Each batch of letters ``[M, N)`` and the move of the

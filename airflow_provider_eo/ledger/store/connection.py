@@ -26,7 +26,7 @@ class LedgerConnection:
     transaction reconnects. Connection failures raise :class:`LedgerUnavailable` naming
     the server (never the password).
 
-    Every transaction runs labelled with :attr:`actor` (store/actors.py), the author the
+    Every transaction runs labelled with :attr:`actor` (store/transaction_labels.py), the author the
     history triggers record for its changes: named for the session when the connection
     opens or the actor changes, and again after a rollback (which undoes the naming)."""
 

@@ -1,6 +1,6 @@
 """Statements of a seek or reset (``ledger/protocol/cursor_seek.py`` runs them in one transaction).
 
-The transaction first declares itself a seek or reset (``store/actors.py``
+The transaction first declares itself a seek or reset (``store/transaction_labels.py``
 ``declare_cursor_move``): only then does the 0004 trigger let a cursor move back, and it
 writes one ``eo.cursor_moves`` row per changed cursor (kind, from, to, actor, reason).
 Every statement here is one statement whatever the number of partitions.

@@ -54,7 +54,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--pipeline", required=True, help="pipeline name as declared in the pipelines YAML")
     parser.add_argument("--epoch-id", required=True, type=int, help="the RESERVED epoch to write")
-    parser.add_argument("--pipelines-file", default=None, help="pipelines YAML (default: see settings.py)")
+    parser.add_argument(
+        "--pipelines-file", default=None, help="pipelines YAML (default: see task_settings.py)"
+    )
     parser.add_argument(
         "--fencing-token",
         default=None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from airflow_provider_eo.config.specs import BadRecordPolicy
 from airflow_provider_eo.errors import RecordError
@@ -46,7 +46,7 @@ class BadRecordHandler:
         flush_every: int = 1000,
         flush_bytes: int | None = None,
     ) -> None:
-        if policy not in ("fail", "dead_letter"):
+        if policy not in get_args(BadRecordPolicy):
             raise ValueError(f"unknown bad_records policy {policy!r}")
         self.pipeline = pipeline
         self.epoch_id = epoch_id
