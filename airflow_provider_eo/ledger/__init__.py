@@ -3,6 +3,9 @@ PostgreSQL store and migrations (``store.postgres_ledger.Ledger``), the state ma
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from airflow_provider_eo.ledger.model.epoch import DeadLetter, Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetPublisher, OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.refusals import (
@@ -18,8 +21,10 @@ from airflow_provider_eo.ledger.model.refusals import (
     OpenEpochConflict,
 )
 from airflow_provider_eo.ledger.model.states import ALLOWED_TRANSITIONS, EpochKind, EpochState
-from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
-from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
+
+if TYPE_CHECKING:
+    from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol
+    from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 
 __all__ = [
     "ALLOWED_TRANSITIONS",
@@ -44,3 +49,16 @@ __all__ = [
     "PartitionRange",
     "TopicPartition",
 ]
+
+#: Loaded on first use (PEP 562): a Spark executor importing a value of ``ledger/model/``
+#: gets neither psycopg2 nor the protocol with it.
+_LAZY = {
+    "EpochProtocol": "airflow_provider_eo.ledger.protocol.epoch_protocol",
+    "Ledger": "airflow_provider_eo.ledger.store.postgres_ledger",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,8 @@
 With it, a ``@continuous`` or frequent schedule holds no worker slot and starts no Spark
 job while there is nothing to read: the task checks once, then defers to
 :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger` in the
-triggerer. The rule is :func:`~airflow_provider_eo.ledger.protocol.position_reads.check_pending`'s. A check
+triggerer. The rule is :func:`~airflow_provider_eo.ledger.planning.new_records.pending_records`, applied to
+:func:`~airflow_provider_eo.ledger.protocol.read_positions`. A check
 that finds records at once stores its lag sample (the trigger stores those of its polls).
 """
 

@@ -2,7 +2,7 @@
 
 Each model mirrors, field for field, a JSON form the ledger already produces
 (``Epoch.to_summary``, ``PipelineOverview.to_json``) plus the lag fields of
-:mod:`.lag`; the routes of :mod:`.app` declare them as ``response_model`` so
+:mod:`.partition_lag`; the routes of :mod:`.app` declare them as ``response_model`` so
 ``/eo/api/openapi.json`` describes every field, and FastAPI checks each answer
 against them (tests/unit/test_epoch_summary.py holds each model to its JSON form's keys).
 A gap is the ledger's own :class:`~airflow_provider_eo.ledger.model.read_model.Gap`

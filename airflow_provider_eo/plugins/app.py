@@ -47,9 +47,10 @@ from airflow_provider_eo.plugins import api_models, chart_models, chart_views, v
 from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
 from airflow_provider_eo.plugins.chart_window import DEFAULT_WINDOW, ChartWindow
 from airflow_provider_eo.plugins.epoch_page import render_epoch_page, render_missing
+from airflow_provider_eo.plugins.html_parts import error_page
 from airflow_provider_eo.plugins.page import render_page
 from airflow_provider_eo.plugins.partition_lag import WatermarkSource
-from airflow_provider_eo.plugins.server_errors import InternalErrors, error_page
+from airflow_provider_eo.plugins.server_errors import InternalErrors
 
 LedgerFactory = Callable[[], LedgerReads]
 AccessResolver = Callable[[Request], Awaitable[PipelineAccess]]

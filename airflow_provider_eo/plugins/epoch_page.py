@@ -18,7 +18,7 @@ from airflow_provider_eo import ui_links
 from airflow_provider_eo.dag_ids import CHUNK_GROUP_ID
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.phases import PHASE_LABELS
-from airflow_provider_eo.plugins.html_parts import document, esc, state_badge, top_link, when
+from airflow_provider_eo.plugins.html_parts import document, error_page, esc, state_badge, top_link, when
 from airflow_provider_eo.plugins.svg_plot import number
 
 UI_ROOT = "../../"
@@ -185,7 +185,4 @@ def render_epoch_page(e: dict[str, Any]) -> str:
 
 def render_missing(message: str) -> str:
     """The page for an epoch that does not exist (or that the caller may not see)."""
-    return document(
-        "Epoch not found",
-        f'<h1>Epoch not found</h1><p class="err">{esc(message)}</p><p><a href="../">Epochs</a></p>',
-    )
+    return error_page("Epoch not found", message, back_href="../")

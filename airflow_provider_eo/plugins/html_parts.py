@@ -101,3 +101,10 @@ def document(title: str, body: str) -> str:
         f"<title>{esc(title)}</title><style>{CSS}</style><script>{TOP_LINKS}</script></head>"
         f"<body>{body}</body></html>"
     )
+
+
+def error_page(title: str, message: str, *, back_href: str | None = None) -> str:
+    """A whole HTML page stating an error: ``title`` as heading, ``message`` (escaped),
+    and a link to the Epochs page at ``back_href`` when given."""
+    back = f'<p><a href="{esc(back_href)}">Epochs</a></p>' if back_href else ""
+    return document(title, f'<h1>{esc(title)}</h1><p class="err">{esc(message)}</p>{back}')

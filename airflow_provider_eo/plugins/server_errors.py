@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from airflow_provider_eo.plugins.html_parts import document, esc
+from airflow_provider_eo.plugins.html_parts import error_page
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,6 @@ def internal_error_message(exc: BaseException) -> str:
     """What a 500 answer says: the exception's class and where its traceback is."""
     name = type(exc).__name__
     return f"internal error ({name}) of the Epochs plugin; its traceback is in the API server's log"
-
-
-def error_page(title: str, message: str, *, back_href: str | None = None) -> str:
-    """A whole HTML page stating an error: ``title`` as heading, ``message`` (escaped),
-    and a link to the Epochs page at ``back_href`` when given."""
-    back = f'<p><a href="{esc(back_href)}">Epochs</a></p>' if back_href else ""
-    return document(title, f'<h1>{esc(title)}</h1><p class="err">{esc(message)}</p>{back}')
 
 
 def _is_html_route(scope: MutableMapping[str, Any]) -> bool:

@@ -7,7 +7,7 @@ from :mod:`airflow_provider_eo.ledger.model.read_model` (``PipelineOverview.to_j
 ``Epoch.to_summary``, ``Transition.to_json``), so the UI and ``eo-ledger pipelines`` /
 ``epochs`` / ``epoch`` always agree. A pipeline the caller may not see is absent from every answer, as if it
 did not exist (its epochs are "not found"). Pipelines carry their lag per partition
-(:mod:`.lag`). Import-light (no FastAPI, no Airflow, no Kafka client): the plugin module
+(:mod:`.partition_lag`). Import-light (no FastAPI, no Airflow, no Kafka client): the plugin module
 is imported by every Airflow component.
 """
 

@@ -2,7 +2,8 @@
 
 Runs in Airflow's triggerer while :class:`~airflow_provider_eo.operators.wait.WaitForRecordsOperator`
 is deferred: no worker slot is held and no Spark job exists. Every ``poll_interval``
-seconds it applies :func:`~airflow_provider_eo.ledger.protocol.position_reads.check_pending` (the ledger's
+seconds it applies :func:`~airflow_provider_eo.ledger.planning.new_records.pending_records` to
+:func:`~airflow_provider_eo.ledger.protocol.read_positions` (the ledger's
 cursors against the broker's read_committed high watermarks) and fires one event:
 
 * ``{"status": "records", **PendingRecords.to_json()}`` as soon as the run should reserve;

@@ -19,7 +19,7 @@ from airflow.sdk.exceptions import AirflowSkipException, TaskDeferred
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.planning.new_records import PendingRecords
-from airflow_provider_eo.ledger.protocol.position_reads import check_pending
+from airflow_provider_eo.ledger.protocol import read_positions
 from airflow_provider_eo.operators.wait import DEFERRAL_BACKSTOP, WaitForRecordsOperator
 from airflow_provider_eo.triggers.records_available import RecordsAvailableTrigger
 from tests.chart_rows import sample_rows
@@ -42,7 +42,7 @@ Pipeline = Callable[..., tuple[str, str, str]]
 
 
 def _pending(ledger: Ledger, kafka: EoKafkaHook, name: str, topic: str) -> PendingRecords:
-    return check_pending(name, [topic], None, ledger=ledger, kafka=kafka)
+    return read_positions(name, [topic], None, ledger=ledger, kafka=kafka).pending()
 
 
 def _drained(stack: Any, pipeline: Pipeline, topic: str, counts: list[int]) -> tuple[str, str]:

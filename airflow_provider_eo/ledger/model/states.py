@@ -29,11 +29,6 @@ class EpochState(StrEnum):
     COMMITTED = "COMMITTED"
     ABORTED = "ABORTED"
 
-    @property
-    def is_open(self) -> bool:
-        """RESERVED and WRITTEN epochs are open (they block the next stream epoch)."""
-        return self in OPEN_STATES
-
 
 class EpochKind(StrEnum):
     """``stream`` epochs move the cursor; ``backfill`` epochs replay explicit ranges."""

@@ -4,7 +4,7 @@ One rule, shared by :class:`~airflow_provider_eo.operators.wait.WaitForRecordsOp
 first check and :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger`'s
 polls: compare each listed partition's high watermark (read_committed, the last stable
 offset) with the ledger's stream cursor. Nothing here reads or writes: the reads are
-``ledger/protocol/position_reads.py``'s (``read_positions``, ``check_pending``), and pins
+``ledger/protocol/position_reads.py``'s (``read_positions``), and pins
 are the reservation transaction's alone (``stream_reservation.py``).
 
 A run should go on to ``reserve`` (``PendingRecords.ready``) when any of these holds:

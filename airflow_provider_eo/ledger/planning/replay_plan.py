@@ -44,11 +44,6 @@ class SelectedRange(PartitionRange):
         if any(b <= a for a, b in itertools.pairwise(offsets)):
             raise ValueError(f"replay range {self.topic}[{self.partition}]: offsets must increase")
 
-    @property
-    def plain(self) -> PartitionRange:
-        """The range without its selection (what ``eo.epoch_ranges`` stores)."""
-        return PartitionRange(self.topic, self.partition, self.start, self.end)
-
     def to_summary(self) -> dict[str, Any]:
         """:meth:`PartitionRange.to_summary` plus ``offsets`` (the chunk's XCom form)."""
         return {**super().to_summary(), "offsets": list(self.offsets)}

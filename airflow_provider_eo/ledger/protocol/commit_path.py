@@ -74,7 +74,7 @@ class CommitPath:
         committed = []
         for step in steps:
             if step.action is Action.COMMIT:
-                committed.append(self.commit_one(spec, step.epoch, step.reason or None))
+                committed.append(self.commit_one(spec, step.epoch, step.reason))
             elif step.action is Action.ABORT:
                 self._ledger.abort(step.epoch.epoch_id, step.reason)
         return committed, self.publish_dead_letters(spec)

@@ -51,11 +51,10 @@ from airflow_provider_eo.ledger.planning.seek_plan import (
 from airflow_provider_eo.ledger.store.cursor_moves import (
     lock_existing_pipeline,
     move_cursors,
-    pipeline_known,
     record_skipped,
 )
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
-from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, pipeline_known
 from airflow_provider_eo.ledger.store.transaction_labels import declare_cursor_move
 
 log = logging.getLogger(__name__)

@@ -72,7 +72,6 @@ from airflow_provider_eo.ledger.planning.fencing import (
 from airflow_provider_eo.ledger.planning.recovery_plan import (
     Action,
     SettlementPlan,
-    Step,
     plan_recovery,
     plan_release,
 )
@@ -116,7 +115,7 @@ class EpochProtocol:
         dead_letter_topics: DeadLetterTopics | None = None,
     ) -> None:
         self._ledger = ledger
-        self._kafka = KafkaOnFirstUse(kafka, "EpochProtocol")
+        self._kafka = kafka if isinstance(kafka, KafkaOnFirstUse) else KafkaOnFirstUse(kafka, "EpochProtocol")
         self._commits = CommitPath(ledger, self._kafka, dead_letter_topics)
 
     # -- phase 1: reserve -----------------------------------------------------------
@@ -153,7 +152,7 @@ class EpochProtocol:
         for a malformed request and ``InvalidRanges`` for ranges outside the watermarks.
 
         A ``ReplayFilter`` plans the replay of the dead letters it selects
-        (:meth:`plan_replay`): chunks whose ranges carry the offsets to write; nothing left
+        (``OperatorTools.plan_replay``): chunks whose ranges carry the offsets to write; nothing left
         to replay (all resolved, none matching): no chunk, the reason logged.
         """
         if isinstance(request, ReplayFilter):
@@ -239,14 +238,13 @@ class EpochProtocol:
         published; a spec not the epoch's: ``EpochOfAnotherPipeline``. A failed
         dead-letter publication raises after the commit (a retry publishes the rest).
         """
-        spec = pipeline if isinstance(pipeline, PipelineSpec) else None
-        epoch = self._epoch_of(spec.name, epoch_id) if spec else self._ledger.get_epoch(epoch_id)
-        if epoch.state is not EpochState.COMMITTED:
+        given = pipeline if isinstance(pipeline, PipelineSpec) else None
+        epoch = self.epoch(epoch_id, given.name if given else None)
+        if epoch.state is not EpochState.COMMITTED:  # refused before the lookup
             check_transition(epoch_id, epoch.state, EpochState.COMMITTED)
-        if spec is None:
-            spec = pipeline(epoch.pipeline)  # type: ignore[operator]
-        (committed,), letters = self._commits.settle(spec, [Step(epoch, Action.COMMIT, reason or "")])
-        return replace(committed, dead_letters=letters)
+        spec = given or pipeline(epoch.pipeline)  # type: ignore[operator]
+        committed = self._commits.commit_one(spec, epoch, reason)
+        return replace(committed, dead_letters=self._commits.publish_dead_letters(spec))
 
     def abort(self, epoch_id: int, reason: str, *, allow_written: bool = False) -> Epoch:
         """RESERVED -> ABORTED (WRITTEN too with ``allow_written``: an operator's explicit

@@ -1,6 +1,6 @@
 """The reads behind the wait step's rule: a pipeline's cursors from the ledger, its listed
 partitions and their watermarks from Kafka (:func:`read_positions`), and the rule
-(``ledger/planning/new_records.py``) applied to them (:func:`check_pending`).
+(``ledger/planning/new_records.py``) applied to them (``read_positions(...).pending()``).
 
 Used by :class:`~airflow_provider_eo.operators.wait.WaitForRecordsOperator` and
 :class:`~airflow_provider_eo.triggers.records_available.RecordsAvailableTrigger`. Read only:
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
-from airflow_provider_eo.ledger.planning.new_records import PendingRecords, PipelinePositions
+from airflow_provider_eo.ledger.planning.new_records import PipelinePositions
 
 
 class CursorSource(Protocol):
@@ -40,15 +40,3 @@ def read_positions(
     listed = tuple(sorted(set(kafka.list_partitions(list(topics), topic_pattern))))
     watermarks = kafka.watermarks(listed) if listed else {}
     return PipelinePositions(pipeline, listed, cursors, watermarks)
-
-
-def check_pending(
-    pipeline: str,
-    topics: Sequence[str],
-    topic_pattern: str | None,
-    *,
-    ledger: CursorSource,
-    kafka: OffsetSource,
-) -> PendingRecords:
-    """Apply :func:`pending_records` to :func:`read_positions` (see there)."""
-    return read_positions(pipeline, topics, topic_pattern, ledger=ledger, kafka=kafka).pending()

@@ -1,4 +1,4 @@
-"""The protocol's replay of dead letters (thin methods of ``EpochProtocol`` call these).
+"""The protocol's replay of dead letters (``EpochProtocol`` and ``OperatorTools`` call these).
 
 A replay is a backfill: :func:`checked_replay_plan` plans its chunks (ranges of
 ``replay_plan.SelectedRange``), which ``EpochProtocol.reserve_backfill`` reserves like any

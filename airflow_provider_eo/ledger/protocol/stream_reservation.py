@@ -77,7 +77,7 @@ def reserve_stream(
         return StreamReservation(None)
     watermarks = offsets.watermarks(listed)
     cursors = stream_cursors(cur, spec.name)
-    pins = new_pins(spec, offsets, listed, watermarks, first=not cursors, pinned=cursors.keys())
+    pins = new_pins(spec, offsets, listed, watermarks, pinned=cursors.keys())
     pin_partitions(cur, spec.name, pins)
     for tp, pin in pins.items():
         cursors[tp] = pin.offset
@@ -114,17 +114,17 @@ def new_pins(
     listed: list[TopicPartition],
     watermarks: dict[TopicPartition, tuple[int, int]],
     *,
-    first: bool,
     pinned: Collection[TopicPartition],
 ) -> dict[TopicPartition, Pin]:
     """Starting offsets of the ``listed`` partitions not ``pinned`` yet, as
     ``stream_plan.choose_pins`` chooses them from what this reads: the group's committed
-    offsets on the pipeline's ``first`` reservation (one broker call), a timestamp's
+    offsets on the pipeline's first reservation (nothing ``pinned`` yet: one broker call), a timestamp's
     offsets for a timestamp policy (one); no call when every partition is pinned. Kafka
     errors propagate."""
     new_tps = [tp for tp in listed if tp not in pinned]
     if not new_tps:
         return {}
+    first = not pinned
     ts = timestamp_to_look_up(spec.starting, first_reservation=first)
     return choose_pins(
         new_tps,

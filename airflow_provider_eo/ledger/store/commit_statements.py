@@ -39,7 +39,7 @@ def mark_committed(
     the same transaction (:func:`~.cursors.advance_to_committed_ends`), the epoch's dead
     letters get their publish order (:func:`number_dead_letters_for_publication`),
     and a replay epoch marks the dead letters it wrote resolved by it
-    (:func:`~.replay.resolve_replayed`).
+    (:func:`~.replay_rows.resolve_replayed`).
     Raises ``IllegalTransition`` (nothing changed) from any other state.
     """
     label_reason(cur, reason)

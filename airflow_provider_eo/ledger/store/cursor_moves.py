@@ -27,12 +27,6 @@ def lock_existing_pipeline(cur: Any, pipeline: str) -> bool:
     return cur.fetchone() is not None
 
 
-def pipeline_known(cur: Any, pipeline: str) -> bool:
-    """Whether the ledger has a row for ``pipeline`` (read only)."""
-    cur.execute("SELECT 1 FROM eo.pipelines WHERE name = %s", (pipeline,))
-    return cur.fetchone() is not None
-
-
 def move_cursors(cur: Any, pipeline: str, moves: Sequence[Move]) -> int:
     """Set each cursor from its ``from_offset`` to its ``to_offset`` (and lower the
     partition's ``initial_offset`` to a cursor below it: CHECK cursor >= initial); returns

@@ -138,3 +138,9 @@ def copy_text(value: str) -> str:
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def pipeline_known(cur: Any, pipeline: str) -> bool:
+    """Whether the ledger has a row for ``pipeline`` (read only)."""
+    cur.execute("SELECT 1 FROM eo.pipelines WHERE name = %s", (pipeline,))
+    return cur.fetchone() is not None

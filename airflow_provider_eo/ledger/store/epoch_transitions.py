@@ -35,8 +35,9 @@ def refuse(epoch: Epoch, target: EpochState, *, operator_action: bool = False) -
 def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[str, Any] | None) -> Epoch:
     """RESERVED -> WRITTEN if the token matches; a repeated vote with the same token is a no-op.
 
-    Raises ``FencedOut`` (nothing changed) when :func:`~.fencing.write_permission` fences
-    the token out: it differs from the epoch's, or the epoch is no longer RESERVED.
+    Raises ``FencedOut`` (nothing changed) when the fencing rule
+    (``ledger/planning/fencing.py``, ``write_permission``) fences the token out: it
+    differs from the epoch's, or the epoch is no longer RESERVED.
     """
     cur.execute(
         "UPDATE eo.epochs SET state = %s, written_at = now(), metrics = %s"

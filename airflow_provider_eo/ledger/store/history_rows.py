@@ -60,9 +60,3 @@ def pipeline_history(cur: Any, pipeline: str, limit: int) -> list[HistoryEvent]:
     )
     moves = [CursorMove(*row) for row in cur.fetchall()]
     return newest_first([*transitions, *moves], limit)
-
-
-def pipeline_known(cur: Any, pipeline: str) -> bool:
-    """Whether the ledger knows ``pipeline`` (``eo.pipelines``)."""
-    cur.execute("SELECT EXISTS (SELECT 1 FROM eo.pipelines WHERE name = %s)", (pipeline,))
-    return bool(cur.fetchone()[0])

@@ -24,7 +24,7 @@ from airflow_provider_eo.ledger.store import (
 )
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_lookup import PostgresEpochLookup
-from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch
+from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch, pipeline_known
 
 
 class PostgresReads(PostgresEpochLookup):
@@ -48,7 +48,7 @@ class PostgresReads(PostgresEpochLookup):
         if limit < 1:
             raise ValueError(f"limit must be >= 1, not {limit}")
         with self._db.transaction() as cur:
-            if not history_rows.pipeline_known(cur, pipeline):
+            if not pipeline_known(cur, pipeline):
                 raise LookupError(f"unknown pipeline: {pipeline}")
             return history_rows.pipeline_history(cur, pipeline, limit)
 
