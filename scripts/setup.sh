@@ -2,7 +2,7 @@
 # One-command, idempotent setup of a development machine (Debian, Python 3.11):
 #   - OS packages when missing: a JDK 17 (Kafka, HBase, Schema Registry, Spark), Maven
 #     (resolves Kafka and HBase and builds the Schema Registry from Maven Central),
-#     PostgreSQL server (ledger), python3-venv
+#     PostgreSQL server (ledger), Redis (the CeleryExecutor's broker), python3-venv
 #   - .venv in the repository root, the provider editable with dev extras and the dev-only
 #     devtools/ (local stack, demo) editable, both pinned by constraints.txt
 #   - Apache Kafka and Apache HBase jars, the Schema Registry's runner (Apicurio Registry
@@ -24,6 +24,8 @@ java_major="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | hea
 if [ -z "$java_major" ] || [ "$java_major" -lt 17 ]; then missing+=(openjdk-17-jdk-headless); fi
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+# the broker of the stack's CeleryExecutor (eo-stack up --executor celery) and its tests
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # the browser tests drive Debian's Chromium through its own chromedriver (no browser download)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)

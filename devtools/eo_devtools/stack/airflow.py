@@ -22,6 +22,7 @@ local stack (:mod:`.stack`) runs one with AIRFLOW_HOME ``<state>/airflow``; the 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -45,11 +46,12 @@ SERVICE_NAMES: tuple[str, ...] = tuple(cls.name for cls in AIRFLOW_SERVICES)
 
 
 class LocalAirflow:
-    """The four Airflow services of ``config`` (pid files under ``<state>/pids``)."""
+    """The four Airflow services of ``config`` (pid files under ``<state>/pids``), then
+    ``workers`` (the CeleryExecutor's, :mod:`.celery_executor`; none for the LocalExecutor)."""
 
-    def __init__(self, config: AirflowConfig) -> None:
+    def __init__(self, config: AirflowConfig, workers: Sequence[AirflowService] = ()) -> None:
         self.config = config
-        self.services: list[AirflowService] = [cls(config) for cls in AIRFLOW_SERVICES]
+        self.services: list[AirflowService] = [cls(config) for cls in AIRFLOW_SERVICES] + list(workers)
 
     @staticmethod
     def _pid(service: AirflowService) -> int | None:

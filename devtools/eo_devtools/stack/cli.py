@@ -18,7 +18,10 @@ cluster (a master and N one-core workers from the installed pyspark; ``status`` 
 ``--spark-workers 0`` stops it; without the flag a running cluster is left as it is.
 ``--kafka-brokers N``, ``--hbase-regionservers N`` and ``--thrift-servers N`` choose the
 topology (:mod:`.topology`, docs/scale.md); it is recorded, so a later ``up`` without the
-flags keeps it; changing it needs ``down`` first.
+flags keeps it; changing it needs ``down`` first. ``--executor celery --celery-workers N``
+runs Airflow's CeleryExecutor instead of the LocalExecutor: Redis as its broker and N
+workers (:mod:`.airflow_executor`; ``status`` shows ``redis`` and ``airflow-celery-worker-<n>``),
+recorded the same way.
 Only ``env`` prints secrets (the ledger DSN; while Airflow runs, its ``airflow_api`` connection
 with the admin's login, which ``eo-ledger seek`` / ``reset`` use); elsewhere the
 Airflow password stays in its login file.
@@ -35,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from eo_devtools.stack.airflow_executor import EXECUTOR_CLASSES, AirflowExecutor
 from eo_devtools.stack.ports import PortBusyError
 from eo_devtools.stack.process import ServiceStartError
 from eo_devtools.stack.service import MissingBinaryError
@@ -74,6 +78,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
     )
+    parser.add_argument(
+        "--executor",
+        choices=sorted(EXECUTOR_CLASSES),
+        default=None,
+        help="up: Airflow's executor (default: as recorded, else local)",
+    )
+    parser.add_argument(
+        "--celery-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="up: with --executor celery, N workers (default: 2)",
+    )
     for flag, what in (
         ("--kafka-brokers", "Kafka brokers (a KRaft cluster when more than 1)"),
         ("--hbase-regionservers", "HBase region servers in the master's JVM"),
@@ -97,6 +114,18 @@ def requested_topology(args: argparse.Namespace, recorded: Topology) -> Topology
     return replace(recorded, **{name: value for name, value in asked.items() if value is not None})
 
 
+def requested_executor(args: argparse.Namespace, recorded: AirflowExecutor) -> AirflowExecutor | None:
+    """The executor the flags ask for (``--celery-workers`` alone keeps a recorded Celery
+    executor and changes its workers); None without a flag."""
+    if args.executor is None and args.celery_workers is None:
+        return None
+    kind = args.executor or recorded.kind
+    if kind == "local":
+        return AirflowExecutor(kind, args.celery_workers or 0)
+    workers = args.celery_workers or (recorded.celery_workers if recorded.is_celery else 2)
+    return AirflowExecutor(kind, workers)
+
+
 def airflow_hint(status: dict[str, dict[str, object]]) -> str | None:
     """One line naming the Airflow UI's URL and the login file, or None when Airflow is not running."""
     api = status.get("airflow-api-server")
@@ -112,6 +141,16 @@ def spark_hint(status: dict[str, dict[str, object]]) -> str | None:
     if not master or master["state"] != "running":
         return None
     return f"Spark master: {master['url']} ({master['workers_alive']} workers alive; UI {master['webui']})"
+
+
+def celery_hint(status: dict[str, dict[str, object]]) -> str | None:
+    """One line naming the broker and the Celery workers answering, or None without a broker."""
+    broker = status.get("redis")
+    if not broker or broker["state"] != "running":
+        return None
+    workers = [name for name, entry in status.items() if name.startswith("airflow-celery-worker-")]
+    healthy = [name for name in workers if status[name]["healthy"]]
+    return f"Celery broker: {broker['url']} ({len(healthy)} of {len(workers)} workers answering)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -136,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     airflow=not args.no_airflow,
                     spark_workers=args.spark_workers,
                     topology=requested_topology(args, stack.topology),
+                    executor=requested_executor(args, stack.executor),
                 )
             else:
                 status = stack.status()
@@ -143,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if hint := airflow_hint(status):
                 print(hint, file=sys.stderr)
             if hint := spark_hint(status):
+                print(hint, file=sys.stderr)
+            if hint := celery_hint(status):
                 print(hint, file=sys.stderr)
         elif args.command == "down":
             stack.down()

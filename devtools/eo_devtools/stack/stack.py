@@ -30,13 +30,16 @@ from typing import Any
 
 from eo_devtools.stack.airflow import LocalAirflow
 from eo_devtools.stack.airflow_config import ADMIN_USER, AirflowConfig
+from eo_devtools.stack.airflow_executor import AirflowExecutor, ExecutorError
 from eo_devtools.stack.airflow_services import API_PORT_KEY
+from eo_devtools.stack.celery_executor import CeleryParts
 from eo_devtools.stack.connections import airflow_api_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import PostgresService
 from eo_devtools.stack.process import running_pid
+from eo_devtools.stack.redis_broker import REDIS_PORT_KEY
 from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
 from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
@@ -124,6 +127,18 @@ class LocalStack:
             return Topology()
         return Topology.from_record(data.get("topology"))
 
+    def _recorded_executor(self) -> AirflowExecutor:
+        try:
+            data: dict[str, Any] = json.loads(self._state_file.read_text())
+        except FileNotFoundError:
+            return AirflowExecutor()
+        return AirflowExecutor.from_record(data.get("airflow"))
+
+    @property
+    def executor(self) -> AirflowExecutor:
+        """The Airflow executor recorded by the last ``up`` (LocalExecutor before any)."""
+        return self._recorded_executor()
+
     @property
     def topology(self) -> Topology:
         """The topology recorded by the last ``up`` (the default before any)."""
@@ -171,7 +186,12 @@ class LocalStack:
 
     # -- lifecycle -----------------------------------------------------------
     def up(
-        self, *, airflow: bool = False, spark_workers: int | None = None, topology: Topology | None = None
+        self,
+        *,
+        airflow: bool = False,
+        spark_workers: int | None = None,
+        topology: Topology | None = None,
+        executor: AirflowExecutor | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Start every missing service and wait until all answer; return :meth:`status`.
 
@@ -182,6 +202,9 @@ class LocalStack:
         ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
         None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
         topology of services still running (``down`` first).
+        ``executor``: Airflow's (:mod:`.airflow_executor`; a CeleryExecutor runs Redis and its
+        workers too); None keeps the recorded one. Raises :class:`ExecutorError` when it differs
+        from the executor of an Airflow still running (``down`` first).
         """
         with self._locked():
             self.state_dir.chmod(0o755)  # PostgreSQL's OS user must be able to enter it
@@ -195,10 +218,17 @@ class LocalStack:
                     f"the local stack in {self.state_dir} runs {recorded_topology.describe()} "
                     f"({', '.join(running)} running); run eo-stack down first to get {topology.describe()}"
                 )
+            executor = self._check_executor(executor, recorded)
             classes = service_classes(topology)
             ports = self._choose_ports(recorded, classes)
-            self._write_state({**ports, **{k: v for k, v in recorded.items() if is_spark_key(k)}}, topology)
+            self._write_state(
+                {**ports, **{k: v for k, v in recorded.items() if self._kept_port(k)}}, topology
+            )
+            self._write_record("airflow", executor.to_record())
             services = [cls(self.state_dir, ports) for cls in classes.values()]
+            celery = CeleryParts(self.state_dir)
+            if airflow and executor.is_celery:
+                celery.preflight()
             for service in services:  # fail before starting anything: a port taken, a binary missing
                 if self._pid(service.name) is None:
                     for key in service.port_keys:
@@ -212,12 +242,47 @@ class LocalStack:
                 cluster.start(self._recorded_ports(), workers, self._write_ports)
             elif spark_workers == 0:
                 cluster.stop(self._recorded_ports(), self._write_ports)
+            if airflow and executor.is_celery:
+                celery.start_broker(self._recorded_ports(), self._write_ports)
             if airflow:
                 self._airflow(self._recorded_ports()).up()
         return self.status()
 
+    def _check_executor(
+        self, executor: AirflowExecutor | None, recorded: Mapping[str, int]
+    ) -> AirflowExecutor:
+        """``executor``, or the recorded one when None; :class:`ExecutorError` when it differs
+        from the executor of an Airflow service still running."""
+        current = self._recorded_executor()
+        if executor is None or executor == current:
+            return current
+        if API_PORT_KEY in recorded and "postgres" in recorded:
+            running = [
+                s.name for s in self._airflow(recorded).services if running_pid(s.pid_path) is not None
+            ]
+            if running:
+                raise ExecutorError(
+                    f"the Airflow of the local stack in {self.state_dir} runs {current.describe()} "
+                    f"({', '.join(running)} running); run eo-stack down first to get {executor.describe()}"
+                )
+        return executor
+
+    @staticmethod
+    def _kept_port(key: str) -> bool:
+        """Ports recorded by the stack's optional parts (the Spark cluster, the Celery broker)."""
+        return is_spark_key(key) or key == REDIS_PORT_KEY
+
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
-        state = {"ports": dict(ports), "topology": topology.to_record()}
+        self._write_record("ports", dict(ports))
+        self._write_record("topology", topology.to_record())
+
+    def _write_record(self, key: str, value: Any) -> None:
+        """Set ``key`` of ``stack.json`` to ``value``, keeping its other keys."""
+        try:
+            state: dict[str, Any] = json.loads(self._state_file.read_text())
+        except FileNotFoundError:
+            state = {}
+        state[key] = value
         self._state_file.write_text(json.dumps(state, indent=2) + "\n")
 
     def _write_ports(self, ports: Mapping[str, int]) -> None:
@@ -236,6 +301,7 @@ class LocalStack:
             recorded = self._recorded_ports()
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
+            CeleryParts(self.state_dir).stop_broker(recorded, self._write_ports)
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
             services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
             for group in launch_groups(services):
@@ -264,6 +330,7 @@ class LocalStack:
             result["schema-registry"]["url"] = registry_url(recorded["schema-registry"])
         if MASTER in recorded:
             result.update(SparkCluster(self.state_dir).status(recorded))
+        result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
         return result
@@ -331,7 +398,7 @@ class LocalStack:
             ),
             dags_folder=self.dags_folder,
         )
-        return LocalAirflow(config)
+        return CeleryParts(self.state_dir).airflow(config, self._recorded_executor(), ports)
 
     def airflow(self) -> LocalAirflow:
         """The stack's Airflow (``url``, ``login_path`` on its ``config``); raises before the first ``up``."""
