@@ -120,10 +120,11 @@ def requested_executor(args: argparse.Namespace, recorded: AirflowExecutor) -> A
     if args.executor is None and args.celery_workers is None:
         return None
     kind = args.executor or recorded.kind
+    if args.celery_workers is not None:
+        return AirflowExecutor(kind, args.celery_workers)
     if kind == "local":
-        return AirflowExecutor(kind, args.celery_workers or 0)
-    workers = args.celery_workers or (recorded.celery_workers if recorded.is_celery else 2)
-    return AirflowExecutor(kind, workers)
+        return AirflowExecutor()
+    return AirflowExecutor(kind, recorded.celery_workers if recorded.is_celery else 2)
 
 
 def airflow_hint(status: dict[str, dict[str, object]]) -> str | None:

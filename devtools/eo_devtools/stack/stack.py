@@ -218,7 +218,7 @@ class LocalStack:
                     f"the local stack in {self.state_dir} runs {recorded_topology.describe()} "
                     f"({', '.join(running)} running); run eo-stack down first to get {topology.describe()}"
                 )
-            executor = self._check_executor(executor, recorded)
+            executor = self._check_executor(executor)
             classes = service_classes(topology)
             ports = self._choose_ports(recorded, classes)
             self._write_state(
@@ -248,23 +248,19 @@ class LocalStack:
                 self._airflow(self._recorded_ports()).up()
         return self.status()
 
-    def _check_executor(
-        self, executor: AirflowExecutor | None, recorded: Mapping[str, int]
-    ) -> AirflowExecutor:
+    def _check_executor(self, executor: AirflowExecutor | None) -> AirflowExecutor:
         """``executor``, or the recorded one when None; :class:`ExecutorError` when it differs
-        from the executor of an Airflow service still running."""
+        from the executor of an Airflow service still running (a live ``pids/airflow-*.pid``)."""
         current = self._recorded_executor()
         if executor is None or executor == current:
             return current
-        if API_PORT_KEY in recorded and "postgres" in recorded:
-            running = [
-                s.name for s in self._airflow(recorded).services if running_pid(s.pid_path) is not None
-            ]
-            if running:
-                raise ExecutorError(
-                    f"the Airflow of the local stack in {self.state_dir} runs {current.describe()} "
-                    f"({', '.join(running)} running); run eo-stack down first to get {executor.describe()}"
-                )
+        pids = sorted((self.state_dir / "pids").glob("airflow-*.pid"))
+        running = [path.stem for path in pids if running_pid(path) is not None]
+        if running:
+            raise ExecutorError(
+                f"the Airflow of the local stack in {self.state_dir} runs {current.describe()} "
+                f"({', '.join(running)} running); run eo-stack down first to get {executor.describe()}"
+            )
         return executor
 
     @staticmethod
