@@ -53,7 +53,11 @@ def test_devtools_distribution_holds_the_stack_and_the_demo() -> None:
     root = REPO / "devtools"
     project = _project(root)
     assert project["project"]["name"] == "airflow-provider-eo-devtools"
-    assert project["project"]["dependencies"] == ["airflow-provider-eo", "asyncpg>=0.30,<1"]
+    assert project["project"]["dependencies"] == [
+        "airflow-provider-eo",
+        "asyncpg>=0.30,<1",
+        "apache-airflow-providers-celery>=3.26,<4",  # the stack's CeleryExecutor, never the provider's
+    ]
     assert project["project"]["scripts"] == {"eo-stack": "eo_devtools.stack.cli:main"}
     packages = _packages(root)
     assert packages == [
