@@ -99,7 +99,7 @@ def test_celery_worker_kill9_mid_write(
     cells and the group's offsets stay exactly those of the committed epoch.
     """
     report.update(
-        order=43,
+        order=50,
         fault="CeleryExecutor, 2 workers: the worker running a write SIGKILLed with its pool and task "
         "processes mid-write; its spark-submit left running (a zombie)",
     )
@@ -162,7 +162,7 @@ def test_celery_worker_warm_shutdown_mid_write(
     takes no new task, lets the write finish (try 1 succeeds there) and exits; the commit
     runs on the other worker and the epoch commits exactly."""
     report.update(
-        order=44,
+        order=51,
         fault="CeleryExecutor, 2 workers: the worker running a write stopped gracefully (SIGTERM, "
         "Celery's warm shutdown) mid-write",
     )
@@ -210,7 +210,7 @@ def test_celery_broker_restarted_mid_write(
     """Redis stopped and started again while a write runs: the workers reconnect, the write
     finishes (its result goes to PostgreSQL, not to the broker), the commit is sent through
     the restarted broker and the epoch commits exactly, without a retry."""
-    report.update(order=45, fault="CeleryExecutor: the broker (Redis) restarted while a write runs")
+    report.update(order=52, fault="CeleryExecutor: the broker (Redis) restarted while a write runs")
     airflow = celery_airflow
     case = _case(fault_stack, tmp_path, "cwredis")
     airflow.serve(case)
@@ -252,7 +252,7 @@ def test_celery_broker_down_at_trigger(
     never the password), each of its 3 tries fails, the run fails, and the ledger is exactly
     as before (no epoch, no partition pinned) and the group has no offsets. Once Redis is
     back, the next run commits everything."""
-    report.update(order=46, fault="CeleryExecutor: the broker (Redis) down when a stream run is triggered")
+    report.update(order=53, fault="CeleryExecutor: the broker (Redis) down when a stream run is triggered")
     airflow = celery_airflow
     case = _case(fault_stack, tmp_path, "cwbroker")
     airflow.serve(case)
