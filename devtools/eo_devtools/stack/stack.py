@@ -15,6 +15,9 @@ after them (``up(airflow=True)``: its metadata DB is database ``airflow`` of the
 PostgreSQL, its DAG folder the repository's ``dags/``) and stops before them. The Spark
 cluster (``up(spark_workers=N)`` or :meth:`LocalStack.spark_up`) starts after the services and
 before Airflow (whose ``spark_standalone`` connection points at it) and stops before the services.
+With a CeleryExecutor (``up(executor=AirflowExecutor("celery", N))``, :mod:`.airflow_executor`,
+recorded under ``airflow`` in ``stack.json``) Redis (``redis/``, :mod:`.redis_broker`) starts
+just before Airflow and stops just after it, and Airflow's services include N Celery workers.
 """
 
 from __future__ import annotations
@@ -313,7 +316,8 @@ class LocalStack:
         ``rss_mb`` the resident memory of the service's process group (None when stopped).
         The ``schema-registry`` entry adds ``url`` (its Confluent-compatible API). Once Airflow
         was started in this state dir, its four services follow; the ``airflow-api-server``
-        entry adds ``url`` and ``login_file``.
+        entry adds ``url`` and ``login_file``. With a CeleryExecutor, ``redis`` (its ``url``
+        without the password) and the ``airflow-celery-worker-<n>`` entries are there too.
         """
         recorded = self._recorded_ports()
         result: dict[str, dict[str, Any]] = {}
