@@ -25,6 +25,7 @@ Class                          Module (file)             Meaning
   ``RegistryRefused``          ``registry_errors``       any other refusal (401, 403, ...)
 ``HBaseWriteError``            ``hbase_writer``          a segment could not be written to HBase
   ``UnsafeColumnFamilyError``  ``hbase_writer``          the family is missing or would lose cells
+  ``UnwritableTableError``     ``hbase_writer``          table disabled, missing, or its namespace missing
 ``RecordError``                ``errors``                a record cannot be written as declared
   ``BadRecord``                ``errors``                undecodable or unmappable record (the policy decides)
   ``BadRecordError``           ``bad_records``           a bad record under ``bad_records: fail``
