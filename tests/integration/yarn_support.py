@@ -95,8 +95,8 @@ class Secrets:
         return (self.ledger_password, self.kafka_marker, self.hbase_marker)
 
 
-@pytest.fixture(scope="module")
-def ledger_role(stack: StackInfo) -> Iterator[tuple[str, str]]:
+@pytest.fixture(scope="module", name="ledger_role")
+def ledger_role_fixture(stack: StackInfo) -> Iterator[tuple[str, str]]:
     """``(URI DSN, password)`` of a new login role that may do what the stack's ledger user
     does (a member of it); the ledger's schema is made first, by that user, so the role owns
     nothing and is dropped afterwards."""
