@@ -181,6 +181,9 @@ class WriteEpochOperator(SparkSubmitOperator):
         )
         self.hook_settings = constant_arguments({**settings, **kwargs}, self.template_fields)
         self.openlineage_options = openlineage_options(kwargs)
+        self.yarn_track_via_rm_api = bool(
+            kwargs.get("yarn_track_via_rm_api")
+        )  # tracked here, not by the hook
         self.spark_conn_id = spark_conn_id
         self.spark_master = master
         self.submit_conn_id = submit_conn_id
@@ -240,6 +243,7 @@ class WriteEpochOperator(SparkSubmitOperator):
             conf=self.conf or {},
             settings=self.hook_settings,
             py_files=self.py_files,
+            track_via_rm_api=self.yarn_track_via_rm_api,
         )
 
     def execute(self, context: Any) -> None:
