@@ -41,15 +41,15 @@ from airflow_provider_eo.spark.driver.driver_environment import DRIVER_ENV_FILE
 from eo_devtools.stack.spark_services import executor_python
 from tests.conftest import StackInfo
 from tests.integration.operator_support import commit, reserve
-from tests.integration.yarn_support import (  # noqa: F401 (fixtures)
-    Yarn,
+from tests.integration.yarn_write_support import (  # noqa: F401 (fixtures)
+    YarnRecords,
     cluster_spark,
     ledger_role_fixture,
     places_holding,
     secret_connections,
     use_yarn_environment,
     write_pipelines,
-    yarn_fixture,
+    yarn_records_fixture,
 )
 from tests.kafka_helpers import created_topic, produce
 from tests.task_context import task_context
@@ -76,7 +76,7 @@ EXPECTED = {
 @pytest.fixture
 def world(
     stack: StackInfo,
-    yarn: Yarn,
+    yarn_records: YarnRecords,
     ledger_role: tuple[str, str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -125,10 +125,10 @@ def event_log_conf(world: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def driver_log(yarn: Yarn, app_id: str) -> str:
+def driver_log(yarn_records: YarnRecords, app_id: str) -> str:
     """The driver's output: the AM container's (its id ends in ``_000001``) stdout, where
     Spark puts the Python driver's output, and stderr."""
-    logs = yarn.container_logs(app_id)
+    logs = yarn_records.container_logs(app_id)
     return "".join(
         text
         for path, text in logs.items()
@@ -141,7 +141,7 @@ def group_offsets(name: str, topic: str) -> dict[tuple[str, int], int | None]:
 
 
 def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
-    stack: StackInfo, yarn: Yarn, world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One stream epoch, the package installed on the cluster's Python (the venv's).
 
@@ -188,7 +188,7 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     loaded = (
         "environment_file=AIRFLOW_CONN_EO_HBASE,AIRFLOW_CONN_EO_KAFKA,AIRFLOW_CONN_EO_LEDGER,EO_PIPELINE_SPEC"
     )
-    assert loaded in driver_log(yarn, app.id)
+    assert loaded in driver_log(yarn_records, app.id)
     event_logs = {p: p.read_text() for p in sorted(world["event_log"].rglob("events_*"))}
     assert [p.parent.name for p in event_logs] == [f"eventlog_v2_{app.id}_1"]  # this application's
     environment = json.loads(
@@ -199,7 +199,7 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     properties = dict(environment["Spark Properties"])
     assert write.yarn_tracking.tag in properties["spark.yarn.tags"].split(",")
     assert properties["spark.yarn.maxAppAttempts"] == "1"
-    node_files = yarn.node_files()
+    node_files = yarn_records.node_files()
     assert any(p.name == "launch_container.sh" and app.id in str(p) for p in node_files)
     # YARN keeps each shipped file in the NodeManager's private cache of the submitting user
     # (usercache/<user>/filecache/<n>/), readable by that user only: the one place on a node
@@ -207,13 +207,13 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
         p: text for p, text in node_files.items() if p.name == DRIVER_ENV_FILE and "filecache" in p.parts
     }
     driver_copy = next(
-        yarn.state_dir.glob(f"yarn/nm-local/usercache/*/appcache/{app.id}/*_000001/{DRIVER_ENV_FILE}")
+        yarn_records.state_dir.glob(f"yarn/nm-local/usercache/*/appcache/{app.id}/*_000001/{DRIVER_ENV_FILE}")
     )
     assert all(secret in copies[driver_copy.resolve()] for secret in found.all())  # the search finds them
     assert {oct(p.stat().st_mode & 0o777) for p in copies} == {oct(0o500)}
     places: dict[Any, str] = {
         **{f"event log {p.name}": text for p, text in event_logs.items()},
-        **yarn.app_records(app.id),
+        **yarn_records.app_records(app.id),
         **{p: text for p, text in node_files.items() if p not in copies},
         "spark-submit output (task log)": task_log,
     }
@@ -222,7 +222,7 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
 
 
 def test_a_backfill_chunk_in_cluster_mode_imports_the_shipped_zip(
-    stack: StackInfo, yarn: Yarn, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One backfill chunk, package ``zip``: the driver and executors run the stack's executor
     Python, which cannot import the provider, and spark-submit gets no ``PYTHONPATH`` (Spark's
@@ -249,7 +249,7 @@ def test_a_backfill_chunk_in_cluster_mode_imports_the_shipped_zip(
 
     assert write.yarn_tracking is not None and write.yarn_tracking.application is not None
     app_id = write.yarn_tracking.application.id
-    package = re.search(r"driver up class_archive=\S+ package=(\S+)", driver_log(yarn, app_id))
+    package = re.search(r"driver up class_archive=\S+ package=(\S+)", driver_log(yarn_records, app_id))
     assert package is not None and package.group(1).endswith("/airflow_provider_eo.zip/airflow_provider_eo")
     assert scan(stack, name) == {
         row: cells for row, cells in EXPECTED.items() if int(row.split(b"k")[1]) >= 2
@@ -291,7 +291,7 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float = 180.0) -> Any:
 
 
 def test_the_airflow_task_killed_kills_the_application_and_the_next_try_settles_the_epoch(
-    stack: StackInfo, yarn: Yarn, world: dict[str, Any]
+    stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any]
 ) -> None:
     """``on_kill``, as Airflow calls it when the task is killed, kills the YARN application
     by its tag through the RM (spark-submit has long returned: waitAppCompletion=false); the
@@ -312,12 +312,12 @@ def test_the_airflow_task_killed_kills_the_application_and_the_next_try_settles_
     )
     thread, failures = run_in_thread(lambda: write.execute(task_context()))
     tag = wait_for(lambda: write.yarn_tracking and write.yarn_tracking.tag)
-    app = wait_for(lambda: [a for a in yarn.apps_tagged(tag) if a["state"] == "RUNNING"])[0]
+    app = wait_for(lambda: [a for a in yarn_records.apps_tagged(tag) if a["state"] == "RUNNING"])[0]
     write.on_kill()
     thread.join(120)
     assert not thread.is_alive()
     final = wait_for(
-        lambda: [a for a in yarn.apps_tagged(tag) if a["state"] in ("KILLED", "FINISHED", "FAILED")]
+        lambda: [a for a in yarn_records.apps_tagged(tag) if a["state"] in ("KILLED", "FINISHED", "FAILED")]
     )
     assert [(a["id"], a["state"], a["finalStatus"]) for a in final] == [(app["id"], "KILLED", "KILLED")]
     assert len(failures) == 1 and isinstance(failures[0], YarnApplicationFailed)

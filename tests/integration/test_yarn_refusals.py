@@ -31,12 +31,12 @@ from airflow_provider_eo.operators.backfill_chunks import WriteBackfillChunkOper
 from airflow_provider_eo.operators.write import WriteEpochOperator
 from tests.conftest import StackInfo
 from tests.integration.operator_support import reserve
-from tests.integration.yarn_support import (  # noqa: F401 (fixtures)
-    Yarn,
+from tests.integration.yarn_write_support import (  # noqa: F401 (fixtures)
+    YarnRecords,
     cluster_spark,
     use_yarn_environment,
     write_pipelines,
-    yarn_fixture,
+    yarn_records_fixture,
 )
 from tests.kafka_helpers import created_topic, produce
 from tests.task_context import task_context
@@ -52,7 +52,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def reserved(
-    stack: StackInfo, yarn: Yarn, tmp_path_factory: pytest.TempPathFactory
+    stack: StackInfo, yarn_records: YarnRecords, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
     """A pipeline on the stack's YARN (cluster deploy mode) with one reserved epoch."""
     name = f"yarn_bad_{uuid.uuid4().hex[:8]}"
@@ -74,9 +74,13 @@ def reserved(
     hbase.close()
 
 
-def spark_connection(monkeypatch: pytest.MonkeyPatch, yarn: Yarn, **extra: Any) -> str:
+def spark_connection(monkeypatch: pytest.MonkeyPatch, yarn_records: YarnRecords, **extra: Any) -> str:
     """``spark_bad``: the stack's YARN connection with ``extra`` merged (None values removed)."""
-    base = {"deploy-mode": "cluster", "queue": "default", "yarn_resourcemanager_webapp_address": yarn.url}
+    base = {
+        "deploy-mode": "cluster",
+        "queue": "default",
+        "yarn_resourcemanager_webapp_address": yarn_records.url,
+    }
     merged = {k: v for k, v in {**base, **extra}.items() if v is not None}
     monkeypatch.setenv(
         "AIRFLOW_CONN_SPARK_BAD", json.dumps({"conn_type": "spark", "host": "yarn", "extra": merged})
@@ -84,7 +88,7 @@ def spark_connection(monkeypatch: pytest.MonkeyPatch, yarn: Yarn, **extra: Any) 
     return "spark_bad"
 
 
-def assert_nothing_changed(stack: StackInfo, yarn: Yarn, reserved: dict[str, Any]) -> None:
+def assert_nothing_changed(stack: StackInfo, yarn_records: YarnRecords, reserved: dict[str, Any]) -> None:
     name, topic, summary = reserved["name"], reserved["topic"], reserved["summary"]
     with Ledger(stack.ledger_dsn) as ledger:
         epoch = ledger.get_epoch(summary["epoch_id"])
@@ -101,7 +105,7 @@ def assert_nothing_changed(stack: StackInfo, yarn: Yarn, reserved: dict[str, Any
         hbase.close()
     offsets = EoKafkaHook().committed_offsets(f"g-{name}", [(topic, 0), (topic, 1)])
     assert offsets == {(topic, 0): None, (topic, 1): None}
-    assert yarn.apps_tagged(f"eo-pipeline-{name}") == []
+    assert yarn_records.apps_tagged(f"eo-pipeline-{name}") == []
 
 
 CASES = {
@@ -145,7 +149,11 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_bad_yarn_setting_is_refused_before_spark_submit_and_changes_nothing(
-    stack: StackInfo, yarn: Yarn, reserved: dict[str, Any], monkeypatch: pytest.MonkeyPatch, case: str
+    stack: StackInfo,
+    yarn_records: YarnRecords,
+    reserved: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
 ) -> None:
     extra, operator_settings, error, message = CASES[case]
     extra = {k: v.format(port=free_port()) if isinstance(v, str) else v for k, v in extra.items()}
@@ -160,18 +168,18 @@ def test_a_bad_yarn_setting_is_refused_before_spark_submit_and_changes_nothing(
         epoch_id=reserved["summary"]["epoch_id"],
         fencing_token=reserved["summary"]["fencing_token"],
         spec=spec,
-        spark_conn_id=spark_connection(monkeypatch, yarn, **extra),
+        spark_conn_id=spark_connection(monkeypatch, yarn_records, **extra),
         **settings,
     )
     with pytest.raises(error) as info:
         write.execute(task_context())
     assert str(info.value).startswith(f"pipeline {reserved['name']}: ")
     assert re.search(message, str(info.value)), str(info.value)
-    assert_nothing_changed(stack, yarn, reserved)
+    assert_nothing_changed(stack, yarn_records, reserved)
 
 
 def test_a_backfill_chunk_with_an_unknown_queue_reserves_nothing(
-    stack: StackInfo, yarn: Yarn, reserved: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    stack: StackInfo, yarn_records: YarnRecords, reserved: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_yarn_environment(monkeypatch, stack, stack.conn_env)
     name, topic = reserved["name"], reserved["topic"]
@@ -180,20 +188,20 @@ def test_a_backfill_chunk_with_an_unknown_queue_reserves_nothing(
         pipeline=name,
         ranges=[{"topic": topic, "partition": 0, "start": 0, "end": 5}],
         spec=load_pipeline(name, reserved["file"]),
-        spark_conn_id=spark_connection(monkeypatch, yarn, queue="nightly"),
+        spark_conn_id=spark_connection(monkeypatch, yarn_records, queue="nightly"),
     )
     with pytest.raises(ConfigError, match="the scheduler has no such queue"):
         chunk.execute(task_context("bf-1", dag_id="eo_backfill"))
-    assert_nothing_changed(stack, yarn, reserved)  # no backfill epoch beside the stream one
+    assert_nothing_changed(stack, yarn_records, reserved)  # no backfill epoch beside the stream one
 
 
-def test_the_queue_named_by_its_path_passes_the_checks(yarn: Yarn) -> None:
+def test_the_queue_named_by_its_path_passes_the_checks(yarn_records: YarnRecords) -> None:
     """The other side of the refusals: ``root.default`` and ``default`` both name the leaf."""
     from airflow_provider_eo.clients.yarn_resource_manager import ResourceManager
     from airflow_provider_eo.operators.yarn_containers import driver_container, executor_container
     from airflow_provider_eo.operators.yarn_preflight import check_yarn_submission
 
-    rm = ResourceManager(yarn.url, where="the stack")
+    rm = ResourceManager(yarn_records.url, where="the stack")
     sized = {"spark.driver.memory": "3g", "spark.executor.memory": "512m"}
     containers = [driver_container(sized, "cluster"), executor_container(sized)]
     for queue in ("root.default", "default"):
