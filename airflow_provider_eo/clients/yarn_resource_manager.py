@@ -48,6 +48,7 @@ class YarnApplication:
     id: str
     name: str
     queue: str
+    user: str
     state: str
     final_status: str
     diagnostics: str
@@ -70,6 +71,7 @@ class YarnApplication:
             id=str(app["id"]),
             name=str(app.get("name", "")),
             queue=str(app.get("queue", "")),
+            user=str(app.get("user", "")),
             state=str(app["state"]),
             final_status=str(app.get("finalStatus", "UNDEFINED")),
             diagnostics=str(app.get("diagnostics") or ""),

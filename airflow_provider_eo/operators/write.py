@@ -101,7 +101,7 @@ from airflow_provider_eo.operators.write_submission import (
     application_args,
     write_submission,
 )
-from airflow_provider_eo.operators.yarn_submission import yarn_submission
+from airflow_provider_eo.operators.yarn_submission import submit_binary, yarn_submission
 from airflow_provider_eo.operators.yarn_tracking import YarnTracking, submit_tracked
 
 
@@ -304,6 +304,7 @@ class WriteEpochOperator(SparkSubmitOperator):
                 deploy_mode=deploy_mode,
                 rm=target.rm,
                 poll_s=float(self.hook_settings.get("status_poll_interval") or 1),
+                spark_binary=submit_binary(self.hook_settings, target.connection),
             )
         if self.spark_master:
             override = master_connection(self.submit_conn_id, target.connection, self.spark_master)

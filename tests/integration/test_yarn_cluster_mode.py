@@ -219,6 +219,7 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     }
     assert "Spark-Submit cmd" in task_log
     assert {secret: places_holding(secret, places) for secret in found.all()} == {s: [] for s in found.all()}
+    assert list(stack.state_dir.glob(f"yarn/staging/*/.sparkStaging/{app.id}")) == []  # the AM's cleanup
 
 
 def test_a_backfill_chunk_in_cluster_mode_imports_the_shipped_zip(
@@ -295,9 +296,10 @@ def test_the_airflow_task_killed_kills_the_application_and_the_next_try_settles_
 ) -> None:
     """``on_kill``, as Airflow calls it when the task is killed, kills the YARN application
     by its tag through the RM (spark-submit has long returned: waitAppCompletion=false); the
-    write fails with the RM's KILLED state. The task's next try (same run, same epoch and
-    token; on ``local[2]`` here to spare a second YARN application) writes the epoch, and the
-    commit publishes it: exact cells, ledger rows and offsets."""
+    write fails with the RM's KILLED state, after removing the staging dir the killed
+    ApplicationMaster left (the driver's environment file in it). The task's next try (same
+    run, same epoch and token; on ``local[2]`` here to spare a second YARN application)
+    writes the epoch, and the commit publishes it: exact cells, ledger rows and offsets."""
     name, topic = world["name"], world["topic"]
     spark = cluster_spark(stack.state_dir, package="installed", python=sys.executable)
     file = pipelines_file(world, spark)
@@ -322,6 +324,8 @@ def test_the_airflow_task_killed_kills_the_application_and_the_next_try_settles_
     assert [(a["id"], a["state"], a["finalStatus"]) for a in final] == [(app["id"], "KILLED", "KILLED")]
     assert len(failures) == 1 and isinstance(failures[0], YarnApplicationFailed)
     assert f"YARN application {app['id']} ended KILLED with final status KILLED" in str(failures[0])
+    # the killed AM could not delete its staging dir (with the driver's file): the write step did
+    assert list(stack.state_dir.glob(f"yarn/staging/*/.sparkStaging/{app['id']}")) == []
 
     local = pipelines_file(world, {"master": "local[2]"})
     retry = WriteEpochOperator(
