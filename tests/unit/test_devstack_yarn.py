@@ -5,6 +5,7 @@ CLI. YARN itself runs in tests/integration/test_devstack_yarn.py."""
 from __future__ import annotations
 
 import json
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -24,7 +25,12 @@ from eo_devtools.stack.yarn_config import (
     write_conf,
     yarn_site,
 )
-from eo_devtools.stack.yarn_services import NodeManagerService, ResourceManagerService, node_port
+from eo_devtools.stack.yarn_services import (
+    NodeManagerService,
+    ResourceManagerService,
+    container_processes,
+    node_port,
+)
 from eo_devtools.stack.yarn_spark import conf_args, verified_spark_conf, yarn_spark_conf, yarn_submit_env
 
 PORTS = {key: 21000 + i for i, key in enumerate((*RM_PORT_KEYS, *NM_PORT_KEYS))}
@@ -168,3 +174,16 @@ def test_cli_yarn_flag_and_hint() -> None:
         == "YARN: http://127.0.0.1:21004 (1 nodes alive; HADOOP_CONF_DIR=/s/yarn/client-conf)"
     )
     assert yarn_hint({}) is None
+
+
+def test_container_processes_are_found_by_their_log_dir(tmp_path: Path) -> None:
+    log_dir = tmp_path / "yarn" / "nm-logs" / "application_1_0001" / "container_1_0001_01_000001"
+    other = tmp_path / "elsewhere" / "nm-logs" / "application_1_0001"
+    ours = subprocess.Popen(["sleep", "30"], env={"LOG_DIRS": str(log_dir)})
+    theirs = subprocess.Popen(["sleep", "30"], env={"LOG_DIRS": str(other)})
+    try:
+        assert container_processes(tmp_path) == [ours.pid]
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
