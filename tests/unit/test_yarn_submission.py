@@ -3,16 +3,21 @@ the queue lookup, and the RM's answers read into values (shapes captured from Ha
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from airflow_provider_eo.clients.yarn_resource_manager import (
     ResourceManager,
+    ResourceManagerUnavailable,
     YarnApplication,
     YarnQueue,
     capacity_queues,
 )
+from airflow_provider_eo.operators import yarn_tracking
 from airflow_provider_eo.operators.yarn_containers import driver_container, executor_container, size_mib
 from airflow_provider_eo.operators.yarn_preflight import find_queue
+from airflow_provider_eo.operators.yarn_staging import staging_dir
 from airflow_provider_eo.operators.yarn_submission import submission_queue, submission_tags, yarn_conf
 
 
@@ -140,3 +145,26 @@ def test_an_application_report_is_read_as_the_rm_gives_it() -> None:
     )
     assert ResourceManager("rm:8088/", where="w").base_url == "http://rm:8088"
     assert ResourceManager("https://rm:8090", where="w").base_url == "https://rm:8090"
+
+
+def test_a_killed_applications_staging_dir_is_where_spark_put_it() -> None:
+    app = YarnApplication.from_json({"id": "application_1_0007", "state": "KILLED", "user": "etl"})
+    assert staging_dir({"spark.yarn.stagingDir": "hdfs://nn/tmp/stage/"}, app) == (
+        "hdfs://nn/tmp/stage/etl/.sparkStaging/application_1_0007"
+    )
+    assert staging_dir({}, app) == ".sparkStaging/application_1_0007"  # in the user's home, as Spark
+
+
+def test_tracking_gives_up_on_a_resource_manager_that_stays_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Polls that fail are retried for RM_OUTAGE_S (shortened here), then the step fails
+    naming the RM and its connection; nothing listens on the port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setattr(yarn_tracking, "RM_OUTAGE_S", 0.2)
+    rm = ResourceManager(f"127.0.0.1:{port}", where="Spark connection 'spark_yarn'")
+    tracking = yarn_tracking.YarnTracking(rm, "eo-submission-x", "pipeline p epoch 1", poll_s=0.05)
+    with pytest.raises(
+        ResourceManagerUnavailable, match=rf"127\.0\.0\.1:{port} \(Spark connection 'spark_yarn'\)"
+    ):
+        tracking.wait()
