@@ -189,6 +189,10 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
         "environment_file=AIRFLOW_CONN_EO_HBASE,AIRFLOW_CONN_EO_KAFKA,AIRFLOW_CONN_EO_LEDGER,EO_PIPELINE_SPEC"
     )
     assert loaded in driver_log(yarn_records, app.id)
+    # package installed: nothing shipped, the driver imported the cluster Python's copy
+    submit_command = next(line for line in task_log.splitlines() if "Spark-Submit cmd" in line)
+    assert "--py-files" not in submit_command
+    assert "airflow_provider_eo.zip" not in driver_log(yarn_records, app.id)
     event_logs = {p: p.read_text() for p in sorted(world["event_log"].rglob("events_*"))}
     assert [p.parent.name for p in event_logs] == [f"eventlog_v2_{app.id}_1"]  # this application's
     environment = json.loads(
