@@ -6,8 +6,9 @@
 #   - .venv in the repository root, the provider editable with dev extras and the dev-only
 #     devtools/ (local stack, demo) editable, both pinned by constraints.txt
 #   - Apache Kafka and Apache HBase jars, the Schema Registry's runner (Apicurio Registry
-#     2.4.2.Final packaged as a Quarkus application) and Spark's Kafka connector (the
-#     benchmark's spark_native peers), pinned by the poms under
+#     2.4.2.Final packaged as a Quarkus application), Spark's Kafka connector (the
+#     benchmark's spark_native peers) and Apache Hadoop YARN 3.5.0 (`eo-stack up --yarn`),
+#     pinned by the poms under
 #     devtools/eo_devtools/stack/jvm/, copied or built into ~/.cache/airflow-provider-eo/jvm
 # Re-installs Python packages only when a pyproject.toml or constraints.txt changed since the
 # last install (hash stamp in .venv), and runs Maven only when a pom changed, so a second
@@ -62,7 +63,7 @@ fi
 # build would make Python (run from the repo root) see the package twice.
 rm -rf airflow_provider_eo.egg-info devtools/airflow_provider_eo_devtools.egg-info
 
-# Apache Kafka, Apache HBase and Spark's Kafka connector from Maven Central, and the Schema
+# Apache Kafka, Apache HBase, Spark's Kafka connector and YARN from Maven Central, and the Schema
 # Registry built from it (a no-op once cached; Maven runs offline first).
 .venv/bin/python -m eo_devtools.stack.jvm_artifacts
 # The Schema Registry runner's class-data archive (made once per build and JDK: starts in seconds).

@@ -196,7 +196,13 @@ def _parse_spark(section: Section) -> SparkSpec:
         section.fail(
             "deploy_mode",
             f"'cluster' with master {master!r}: Spark runs Python applications on a standalone "
-            "cluster in client deploy mode only (cluster mode needs YARN or Kubernetes)",
+            "cluster in client deploy mode only (cluster mode needs YARN)",
+        )
+    if deploy_mode == "cluster" and master is not None and master.startswith("k8s://"):
+        section.fail(
+            "deploy_mode",
+            f"'cluster' with master {master!r}: on Kubernetes the driver's connections would be "
+            "written into the driver pod's spec; use client deploy mode (docs/operators.md)",
         )
     res = section.child("resources")
     resources = SparkResources(
@@ -213,6 +219,7 @@ def _parse_spark(section: Section) -> SparkSpec:
         master=master,
         resources=resources,
         split_size=section.integer("split_size", 100_000),
+        package=section.choice("package", ("zip", "installed"), "zip"),
     )
     section.finish()
     return spec

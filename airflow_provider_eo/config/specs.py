@@ -16,6 +16,8 @@ NewPartitionPolicy = Literal["earliest", "latest"]
 BadRecordPolicy = Literal["fail", "dead_letter"]
 DataLossPolicy = Literal["fail", "record_gap"]
 DeployMode = Literal["client", "cluster"]
+#: How the package reaches a non-local master's driver and executors (docs/spark.md).
+PackageShipping = Literal["zip", "installed"]
 RowKeySource = Literal["kafka_key", "template"]
 
 #: HBase's ``hbase.client.keyvalue.maxsize`` default: the largest cell its client sends.
@@ -160,13 +162,16 @@ class SparkResources:
 
 @dataclass(frozen=True)
 class SparkSpec:
-    """How the write step is submitted (``SparkSubmitOperator`` settings)."""
+    """How the write step is submitted (``SparkSubmitOperator`` settings). ``package``:
+    ``zip`` ships the package as a ``--py-files`` zip to any master but ``local``;
+    ``installed``: the cluster's Python has it installed, nothing is shipped."""
 
     conf: dict[str, str] = field(default_factory=dict)
     deploy_mode: DeployMode = "client"
     master: str | None = None
     resources: SparkResources = field(default_factory=SparkResources)
     split_size: int = 100_000
+    package: PackageShipping = "zip"
 
 
 @dataclass(frozen=True)

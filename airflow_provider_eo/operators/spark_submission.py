@@ -38,6 +38,16 @@ def is_standalone(master: str | None) -> bool:
     return bool(master) and str(master).startswith("spark://")
 
 
+def is_yarn(master: str | None) -> bool:
+    """True for a YARN master (``yarn``, as the Spark provider tells one: the word in the URL)."""
+    return bool(master) and "yarn" in str(master)
+
+
+def is_kubernetes(master: str | None) -> bool:
+    """True for a Kubernetes master URL (``k8s://...``)."""
+    return bool(master) and str(master).startswith("k8s://")
+
+
 def resource_options(resources: SparkResources, master: str | None) -> dict[str, Any]:
     """``SparkSubmitOperator`` keyword arguments for ``resources`` on ``master`` (None: the connection's).
 

@@ -1,9 +1,11 @@
-"""The temporary files one write submission needs, each removed when its block exits.
+"""The files one write submission ships, each temporary one removed when its block exits.
 
 :func:`shipped_package` builds the ``--py-files`` zip of the package (a non-local master's
-executors import the package from it); :func:`private_properties_file` holds the
-properties text of a cluster-mode submission, secrets included, readable by this user only.
-Both delete what they made when the block exits, errors included.
+executors import the package from it); :func:`private_environment_file` holds the driver's
+environment of a cluster-mode submission, secrets included, readable by this user only
+(:mod:`airflow_provider_eo.spark.driver.driver_environment`). Both delete what they made
+when the block exits, errors included. :func:`check_local_files` refuses a ``--py-files``
+entry on this machine that does not exist, before anything is submitted.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
+from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.spark.driver.driver_environment import DRIVER_ENV_FILE, environment_file_text
 from airflow_provider_eo.spark.package_zip import build_zip
 
 PACKAGE_ZIP_NAME = "airflow_provider_eo.zip"
@@ -33,14 +38,41 @@ def shipped_package() -> Iterator[str]:
 
 
 @contextmanager
-def private_properties_file(text: str) -> Iterator[str]:
-    """Yield the path of a temp file (mode 0600, created so) holding ``text``; the file is
-    deleted when the block exits."""
-    fd, path = tempfile.mkstemp(prefix="eo-spark-", suffix=".conf")
+def private_environment_file(env: Mapping[str, str]) -> Iterator[str]:
+    """Yield the path of ``eo-driver-env.json`` holding ``env``, in a fresh directory (mode
+    0700) and created with mode 0600; both are removed when the block exits."""
+    directory = tempfile.mkdtemp(prefix="eo-driver-env-")  # mkdtemp: mode 0700
+    path = Path(directory) / DRIVER_ENV_FILE
     try:
-        os.fchmod(fd, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        yield path
+            handle.write(environment_file_text(env))
+        yield str(path)
     finally:
-        Path(path).unlink(missing_ok=True)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def local_paths(entries: Iterable[str]) -> list[str]:
+    """The entries (comma lists allowed) that name a file on this machine: a plain path or a
+    ``file:`` URI (``local:`` means on every node, other schemes a cluster filesystem)."""
+    paths = []
+    for entry in (e.strip() for item in entries for e in item.split(",")):
+        if not entry:
+            continue
+        parsed = urlparse(entry)
+        if parsed.scheme in ("", "file"):
+            paths.append(parsed.path if parsed.scheme else entry)
+    return paths
+
+
+def check_local_files(pipeline: str, py_files: str | None, conf: Mapping[str, str]) -> None:
+    """Raise :class:`ConfigError` naming the first ``--py-files`` entry on this machine (the
+    operator's ``py_files``, then the pipeline's ``spark.submit.pyFiles``) that is not a file."""
+    sources = [("py_files", py_files), ("spark.submit.pyFiles", conf.get("spark.submit.pyFiles"))]
+    for setting, value in sources:
+        for path in local_paths([value or ""]):
+            if not Path(path).is_file():
+                raise ConfigError(
+                    f"pipeline {pipeline}: --py-files entry {path!r} (from {setting}) does not exist "
+                    "on this machine; nothing was submitted"
+                )

@@ -9,7 +9,16 @@ come from three places:
 * the operator's template fields among them (``files``, ``jars``, ``env_vars``, ...): read
   from the operator when ``execute`` runs, rendered, :func:`rendered_arguments`;
 * the epoch's submission (:class:`~airflow_provider_eo.operators.write_submission.WriteSubmission`):
-  :data:`SUBMISSION_ARGUMENTS`, which override both.
+  :data:`SUBMISSION_ARGUMENTS`, which override both (the operator's ``py_files`` and
+  ``files`` are shipped as part of them).
+
+Tracking: the write step waits for spark-submit, whose exit code is the driver's, and in
+YARN cluster deploy mode then follows the application through the ResourceManager itself
+(:mod:`~airflow_provider_eo.operators.yarn_tracking`). So ``yarn_track_via_rm_api`` is
+accepted (:data:`OWN_TRACKING`: the write step's own RM tracking is always on in YARN
+cluster mode; the operator refuses it elsewhere) but never handed to the hook, whose
+detached tracking would return before the application ends; ``track_driver_via_k8s_api``
+(:data:`DETACHED_TRACKING`) raises ``ValueError`` (Kubernetes cluster mode is refused anyway).
 
 The hook's parameters are read from the installed provider's signature, so a keyword the
 provider adds reaches the hook too. OpenLineage's Spark property injection, which the
@@ -28,10 +37,11 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 #: The keyword parameters of the installed provider's ``SparkSubmitHook``.
 HOOK_PARAMETERS = frozenset(inspect.signature(SparkSubmitHook).parameters)
 #: What each submission sets itself (the epoch's, :mod:`.write_submission`).
-SUBMISSION_ARGUMENTS = frozenset({"conf", "py_files", "properties_file", "application_args"})
-#: The provider's tracking modes that return before the application ends; the write step
-#: waits for spark-submit (its exit code is the driver's vote), so they are refused.
-DETACHED_TRACKING = ("track_driver_via_k8s_api", "yarn_track_via_rm_api")
+SUBMISSION_ARGUMENTS = frozenset({"conf", "py_files", "files", "application_args"})
+#: The provider's detached tracking modes the write step refuses (see the module doc).
+DETACHED_TRACKING = ("track_driver_via_k8s_api",)
+#: Accepted, never handed to the hook: the write step tracks YARN applications itself.
+OWN_TRACKING = frozenset({"yarn_track_via_rm_api"})
 #: ``SparkSubmitOperator`` keywords that ask for OpenLineage properties in the Spark conf.
 OPENLINEAGE_OPTIONS = ("openlineage_inject_parent_job_info", "openlineage_inject_transport_info")
 #: Their defaults in the installed provider (its ``[openlineage]`` settings, read when it loaded).
@@ -44,7 +54,8 @@ def constant_arguments(arguments: Mapping[str, Any], template_fields: Collection
     """The hook's arguments among the operator's constructor ``arguments`` that are neither
     templated (those are read when execute runs) nor set by every submission.
 
-    Raises ``ValueError`` naming a :data:`DETACHED_TRACKING` option set true.
+    :data:`OWN_TRACKING` keywords are left out. Raises ``ValueError`` naming a
+    :data:`DETACHED_TRACKING` option set true.
     """
     detached = [name for name in DETACHED_TRACKING if arguments.get(name)]
     if detached:
@@ -55,7 +66,10 @@ def constant_arguments(arguments: Mapping[str, Any], template_fields: Collection
     return {
         name: value
         for name, value in arguments.items()
-        if name in HOOK_PARAMETERS and name not in template_fields and name not in SUBMISSION_ARGUMENTS
+        if name in HOOK_PARAMETERS
+        and name not in template_fields
+        and name not in SUBMISSION_ARGUMENTS
+        and name not in OWN_TRACKING
     }
 
 

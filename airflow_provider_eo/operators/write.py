@@ -1,43 +1,27 @@
 """WriteEpochOperator: run the package's PySpark application for one reserved epoch.
 
 A subclass of the Spark provider's ``SparkSubmitOperator`` whose constructor keeps the
-settings a DAG gives (resources, deploy mode, the Spark connection, any other
-``SparkSubmitOperator`` keyword). ``execute`` never changes them: it computes the epoch's
-submission (:func:`~airflow_provider_eo.operators.write_submission.write_submission`: conf,
-``--py-files``, the private properties file's text, application arguments, the driver's
-environment), builds a ``SparkSubmitHook`` from the operator's settings and that submission
-(:mod:`~airflow_provider_eo.operators.submit_hook_arguments`) and calls its ``submit``; the
-hook is kept (``submit_hook``) so that ``on_kill`` kills what it started.
+settings a DAG gives; ``execute`` never changes them. It checks where the submission goes
+(:mod:`.submission_target`; bad settings are refused before anything is submitted),
+computes the epoch's submission (:mod:`.write_submission`), builds a ``SparkSubmitHook``
+from the operator's settings and that submission (:mod:`.submit_hook_arguments`) and calls
+its ``submit``; the hook is kept (``submit_hook``) so that ``on_kill`` kills what it
+started. In YARN cluster deploy mode the result is the application's final status in the
+ResourceManager (:mod:`.yarn_tracking`), and ``on_kill`` also kills the application by its
+tag there. docs/operators.md ("WriteEpochOperator", "YARN cluster deploy mode") tells it all.
 
-Settings reach the Spark application without ever appearing on a command line: the
-ledger, Kafka and HBase connections (and the Schema Registry's, for a pipeline whose key or
-value format needs it) are resolved inside ``execute`` and handed over as ``AIRFLOW_CONN_*``
-variables (JSON form), and the pipeline's parsed spec, the one this task run built its Spark
-options from, as ``EO_PIPELINE_SPEC`` (JSON): the driver never reads the YAML again, so a
-pipelines file changed meanwhile cannot give one run two specs. In client deploy mode they
-are the spark-submit process's environment; in cluster deploy mode they travel in a private
-``--properties-file`` (:mod:`~airflow_provider_eo.operators.write_submission`).
+Nothing secret is ever on a command line: the connections (``AIRFLOW_CONN_*``, JSON) and
+the parsed spec (``EO_PIPELINE_SPEC``: the driver never reads the YAML again) are the
+spark-submit process's environment in client deploy mode, and a private file shipped with
+the application in YARN cluster deploy mode. The application arguments carry only names
+and ids (pipeline, epoch id, the task instance the vote is recorded as).
 
-The application arguments carry only names and ids (pipeline, epoch id, and the task
-instance the vote is recorded as: ``--actor-kind task --actor dag/run/task try N``).
-
-Where the driver and executors run: ``spark.master`` of the pipeline overrides the Spark
-connection's master; on any master but ``local`` the package's code travels as a
-``--py-files`` zip built for the submission (``airflow_provider_eo.spark.package_zip``), so
-executors need its dependencies but not the package itself. ``spark.resources`` become
-spark-submit options (:mod:`airflow_provider_eo.operators.spark_submission`). Keys the
-pipeline's ``spark.conf`` leaves unset get the start-up settings of
-:mod:`~airflow_provider_eo.operators.driver_start` (no UI; the driver JVM's flags and
-class-data archive, settled when the submission ends; the Python workers' daemon).
-
-Only the Spark provider's public API is used: ``SparkSubmitOperator``'s constructor and
-the public attributes it keeps, ``SparkSubmitHook``'s constructor, ``submit`` and
-``on_kill``. The master override is a connection: with ``spark.master`` set, the hook's
-``conn_id`` is a derived id
+Only the Spark provider's public API is used: ``SparkSubmitOperator``'s constructor and the
+public attributes it keeps, ``SparkSubmitHook``'s constructor, ``submit`` and ``on_kill``.
+The pipeline's ``spark.master`` overrides the connection's through a derived connection id
 (:func:`~airflow_provider_eo.operators.spark_submission.master_connection_id`, fixed in
-``__init__``) that ``execute`` makes resolvable, as the Spark connection with the override
-as its host, through an ``AIRFLOW_CONN_*`` environment variable while the hook is built and
-runs, removed afterwards.
+``__init__``) that ``execute`` makes resolvable through an ``AIRFLOW_CONN_*`` environment
+variable while the hook is built and runs, removed afterwards.
 """
 
 from __future__ import annotations
@@ -74,14 +58,14 @@ from airflow_provider_eo.operators.epoch_link import EpochPageLink
 from airflow_provider_eo.operators.run_context import task_actor
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
-    connection_master,
+    is_yarn,
     master_connection,
     master_connection_id,
     process_environment,
     resource_options,
-    spark_connection,
 )
-from airflow_provider_eo.operators.submission_files import private_properties_file, shipped_package
+from airflow_provider_eo.operators.submission_files import private_environment_file, shipped_package
+from airflow_provider_eo.operators.submission_target import SubmissionTarget, submission_target
 from airflow_provider_eo.operators.submit_hook_arguments import (
     constant_arguments,
     openlineage_options,
@@ -91,9 +75,10 @@ from airflow_provider_eo.operators.submit_hook_arguments import (
 from airflow_provider_eo.operators.write_submission import (
     WriteSubmission,
     application_args,
-    check_deploy_mode,
     write_submission,
 )
+from airflow_provider_eo.operators.yarn_submission import submit_binary, yarn_submission
+from airflow_provider_eo.operators.yarn_tracking import YarnTracking, submit_tracked
 
 
 def spark_application_path() -> str:
@@ -125,9 +110,13 @@ class WriteEpochOperator(SparkSubmitOperator):
         connection with the override as its master, resolvable only while ``execute`` runs
         (see the module docstring).
 
-    Any other ``SparkSubmitOperator`` keyword passes through (``conn_id`` excepted; the
-    detached tracking modes ``track_driver_via_k8s_api`` / ``yarn_track_via_rm_api`` raise
-    ``ValueError``); ``py_files`` given there are shipped beside the package zip.
+    Any other ``SparkSubmitOperator`` keyword passes through (``conn_id`` excepted;
+    ``track_driver_via_k8s_api`` raises ``ValueError``; ``yarn_track_via_rm_api`` is
+    accepted in YARN cluster deploy mode, where the step always tracks the application
+    through the ResourceManager, and never handed to the hook; ``yarn_rm_auth`` is the
+    ResourceManager's auth; ``durable`` has no effect: a retry always submits anew, the
+    epoch's fencing token deciding what counts); ``py_files`` and ``files`` given there are
+    shipped beside the package zip and the driver's environment file.
     ``execute`` leaves every attribute the constructor set as it was.
     """
 
@@ -168,6 +157,9 @@ class WriteEpochOperator(SparkSubmitOperator):
         )
         self.hook_settings = constant_arguments({**settings, **kwargs}, self.template_fields)
         self.openlineage_options = openlineage_options(kwargs)
+        self.yarn_track_via_rm_api = bool(
+            kwargs.get("yarn_track_via_rm_api")
+        )  # tracked here, not by the hook
         self.spark_conn_id = spark_conn_id
         self.spark_master = master
         self.submit_conn_id = submit_conn_id
@@ -181,6 +173,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.hbase_conn_id = hbase_conn_id
         self.schema_registry_conn_id = schema_registry_conn_id
         self.submit_hook: SparkSubmitHook | None = None  # the last submission's (on_kill)
+        self.yarn_tracking: YarnTracking | None = None  # its YARN application's (on_kill)
         self.lineage_epoch: Epoch | None = None  # what get_openlineage_facets_on_complete reports
 
     def application_env(self) -> dict[str, str]:
@@ -203,69 +196,94 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.spec,
         )
 
-    def hook_arguments(
-        self, submission: WriteSubmission, properties_file: str | None, context: Any
-    ) -> dict[str, Any]:
+    def hook_arguments(self, submission: WriteSubmission, context: Any) -> dict[str, Any]:
         """``SparkSubmitHook`` keyword arguments of ``submission``: the operator's settings
         (constant and rendered), then the submission's conf (with the OpenLineage properties the
-        operator asks for), py_files, application arguments, and ``properties_file``."""
+        operator asks for), py_files, files and application arguments."""
         return {
             **self.hook_settings,
             **rendered_arguments(self),
             "conf": openlineage_properties(dict(submission.conf), self.openlineage_options, context),
             "py_files": submission.py_files,
-            "properties_file": properties_file,
+            "files": submission.files,
             "application_args": submission.application_args,
         }
+
+    def submission_target(self) -> SubmissionTarget:
+        """Where the submission goes, checked (:func:`.submission_target`): raises before
+        anything is submitted or reserved for a bad master, deploy mode, ``--py-files``,
+        ResourceManager, queue or container size."""
+        return submission_target(
+            spec=self.spec,
+            spark_conn_id=self.spark_conn_id,
+            conf=self.conf or {},
+            settings=self.hook_settings,
+            py_files=self.py_files,
+            track_via_rm_api=self.yarn_track_via_rm_api,
+        )
 
     def execute(self, context: Any) -> None:
         """Run spark-submit for the epoch through a new ``SparkSubmitHook`` (kept as
         ``submit_hook``); every temporary file and environment variable of the submission is
         gone when it returns or raises, and the operator's attributes are as constructed.
 
-        Raises ``ConfigError`` when no epoch was given or for cluster deploy mode on a
-        standalone master (nothing submitted), and the hook's ``AirflowException`` when the
-        application fails or its vote is fenced out. With OpenLineage enabled, then reads the
-        epoch as the write left it (``lineage_epoch``, the lineage's).
+        Raises ``ConfigError`` when no epoch was given or the target is refused
+        (:meth:`submission_target`; nothing submitted), ``ResourceManagerUnavailable`` when
+        YARN's RM does not answer, the hook's ``AirflowException`` when the application fails
+        or its vote is fenced out, and in YARN cluster deploy mode ``YarnApplicationFailed``
+        with the RM's diagnostics. With OpenLineage enabled, then reads the epoch as the
+        write left it (``lineage_epoch``, the lineage's).
         """
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
         env = self.application_env()  # the connections first: a missing one fails before any other work
+        self.write(context, self.submission_target(), env)
+        self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+
+    def write(self, context: Any, target: SubmissionTarget, env: dict[str, str]) -> None:
+        """Submit the epoch ``epoch_id`` to ``target`` with the driver environment ``env``, and
+        in YARN cluster deploy mode follow its application to its end (see :meth:`execute`)."""
         unchecked = check_registered_fields(self.spec, self.schema_registry_conn_id)
         if unchecked:
             self.log.info("pipeline=%s: no schema registered yet under %s", self.pipeline, unchecked)
-        connection = spark_connection(self.spark_conn_id)
-        master = self.spark_master or connection_master(connection)
-        check_deploy_mode(self.pipeline, master, self.spec.spark.deploy_mode)
         self.log.info(
             "Writing epoch: pipeline=%s epoch_id=%s master=%s deploy_mode=%s spec_from=%s",
-            self.pipeline, self.epoch_id, master, self.spec.spark.deploy_mode,
+            self.pipeline, self.epoch_id, target.master, target.deploy_mode,
             self.spec.source_file or self.pipelines_file,
         )  # fmt: skip
         with ExitStack() as scope:
-            submission, properties_file = self._prepare(
-                scope, context, self.epoch_id, env, connection, master
-            )
-            self.submit_hook = SparkSubmitHook(**self.hook_arguments(submission, properties_file, context))
-            self.submit_hook.submit(self.application)
-        self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+            submission = self.prepare(scope, context, str(self.epoch_id), env, target)
+            self.submit_hook = SparkSubmitHook(**self.hook_arguments(submission, context))
+            if target.yarn_cluster and self.yarn_tracking is not None:
+                submit_tracked(self.submit_hook, self.application, self.yarn_tracking)
+            else:
+                self.submit_hook.submit(self.application)
 
-    def _prepare(
-        self,
-        scope: ExitStack,
-        context: Any,
-        epoch_id: int | str,
-        env: dict[str, str],
-        connection: Any,
-        master: str,
-    ) -> tuple[WriteSubmission, str | None]:
-        """``epoch_id``'s submission and its properties file, with what it needs in place until
-        ``scope`` exits: the submission conf, the master override's connection, the shipped
-        package zip, the private properties file, the driver's environment."""
-        deploy_mode = self.spec.spark.deploy_mode
+    def prepare(
+        self, scope: ExitStack, context: Any, epoch_id: str, env: dict[str, str], target: SubmissionTarget
+    ) -> WriteSubmission:
+        """``epoch_id``'s submission to ``target``, with what it needs in place until ``scope``
+        exits: the submission conf (YARN's tags and settings on a YARN master, and the
+        tracking of its application where the RM is known), the master override's
+        connection, the shipped package zip, the private environment file (cluster deploy
+        mode), the driver's environment (client deploy mode)."""
+        deploy_mode, master = target.deploy_mode, target.master
         conf = scope.enter_context(submission_conf(self.conf or {}, master=master, deploy_mode=deploy_mode))
+        self.yarn_tracking = None
+        if is_yarn(master):
+            try_number = getattr(context.get("ti") if context else None, "try_number", None)
+            conf, self.yarn_tracking = yarn_submission(
+                conf,
+                pipeline=self.pipeline,
+                epoch_id=epoch_id,
+                try_number=try_number,
+                deploy_mode=deploy_mode,
+                rm=target.rm,
+                poll_s=float(self.hook_settings.get("status_poll_interval") or 1),
+                spark_binary=submit_binary(self.hook_settings, target.connection),
+            )
         if self.spark_master:
-            override = master_connection(self.submit_conn_id, connection, self.spark_master)
+            override = master_connection(self.submit_conn_id, target.connection, self.spark_master)
             scope.enter_context(connection_in_environment(override))  # the hook resolves it
         args = application_args(
             pipeline=self.pipeline,
@@ -274,25 +292,34 @@ class WriteEpochOperator(SparkSubmitOperator):
             actor=task_actor(context),  # the driver votes as this task (the epoch's history)
             conn_id_args=self.conn_id_args(),
         )
+        ships_zip = not master.startswith("local") and self.spec.spark.package == "zip"
         submission = write_submission(
             args=args,
             conf=conf,
             py_files=self.py_files,
-            package_zip=None if master.startswith("local") else scope.enter_context(shipped_package()),
+            package_zip=scope.enter_context(shipped_package()) if ships_zip else None,
+            files=self.files,
             env=env,
+            env_file=scope.enter_context(private_environment_file(env)) if deploy_mode == "cluster" else None,
             deploy_mode=deploy_mode,
         )
-        properties_file = self.properties_file
-        if submission.properties is not None:
-            properties_file = scope.enter_context(private_properties_file(submission.properties))
         scope.enter_context(process_environment(submission.environment))
-        return submission, properties_file
+        return submission
 
     def on_kill(self) -> None:
-        """Kill the running submission through the hook that started it (spark-submit, and the
-        driver or application the hook tracks); nothing when this instance never submitted."""
+        """Kill the running submission: its YARN application by its tag through the
+        ResourceManager (even when spark-submit is gone), then through the hook that started
+        it (spark-submit, and the driver or application the hook tracks), then by tag again
+        (an application YARN accepted meanwhile). Nothing when this instance never submitted."""
+        if self.yarn_tracking is not None:
+            self.yarn_tracking.kill()
         if self.submit_hook is not None:
-            self.submit_hook.on_kill()
+            try:
+                self.submit_hook.on_kill()
+            except OSError as exc:  # its `yarn application -kill` needs a yarn CLI on PATH
+                self.log.warning("spark-submit kill through the Spark provider's hook failed: %s", exc)
+        if self.yarn_tracking is not None:
+            self.yarn_tracking.kill()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage (``apache-airflow-providers-openlineage``): the topics the epoch read, the

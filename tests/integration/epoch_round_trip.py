@@ -22,15 +22,18 @@ import pytest
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
+from airflow_provider_eo.errors import EoError
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
-from airflow_provider_eo.ledger.protocol import EpochProtocol
+from airflow_provider_eo.ledger.model.runs import RunIdentity
+from airflow_provider_eo.ledger.protocol import EpochProtocol, Settled
 from airflow_provider_eo.ledger.protocol.commit_path import DeadLetterTopics
-from airflow_provider_eo.spark.driver.task_runner import SparkTasks
+from airflow_provider_eo.spark.driver.task_runner import SparkTasks, task_failure
 from airflow_provider_eo.spark.driver.task_settings import task_settings
-from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
+from airflow_provider_eo.spark.driver.write_epoch import ExitCode, SparkRunner, write_epoch
 from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.task.write_task import TaskSettings, run_task
 from eo_devtools.ledger_direct import reserve_backfill_epoch, reserve_stream_epoch
 from tests.conftest import StackInfo
@@ -62,6 +65,21 @@ def in_process_runner(settings: TaskSettings, tasks: Sequence[TaskRange]) -> Spa
     """The driver's runner without Spark: every task in this process, in order."""
     started = time.monotonic()
     metrics = [run_task(settings, task).to_dict() for task in tasks]
+    return SparkTasks(metrics, started, time.monotonic())
+
+
+def failing_as_in_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
+    """:func:`in_process_runner` whose task's ``EoError`` reaches the driver as under Spark:
+    the executor's marker line decoded into ``TaskFailed`` (``task_runner.task_failure``),
+    so the driver logs it and exits with ``TASK_FAILED``."""
+    started = time.monotonic()
+    metrics = []
+    for task in tasks:
+        try:
+            metrics.append(run_task(settings, task).to_dict())
+        except EoError as exc:
+            data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, task)
+            raise task_failure(ExecutorTaskError(data)) from exc
     return SparkTasks(metrics, started, time.monotonic())
 
 
@@ -136,8 +154,8 @@ class EpochRoundTrip:
                 ledger, self.spec, ranges, dag_id="b", run_id=uuid.uuid4().hex, watermarks=watermarks
             )
 
-    def write(self, epoch_id: int) -> ExitCode:
-        """The write step as the application runs it, tasks in-process."""
+    def write(self, epoch_id: int, runner: SparkRunner = in_process_runner) -> ExitCode:
+        """The write step as the application runs it, tasks in-process (``runner``)."""
         with self.connections(), Ledger(self.ledger_dsn) as ledger:
             return write_epoch(
                 ledger,
@@ -145,7 +163,7 @@ class EpochRoundTrip:
                 epoch_id,
                 lambda: task_settings(self.spec, epoch_id),
                 self.spec.spark.split_size,
-                runner=in_process_runner,
+                runner=runner,
             )
 
     def commit(self, epoch_id: int) -> Epoch:
@@ -155,6 +173,14 @@ class EpochRoundTrip:
             topics = self.dead_letter_topics or self.kafka.dead_letter_topic
             protocol = EpochProtocol(ledger, kafka=lambda: self.kafka, dead_letter_topics=topics)
             return protocol.commit(epoch_id, pipeline=self.spec).epoch
+
+    def recover(self) -> Settled:
+        """The next run's recovery (``d``/``next-run``; every other run dead): RESERVED
+        epochs aborted, WRITTEN ones committed."""
+        with self.connections(), Ledger(self.ledger_dsn) as ledger:
+            topics = self.dead_letter_topics or self.kafka.dead_letter_topic
+            protocol = EpochProtocol(ledger, kafka=lambda: self.kafka, dead_letter_topics=topics)
+            return protocol.recover(self.spec, RunIdentity("d", "next-run"), lambda _run: False)
 
     def write_and_commit(self, epoch: Epoch) -> Epoch:
         """Write ``epoch`` (must exit OK), then commit it."""

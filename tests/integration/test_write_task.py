@@ -4,7 +4,7 @@
   sizes and replay orders; the visible state is always "last record wins";
 * ``run_task``: exact HBase cells, exact metrics, dead letters, the fail policy;
 * the Spark partition function: a task's error leaves it as data (``ExecutorTaskError``);
-* the writer's clear error when HBase refuses the segment.
+* the writer's clear error when HBase refuses the segment or the table does not exist.
 """
 
 from __future__ import annotations
@@ -22,7 +22,11 @@ import pytest
 
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger import Ledger, PartitionRange
-from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, SegmentWriter
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import (
+    HBaseWriteError,
+    SegmentWriter,
+    UnwritableTableError,
+)
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, build_segments
 from airflow_provider_eo.spark.records import RowMutation, TaskRange
 from airflow_provider_eo.spark.task.bad_records import BadRecordError
@@ -211,15 +215,18 @@ def test_partition_function_raises_the_tasks_error_as_data(
     assert scan(stack, table) == {}
 
 
-def test_writer_fails_clearly_when_hbase_refuses(stack: StackInfo) -> None:
-    writer = SegmentWriter(_hbase_kwargs(stack), "no_such_table", attempts=2, backoff_s=0)
+def test_writer_refuses_a_missing_table_at_once(stack: StackInfo, caplog: pytest.LogCaptureFixture) -> None:
+    writer = SegmentWriter(_hbase_kwargs(stack), "no_such_table", attempts=2, backoff_s=0, connection_id="hb")
     segment = Segment(5, 9, 5, puts={b"r": {b"cf:a": b"1"}})
-    with pytest.raises(HBaseWriteError) as info:
+    logger = "airflow_provider_eo.spark.hbase_sink.hbase_writer"
+    with caplog.at_level(logging.WARNING, logger=logger), pytest.raises(UnwritableTableError) as info:
         writer.write(segment)
-    assert str(info.value).startswith(
-        "cannot write to HBase table 'no_such_table': segment of offsets [5, 9] (version 9) failed 2 times;"
+    writer.close()
+    assert str(info.value) == (
+        "cannot write to HBase table 'no_such_table': the table does not exist (connection 'hb', Thrift "
+        f"server {stack.hbase_host}:{stack.hbase_port}); create it, then retry"
     )
-    assert type(info.value.__cause__).__name__ == "IOError"  # HBase's TableNotFoundException, kept
+    assert [r.getMessage() for r in caplog.records] == []  # not a single retry
 
 
 def test_writer_does_not_retry_what_no_retry_can_cure(

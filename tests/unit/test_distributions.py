@@ -86,4 +86,5 @@ def test_devtools_distribution_holds_the_stack_and_the_demo() -> None:
         f"{steps}/src/main/resources/META-INF/quarkus-build-steps.list",
         "eo_devtools/stack/jvm/schema-registry/pom.xml",
         "eo_devtools/stack/jvm/spark-kafka/pom.xml",  # Spark's Kafka connector (the benchmark's peers)
+        "eo_devtools/stack/jvm/yarn/pom.xml",  # Apache Hadoop YARN (eo-stack up --yarn)
     ]

@@ -19,7 +19,11 @@ from airflow_provider_eo.hooks.kafka import EoKafkaError
 from airflow_provider_eo.ledger.model import refusals as ledger_errors
 from airflow_provider_eo.spark.driver.task_plan import CoverageError
 from airflow_provider_eo.spark.driver.task_runner import TaskFailed
-from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, UnsafeColumnFamilyError
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import (
+    HBaseWriteError,
+    UnsafeColumnFamilyError,
+    UnwritableTableError,
+)
 from airflow_provider_eo.spark.task.bad_records import BadRecordError
 from airflow_provider_eo.spark.task.mapping import BadRecord
 from airflow_provider_eo.spark.task.range_reader import RangeReadError
@@ -44,6 +48,7 @@ LEDGER_ERRORS = [
         (RangeReadError, KafkaAccessError, RuntimeError),
         (HBaseWriteError, EoError, RuntimeError),
         (UnsafeColumnFamilyError, HBaseWriteError, RuntimeError),
+        (UnwritableTableError, HBaseWriteError, RuntimeError),
         (BadRecord, RecordError, Exception),
         (RegistryUnavailable, RegistryAccessError, ConnectionError),
         (RegistryRefused, RegistryAccessError, Exception),

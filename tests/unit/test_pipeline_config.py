@@ -87,9 +87,10 @@ pipelines:
     spark:
       conf: {spark.sql.shuffle.partitions: 4, spark.speculation: false}
       deploy_mode: cluster
-      master: "k8s://https://k8s.example:6443"
+      master: yarn
       resources: {driver_memory: 2g, driver_cores: 1, executor_memory: 4g, executor_cores: 2, num_executors: 3}
       split_size: 50000
+      package: installed
     schedule: "*/5 * * * *"
     batch_size: 500
     batch_bytes: 4194304
@@ -122,9 +123,10 @@ def test_full_example() -> None:
         spark=SparkSpec(
             {"spark.sql.shuffle.partitions": "4", "spark.speculation": "false"},
             "cluster",
-            "k8s://https://k8s.example:6443",
+            "yarn",
             SparkResources("2g", 1, "4g", 2, 3),
             50000,
+            "installed",
         ),
         wait=WaitSpec(enabled=True),  # on by default: the pipeline has a schedule
         schedule="*/5 * * * *",
@@ -312,8 +314,13 @@ INVALID_PIPELINES = [
     (document(spark__master="spark-master:7077"), P + "field 'spark.master': must be a Spark master URL (local[N], spark://, yarn, k8s://), got 'spark-master:7077'"),
     (
         document(spark__deploy_mode="cluster", spark__master="spark://m:7077"),
-        P + "field 'spark.deploy_mode': 'cluster' with master 'spark://m:7077': Spark runs Python applications on a standalone cluster in client deploy mode only (cluster mode needs YARN or Kubernetes)",
+        P + "field 'spark.deploy_mode': 'cluster' with master 'spark://m:7077': Spark runs Python applications on a standalone cluster in client deploy mode only (cluster mode needs YARN)",
     ),
+    (
+        document(spark__deploy_mode="cluster", spark__master="k8s://https://k:6443"),
+        P + "field 'spark.deploy_mode': 'cluster' with master 'k8s://https://k:6443': on Kubernetes the driver's connections would be written into the driver pod's spec; use client deploy mode (docs/operators.md)",
+    ),
+    (document(spark__package="wheel"), P + "field 'spark.package': must be one of zip, installed, got 'wheel'"),
     (
         document(spark__resources__driver_memory="lots"),
         P + "field 'spark.resources.driver_memory': must be a JVM memory size such as '2g' or '512m', got 'lots'",
@@ -324,7 +331,7 @@ INVALID_PIPELINES = [
     (document(timeouts__write_minutes=0), P + "field 'timeouts.write_minutes': must be an integer >= 1, got 0"),
     (document(timeouts__write_minutes=300), P + "field 'timeouts.run_minutes': must be greater than write_minutes (300): a run includes its write, got 240"),
     (document(timeouts__seconds=5), P + "field 'timeouts.seconds': unknown key (allowed here: run_minutes, write_minutes)"),
-    (document(spark__jars=["a.jar"]), P + "field 'spark.jars': unknown key (allowed here: conf, deploy_mode, master, resources, split_size)"),
+    (document(spark__jars=["a.jar"]), P + "field 'spark.jars': unknown key (allowed here: conf, deploy_mode, master, package, resources, split_size)"),
     (document(schedule="@sometimes"), P + "field 'schedule': unknown preset '@sometimes' (known: @once, @continuous, @hourly, @daily, @weekly, @monthly, @quarterly, @yearly, @annually)"),
     (document(schedule="every day"), P + "field 'schedule': must be a cron expression with 5 fields or a preset, got 'every day'"),
     (document(schedule=5), P + "field 'schedule': must be a cron expression, a preset or null, got 5"),

@@ -143,6 +143,7 @@ def test_arguments_are_names_and_ids_only() -> None:
         "schema_registry_conn_id": "schema_registry",
         "actor_kind": "task",
         "actor": None,
+        "driver_env_file": None,
     }
     assert actor_of(args) == Actor.process()  # no --actor: the driver's process votes
     named = parse_args(["--pipeline", "u", "--epoch-id", "3", "--actor", "d/r/write try 2"])

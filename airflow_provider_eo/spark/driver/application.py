@@ -5,14 +5,18 @@ Usage (arguments are names and ids only; secrets come from the environment)::
     spark-submit [spark options] airflow_provider_eo/spark/driver/application.py \
         --pipeline NAME --epoch-id N [--pipelines-file PATH] [--fencing-token UUID] \
         [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase] \
-        [--schema-registry-conn-id schema_registry] [--actor-kind task --actor NAME]
+        [--schema-registry-conn-id schema_registry] [--actor-kind task --actor NAME] \
+        [--driver-env-file eo-driver-env.json]
     python -m airflow_provider_eo.spark.driver.application --pipeline NAME --epoch-id N
         # the same, Spark from pyspark
 
 Environment: ``AIRFLOW_CONN_EO_LEDGER``, ``AIRFLOW_CONN_EO_KAFKA``,
 ``AIRFLOW_CONN_EO_HBASE``, ``AIRFLOW_CONN_SCHEMA_REGISTRY`` for registry formats (or the ids
 given), and ``EO_PIPELINE_SPEC`` (the parsed spec,
-as JSON) or ``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given.
+as JSON) or ``EO_PIPELINES_FILE`` unless ``--pipelines-file`` is given. With
+``--driver-env-file NAME`` (cluster deploy mode) they come from that file in the working
+directory, loaded into the environment before anything else
+(:mod:`~airflow_provider_eo.spark.driver.driver_environment`).
 ``--actor`` names who the vote is recorded as in the epoch's history (``WriteEpochOperator``
 passes its task instance); without it, the driver's process.
 Exit codes: see :class:`~airflow_provider_eo.spark.driver.write_epoch.ExitCode`.
@@ -24,7 +28,9 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+import airflow_provider_eo
 from airflow_provider_eo.clients.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
@@ -34,6 +40,7 @@ from airflow_provider_eo.clients.connections import (
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.spark.driver.driver_environment import DRIVER_ENV_ARG, load_driver_environment
 from airflow_provider_eo.spark.driver.driver_jvm import class_archive_in_use
 from airflow_provider_eo.spark.driver.task_settings import (
     ledger_dsn_from_env,
@@ -77,6 +84,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="kind of --actor (default task)",
     )
     parser.add_argument("--actor", default=None, help="who the vote is recorded as (default: this process)")
+    parser.add_argument(
+        DRIVER_ENV_ARG,
+        dest="driver_env_file",
+        default=None,
+        help="base name of the environment file in the working directory (cluster deploy mode)",
+    )
     return parser.parse_args(argv)
 
 
@@ -90,10 +103,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the write step for one epoch; returns the exit code."""
     prefer_installed_pyspark()  # before anything imports pyspark: no bytecode compiled from Spark's zip
     skip_pyspark_testing_import()  # no pandas/pyarrow import on the first JVM call
-    configure_logging()
     args = parse_args(argv)
+    loaded: list[str] | ConfigError = []
+    if args.driver_env_file:
+        try:  # before anything reads the environment (logging's EO_LOG_LEVEL too)
+            loaded = load_driver_environment(args.driver_env_file)
+        except ConfigError as exc:
+            loaded = exc
+    configure_logging()
     where = f"pipeline={args.pipeline} epoch_id={args.epoch_id}"
-    log.info("%s: driver up class_archive=%s", where, class_archive_in_use() or "none")
+    if isinstance(loaded, ConfigError):
+        log.error("%s: cannot write: %s", where, loaded)
+        return int(ExitCode.INVALID)
+    package = Path(airflow_provider_eo.__file__).parent
+    log.info(
+        "%s: driver up class_archive=%s package=%s environment_file=%s",
+        where, class_archive_in_use() or "none", package, ",".join(loaded) or "none",
+    )  # fmt: skip
     try:
         spec = run_pipeline_spec(args.pipeline, args.pipelines_file)
         dsn = ledger_dsn_from_env(args.ledger_conn_id)

@@ -114,6 +114,7 @@ def task_settings(
         kafka_config=kafka.config,
         hbase_kwargs=hbase_connection_kwargs(hbase),
         hbase_servers=hbase_endpoints(hbase),
+        hbase_conn_id=hbase_conn_id,
         ledger_dsn=ledger_dsn_from_env(ledger_conn_id),
         schema_registry=schema_registry_from_env(spec, schema_registry_conn_id),
     )

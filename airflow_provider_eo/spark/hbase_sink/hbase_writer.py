@@ -14,13 +14,18 @@ cause). Each failed attempt logs one warning line: table, offsets, versions, att
 Any other error fails at once as :class:`HBaseWriteError` with the error as its cause.
 The table prefix of the connection is applied like happybase does.
 
-Before the first segment that touches a column family is sent, the family is checked
-against the table's descriptors (Thrift1 ``getColumnDescriptors``, read once per
-connection): a family the table does not have, or a family with a TTL, raises
-:class:`UnsafeColumnFamilyError` at once (not retried; nothing of that segment is
-written). A TTL is refused because cell versions are Kafka offsets: HBase reads them as
-milliseconds after 1970, so every cell would be expired as soon as it is written.
-``KEEP_DELETED_CELLS`` cannot be checked: Thrift1 does not expose it (docs/spark.md).
+Before its first segment, a connection checks the table
+(:mod:`~airflow_provider_eo.spark.hbase_sink.table_check`): a table that is disabled, does
+not exist, or whose namespace does not exist raises :class:`UnwritableTableError` at once,
+naming the table (or namespace), the connection and the Thrift server (not retried: a
+disabled table would otherwise hold every attempt until the socket timeout). Before the
+first segment that touches a column family, the family is checked against the table's
+descriptors (Thrift1 ``getColumnDescriptors``, read once per connection): a family the
+table does not have, or a family with a TTL, raises :class:`UnsafeColumnFamilyError` at
+once. Neither writes anything of that segment. A retryable failure reconnects, and the new
+connection checks again: a table disabled while a task writes is refused at the next
+attempt, after one failed call. ``KEEP_DELETED_CELLS`` cannot be checked: Thrift1 does not
+expose it (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -38,8 +43,9 @@ from thriftpy2.transport import TTransportException
 from airflow_provider_eo.clients.connection_settings import Endpoint
 from airflow_provider_eo.errors import EoError, error_text
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, WriteCall
+from airflow_provider_eo.spark.hbase_sink.table_check import family_refusal, table_refusal
 from airflow_provider_eo.spark.hbase_sink.thrift_calls import mutate_rows_ts
-from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import ThriftEndpoints
+from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import ThriftEndpoints, endpoint_text
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +62,6 @@ RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
 #: Longest sleep between two attempts of one segment, in seconds.
 MAX_BACKOFF_S = 8.0
 
-#: ``timeToLive`` of a family without a TTL (HBase's ``HConstants.FOREVER``).
-TTL_FOREVER = 2**31 - 1
-
 
 class HBaseWriteError(EoError, RuntimeError):
     """A segment could not be written after all attempts (the HBase category of the taxonomy)."""
@@ -66,6 +69,14 @@ class HBaseWriteError(EoError, RuntimeError):
 
 class UnsafeColumnFamilyError(HBaseWriteError):
     """The table has no such family, or the family's settings would lose the written cells."""
+
+
+class UnwritableTableError(HBaseWriteError):
+    """The table is disabled, does not exist, or its namespace does not exist."""
+
+
+#: What the writer raises at once, never retried: only a person can cure them.
+REFUSALS = (UnsafeColumnFamilyError, UnwritableTableError)
 
 
 def segment_families(segment: Segment) -> set[bytes]:
@@ -83,27 +94,6 @@ def versions_text(calls: list[WriteCall]) -> str:
     return f"versions {calls[0].timestamp}..{calls[-1].timestamp} in {len(calls)} calls"
 
 
-def check_family(table: str, family: bytes, descriptors: Mapping[bytes, Any]) -> None:
-    """Raise :class:`UnsafeColumnFamilyError` unless ``table`` has ``family`` without a TTL.
-
-    ``descriptors`` is Thrift1 ``getColumnDescriptors``' answer (keys ``b"family:"``).
-    """
-    name = family.decode("utf-8", "backslashreplace")
-    descriptor = descriptors.get(family + b":")
-    if descriptor is None:
-        known = ", ".join(sorted(k.decode("utf-8", "backslashreplace").rstrip(":") for k in descriptors))
-        raise UnsafeColumnFamilyError(
-            f"HBase table {table!r} has no column family {name!r} (families: {known or 'none'})"
-        )
-    ttl = int(descriptor.timeToLive)
-    if ttl != TTL_FOREVER:
-        raise UnsafeColumnFamilyError(
-            f"refusing to write to HBase table {table!r} column family {name!r}: it has a TTL of {ttl} s; "
-            "cell versions are Kafka offsets, which HBase reads as milliseconds since 1970, so every "
-            "cell would expire at once; remove the TTL (TTL => 'FOREVER') or write to another family"
-        )
-
-
 class SegmentWriter:
     """Writes segments to one table over one (re-opened on error) happybase connection.
 
@@ -113,6 +103,7 @@ class SegmentWriter:
     the Thrift servers, ``task_index`` picks the first one (index modulo their number).
     ``attempts`` per segment is raised to the number of servers when lower; the sleep before
     attempt ``k + 1`` is ``backoff_s * 2**(k - 1)``, at most :data:`MAX_BACKOFF_S`.
+    ``connection_id`` (the Airflow connection's id, None: unknown) is named in refusals.
     """
 
     def __init__(
@@ -124,9 +115,11 @@ class SegmentWriter:
         *,
         servers: Sequence[Endpoint] = (),
         task_index: int = 0,
+        connection_id: str | None = None,
     ) -> None:
         self.endpoints = ThriftEndpoints(connection_kwargs, servers, task_index)
         self.table = table
+        self.connection_id = connection_id
         self.attempts = max(attempts, len(self.endpoints))
         self.backoff_s = backoff_s
         self._connection: happybase.Connection | None = None
@@ -135,12 +128,23 @@ class SegmentWriter:
         self._checked_families: set[bytes] = set()
         self._heads: dict[bytes, bytes] = {}  # column name -> its encoded head (thrift_calls)
 
+    def where(self) -> str:
+        """``connection 'eo_hbase', Thrift server host:port`` (the server in use), for messages."""
+        server = f"Thrift server {endpoint_text(self.endpoints.current)}"
+        return server if self.connection_id is None else f"connection {self.connection_id!r}, {server}"
+
     def _connect(self) -> tuple[happybase.Connection, bytes]:
+        """The open connection and the table's name; a new connection checks the table first
+        (:func:`table_refusal`: raises :class:`UnwritableTableError`)."""
         if self._connection is None or self._table_name is None:
-            connection = happybase.Connection(autoconnect=False, **self.endpoints.connection_kwargs())
-            connection.open()
-            self._connection = connection
-            self._table_name = connection.table(self.table).name  # with the table prefix
+            self.close()
+            self._connection = happybase.Connection(autoconnect=False, **self.endpoints.connection_kwargs())
+            self._connection.open()
+            table_name = self._connection.table(self.table).name  # with the table prefix
+            refusal = table_refusal(self._connection.client, table_name, self.table, self.where())
+            if refusal is not None:
+                raise UnwritableTableError(refusal)
+            self._table_name = table_name
         return self._connection, self._table_name
 
     def _check_families(self, connection: happybase.Connection, table_name: bytes, segment: Segment) -> None:
@@ -150,12 +154,15 @@ class SegmentWriter:
         if self._descriptors is None:
             self._descriptors = dict(connection.client.getColumnDescriptors(table_name))
         for family in sorted(unchecked):
-            check_family(self.table, family, self._descriptors)
+            refusal = family_refusal(self.table, family, self._descriptors)
+            if refusal is not None:
+                raise UnsafeColumnFamilyError(refusal)
         self._checked_families |= unchecked
 
     def write(self, segment: Segment) -> None:
-        """Write one segment (no-op when empty); raises HBaseWriteError after ``attempts``,
-        :class:`UnsafeColumnFamilyError` at once (nothing written) for a missing or TTL family."""
+        """Write one segment (no-op when empty); raises HBaseWriteError after ``attempts``, and
+        at once (nothing of the segment written) :class:`UnwritableTableError` for a disabled or
+        missing table or namespace, :class:`UnsafeColumnFamilyError` for a missing or TTL family."""
         if segment.is_empty():
             return
         calls = segment.calls()
@@ -170,7 +177,7 @@ class SegmentWriter:
                     mutate_rows_ts(connection.client, table_name, call, self._heads)
                     done += 1
                 return
-            except UnsafeColumnFamilyError:
+            except REFUSALS:
                 raise
             except RETRYABLE_ERRORS as exc:  # the call is idempotent
                 last_error = exc

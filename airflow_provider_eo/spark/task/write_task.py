@@ -71,6 +71,7 @@ class TaskSettings:
     ledger_dsn: str = field(repr=False)
     schema_registry: RegistrySettings | None = field(repr=False, default=None)
     hbase_servers: tuple[tuple[str, int], ...] = ()  # every Thrift server (empty: hbase_kwargs')
+    hbase_conn_id: str | None = None  # named in the writer's refusals (None: unknown)
 
 
 @dataclass
@@ -148,7 +149,11 @@ def open_task(settings: TaskSettings, dead_letter_sink: DeadLetterSink | None, t
         flush_bytes=settings.batch_bytes,
     )
     writer = SegmentWriter(
-        settings.hbase_kwargs, settings.hbase_table, servers=settings.hbase_servers, task_index=task_index
+        settings.hbase_kwargs,
+        settings.hbase_table,
+        servers=settings.hbase_servers,
+        task_index=task_index,
+        connection_id=settings.hbase_conn_id,
     )
     writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
     builder = SegmentBuilder(settings.batch_size, settings.batch_bytes)

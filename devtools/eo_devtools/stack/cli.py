@@ -16,6 +16,10 @@ ZooKeeper) are always chosen freely. ``--spark-workers N`` also runs a Spark sta
 cluster (a master and N one-core workers from the installed pyspark; ``status`` shows its
 ``spark://`` URL and the workers alive, ``env`` adds the ``spark_standalone`` connection),
 ``--spark-workers 0`` stops it; without the flag a running cluster is left as it is.
+``--yarn`` also runs Apache Hadoop YARN (a ResourceManager and one NodeManager,
+:mod:`.yarn_cluster`; ``status`` shows the RM's web URL, the nodes alive and the Hadoop
+client conf dir; ``env`` adds the ``spark_yarn`` connection and exports ``HADOOP_CONF_DIR``
+and ``YARN_CONF_DIR``), ``--no-yarn`` stops it; without either a running YARN is left as it is.
 ``--kafka-brokers N``, ``--hbase-regionservers N`` and ``--thrift-servers N`` choose the
 topology (:mod:`.topology`, docs/scale.md); it is recorded, so a later ``up`` without the
 flags keeps it; changing it needs ``down`` first. ``--executor celery --celery-workers N``
@@ -74,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="up: run a Spark standalone cluster with N workers (0 stops it; default: leave it as it is)",
+    )
+    parser.add_argument(
+        "--yarn",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="up: run YARN (a ResourceManager and a NodeManager); --no-yarn stops it (default: as it is)",
     )
     parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
@@ -154,6 +164,14 @@ def celery_hint(status: dict[str, dict[str, object]]) -> str | None:
     return f"Celery broker: {broker['url']} ({len(healthy)} of {len(workers)} workers answering)"
 
 
+def yarn_hint(status: dict[str, dict[str, object]]) -> str | None:
+    """One line naming the RM's web URL, the nodes alive and the client conf dir, or None without YARN."""
+    rm = status.get("yarn-resourcemanager")
+    if not rm or rm["state"] != "running":
+        return None
+    return f"YARN: {rm['url']} ({rm['nodes_alive']} nodes alive; HADOOP_CONF_DIR={rm['hadoop_conf_dir']})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``eo-stack`` console script; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -175,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 status = stack.up(
                     airflow=not args.no_airflow,
                     spark_workers=args.spark_workers,
+                    yarn=args.yarn,
                     topology=requested_topology(args, stack.topology),
                     executor=requested_executor(args, stack.executor),
                 )
@@ -183,15 +202,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(status, indent=2))
             if hint := airflow_hint(status):
                 print(hint, file=sys.stderr)
-            if hint := spark_hint(status):
-                print(hint, file=sys.stderr)
-            if hint := celery_hint(status):
-                print(hint, file=sys.stderr)
+            for hint in (spark_hint(status), yarn_hint(status), celery_hint(status)):
+                if hint:
+                    print(hint, file=sys.stderr)
         elif args.command == "down":
             stack.down()
             print(f"local stack in {stack.state_dir} stopped")
         else:
-            for name, value in stack.conn_env().items():
+            for name, value in {**stack.conn_env(), **stack.yarn_client_env()}.items():
                 print(f"export {name}={shlex.quote(value)}")
     except (PortBusyError, ServiceStartError, MissingBinaryError, RuntimeError) as exc:
         print(f"eo-stack {args.command}: {exc}", file=sys.stderr)

@@ -61,6 +61,18 @@ def spark_standalone_connection(master_url: str) -> str:
     return json.dumps({"conn_type": "spark", "host": master_url, "extra": {"deploy-mode": "client"}})
 
 
+def spark_yarn_connection(webapp_url: str, queue: str = "default") -> str:
+    """The stack's YARN, cluster deploy mode (``spark_yarn``).
+
+    SparkSubmitHook turns host ``yarn`` into ``--master yarn`` and takes ``deploy-mode`` and
+    ``queue`` from ``extra``; ``yarn_resourcemanager_webapp_address`` is the Spark provider's
+    own key for the RM's web address (it asks the RM about the application there). spark-submit
+    finds the RM through ``HADOOP_CONF_DIR`` (``eo-stack env`` prints it).
+    """
+    extra = {"deploy-mode": "cluster", "queue": queue, "yarn_resourcemanager_webapp_address": webapp_url}
+    return json.dumps({"conn_type": "spark", "host": "yarn", "extra": extra})
+
+
 def airflow_api_connection(url: str, username: str, password: str) -> str:
     """Airflow URI connection for the stack's REST API (``airflow_api``, read by
     ``clients/airflow_rest.py``): ``http://<user>:<password>@<host>:<port>`` with both quoted.
@@ -77,6 +89,7 @@ def stack_conn_env(
     spark_master_url: str | None = None,
     *,
     schema_registry_port: int | None = None,
+    yarn_webapp_url: str | None = None,
 ) -> dict[str, str]:
     """``AIRFLOW_CONN_*`` variables for the stack; the ledger value contains the password.
 
@@ -84,6 +97,7 @@ def stack_conn_env(
     ``eo_hbase`` then lists them all in ``extra.servers``).
     ``spark_master_url``: the running standalone cluster's, adding ``spark_standalone``.
     ``schema_registry_port``: the stack's Schema Registry's, adding ``schema_registry``.
+    ``yarn_webapp_url``: the running YARN ResourceManager's web address, adding ``spark_yarn``.
     """
     thrift_ports = [hbase_port] if isinstance(hbase_port, int) else list(hbase_port)
     env = {
@@ -96,4 +110,6 @@ def stack_conn_env(
         env["AIRFLOW_CONN_SCHEMA_REGISTRY"] = schema_registry_connection(LOOPBACK, schema_registry_port)
     if spark_master_url:
         env["AIRFLOW_CONN_SPARK_STANDALONE"] = spark_standalone_connection(spark_master_url)
+    if yarn_webapp_url:
+        env["AIRFLOW_CONN_SPARK_YARN"] = spark_yarn_connection(yarn_webapp_url)
     return env

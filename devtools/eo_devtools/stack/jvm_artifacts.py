@@ -31,7 +31,7 @@ from pathlib import Path
 from eo_devtools.stack.jvm_build import build_runner, run_maven
 from eo_devtools.stack.service import MissingBinaryError
 
-COMPONENTS: tuple[str, ...] = ("kafka", "hbase", "schema-registry", "spark-kafka")
+COMPONENTS: tuple[str, ...] = ("kafka", "hbase", "schema-registry", "spark-kafka", "yarn")
 BUILT: dict[str, str] = {"schema-registry": "schema-registry-1-runner.jar"}
 """Components Maven builds into a runner jar (the jar's name), not just resolves."""
 POM_DIR = Path(__file__).resolve().parent / "jvm"

@@ -78,6 +78,21 @@ def executor_python(state_dir: Path) -> Path:
     return state_dir / "spark" / "bin" / "python"
 
 
+def write_executor_python(state_dir: Path) -> Path:
+    """Write :func:`executor_python` (idempotent) and return its path: a shell script running
+    this venv's interpreter with ``-S`` and its site-packages on ``PYTHONPATH``."""
+    path = executor_python(state_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    site_packages = sysconfig.get_paths()["purelib"]
+    path.write_text(
+        "#!/bin/sh\n"
+        "# The venv's Python without site processing: third-party packages, no editable installs.\n"
+        f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site_packages}" exec {sys.executable} -S "$@"\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
 def master_json(webui_port: int, timeout_s: float = 5.0) -> dict[str, Any] | None:
     """The master's ``/json/`` (status, workers, applications), or None when it does not answer."""
     try:
@@ -107,16 +122,8 @@ class SparkService(Service):
             raise MissingBinaryError(f"{spark_home()}/bin/spark-class not found: reinstall pyspark")
 
     def prepare(self) -> None:
-        """Write the executors' interpreter (:func:`executor_python`); idempotent."""
-        path = executor_python(self.state_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        site_packages = sysconfig.get_paths()["purelib"]
-        path.write_text(
-            "#!/bin/sh\n"
-            "# The venv's Python without site processing: third-party packages, no editable installs.\n"
-            f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site_packages}" exec {sys.executable} -S "$@"\n'
-        )
-        path.chmod(0o755)
+        """Write the executors' interpreter (:func:`write_executor_python`); idempotent."""
+        write_executor_python(self.state_dir)
 
     def spark_args(self) -> list[str]:
         """Arguments after the main class. No secrets."""

@@ -6,7 +6,8 @@ Layout of the state dir: ``stack.json`` (ports and the topology, :mod:`.topology
 ``logs/<service>.log``, ``secrets/`` (mode 700), ``postgres/``, ``kafka/``, ``hbase/``,
 ``schema-registry/`` (its working directory; its storage is in memory),
 ``airflow/`` (AIRFLOW_HOME, mode 700: ``login.json``, ``secrets.json``, task logs),
-``spark/`` (the optional standalone cluster, :mod:`.spark_cluster`).
+``spark/`` (the optional standalone cluster, :mod:`.spark_cluster`), ``yarn/`` (the optional
+YARN, :mod:`.yarn_cluster`).
 ``up`` is idempotent: running healthy services are left alone (same pids, same ports).
 Services start in the order of :data:`SERVICES` and stop in reverse (the services of one
 :meth:`.service.Service.launch_group`, the nodes of a Kafka cluster, are all launched before
@@ -14,7 +15,8 @@ the stack waits for any); Airflow starts
 after them (``up(airflow=True)``: its metadata DB is database ``airflow`` of the stack's
 PostgreSQL, its DAG folder the repository's ``dags/``) and stops before them. The Spark
 cluster (``up(spark_workers=N)`` or :meth:`LocalStack.spark_up`) starts after the services and
-before Airflow (whose ``spark_standalone`` connection points at it) and stops before the services.
+before Airflow (whose ``spark_standalone`` connection points at it) and stops before the services;
+so does YARN (``up(yarn=True)`` or :meth:`LocalStack.yarn_up`; the ``spark_yarn`` connection).
 With a CeleryExecutor (``up(executor=AirflowExecutor("celery", N))``, :mod:`.airflow_executor`,
 recorded under ``airflow`` in ``stack.json``) Redis (``redis/``, :mod:`.redis_broker`) starts
 just before Airflow and stops just after it, and Airflow's services include N Celery workers.
@@ -49,6 +51,9 @@ from eo_devtools.stack.service_process import launch, status_entry, stop_service
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
 from eo_devtools.stack.spark_services import MASTER, executor_python, master_url, recorded_workers
 from eo_devtools.stack.topology import Topology, TopologyError
+from eo_devtools.stack.yarn_cluster import YarnCluster, is_yarn_key
+from eo_devtools.stack.yarn_config import RM_PORT_KEYS, client_conf_dir
+from eo_devtools.stack.yarn_services import RESOURCE_MANAGER, webapp_url
 
 SERVICE_CLASSES: Mapping[str, type[Service]] = {
     "postgres": PostgresService,
@@ -193,6 +198,7 @@ class LocalStack:
         *,
         airflow: bool = False,
         spark_workers: int | None = None,
+        yarn: bool | None = None,
         topology: Topology | None = None,
         executor: AirflowExecutor | None = None,
     ) -> dict[str, dict[str, Any]]:
@@ -202,6 +208,7 @@ class LocalStack:
         (the ``eo-stack up`` default; the Python API's callers, e.g. the tests, opt in).
         ``spark_workers``: N > 0 runs the Spark standalone cluster with N workers
         (:meth:`spark_up`), 0 stops it, None keeps a cluster already recorded as it is.
+        ``yarn``: True runs YARN (:meth:`yarn_up`), False stops it, None keeps it as recorded.
         ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
         None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
         topology of services still running (``down`` first).
@@ -245,6 +252,10 @@ class LocalStack:
                 cluster.start(self._recorded_ports(), workers, self._write_ports)
             elif spark_workers == 0:
                 cluster.stop(self._recorded_ports(), self._write_ports)
+            if yarn or (yarn is None and RM_PORT_KEYS[0] in recorded):
+                YarnCluster(self.state_dir).start(self._recorded_ports(), self._write_ports)
+            elif yarn is False:
+                YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if airflow and executor.is_celery:
                 celery.start_broker(self._recorded_ports(), self._write_ports)
             if airflow:
@@ -268,8 +279,8 @@ class LocalStack:
 
     @staticmethod
     def _kept_port(key: str) -> bool:
-        """Ports recorded by the stack's optional parts (the Spark cluster, the Celery broker)."""
-        return is_spark_key(key) or key == REDIS_PORT_KEY
+        """Ports recorded by the stack's optional parts (the Spark cluster, YARN, the Celery broker)."""
+        return is_spark_key(key) or is_yarn_key(key) or key == REDIS_PORT_KEY
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -300,8 +311,9 @@ class LocalStack:
             recorded = self._recorded_ports()
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
-            CeleryParts(self.state_dir).stop_broker(recorded, self._write_ports)
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
+            YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            CeleryParts(self.state_dir).stop_broker(self._recorded_ports(), self._write_ports)
             services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
             for group in launch_groups(services):
                 # A group at once: the last node of a Kafka cluster stopped alone would wait
@@ -316,8 +328,9 @@ class LocalStack:
         ``rss_mb`` the resident memory of the service's process group (None when stopped).
         The ``schema-registry`` entry adds ``url`` (its Confluent-compatible API). Once Airflow
         was started in this state dir, its four services follow; the ``airflow-api-server``
-        entry adds ``url`` and ``login_file``. With a CeleryExecutor, ``redis`` (its ``url``
-        without the password) and the ``airflow-celery-worker-<n>`` entries are there too.
+        entry adds ``url`` and ``login_file``. Spark's and YARN's entries: :meth:`.SparkCluster.status`,
+        :meth:`.YarnCluster.status`. With a CeleryExecutor, ``redis`` (its ``url`` without the
+        password) and the ``airflow-celery-worker-<n>`` entries are there too.
         """
         recorded = self._recorded_ports()
         result: dict[str, dict[str, Any]] = {}
@@ -330,6 +343,8 @@ class LocalStack:
             result["schema-registry"]["url"] = registry_url(recorded["schema-registry"])
         if MASTER in recorded:
             result.update(SparkCluster(self.state_dir).status(recorded))
+        if RM_PORT_KEYS[0] in recorded:
+            result.update(YarnCluster(self.state_dir).status(recorded))
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -379,6 +394,64 @@ class LocalStack:
         packages without this repository's editable installs (ship the provider as ``--py-files``)."""
         return executor_python(self.state_dir)
 
+    # -- YARN ------------------------------------------------------------------
+    def yarn_up(self) -> dict[str, dict[str, Any]]:
+        """Run YARN's ResourceManager and NodeManager (the services must be up); return their
+        :meth:`status` entries. Raises like :meth:`up`."""
+        with self._locked():
+            cluster = YarnCluster(self.state_dir)
+            cluster.start(self._recorded_ports(), self._write_ports)
+            return cluster.status(self._recorded_ports())
+
+    def yarn_down(self) -> None:
+        """Stop YARN (NM, then RM) and forget its ports; the services stay up."""
+        with self._locked():
+            YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+
+    def _yarn_ports(self) -> dict[str, int]:
+        recorded = self._recorded_ports()
+        if RM_PORT_KEYS[0] not in recorded:
+            raise RuntimeError(f"local stack in {self.state_dir} runs no YARN (eo-stack up --yarn)")
+        return recorded
+
+    def yarn_stop_nodemanager(self) -> None:
+        """Stop the NodeManager alone (its containers with it); the RM keeps running."""
+        YarnCluster(self.state_dir).stop_nodemanager(self._yarn_ports())
+
+    def yarn_start_nodemanager(self) -> int:
+        """Start the NodeManager again (same node id) and wait until the RM lists it RUNNING;
+        returns its pid. Raises RuntimeError when the stack runs no YARN."""
+        return YarnCluster(self.state_dir).start_nodemanager(self._yarn_ports())
+
+    @property
+    def yarn_nodemanager_pid(self) -> int | None:
+        """The running NodeManager's pid (its process group too), None when it is not running."""
+        return YarnCluster(self.state_dir).nodemanager_pid()
+
+    @staticmethod
+    def _yarn_webapp(ports: Mapping[str, int]) -> str | None:
+        return webapp_url(ports[RM_PORT_KEYS[4]]) if RM_PORT_KEYS[4] in ports else None
+
+    @property
+    def yarn_webapp_url(self) -> str:
+        """``http://127.0.0.1:<port>``: the RM's web UI and REST API; RuntimeError without YARN."""
+        return webapp_url(self._yarn_ports()[RM_PORT_KEYS[4]])
+
+    @property
+    def hadoop_conf_dir(self) -> Path:
+        """The Hadoop client conf dir (``core-site.xml``, ``yarn-site.xml``) for spark-submit's
+        ``HADOOP_CONF_DIR``/``YARN_CONF_DIR``; RuntimeError when the stack runs no YARN."""
+        self._yarn_ports()
+        return client_conf_dir(self.state_dir)
+
+    def yarn_client_env(self) -> dict[str, str]:
+        """``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` (the client conf dir) while YARN's RM runs,
+        else empty: what ``eo-stack env`` exports for spark-submit."""
+        if RM_PORT_KEYS[0] not in self._recorded_ports() or self._pid(RESOURCE_MANAGER) is None:
+            return {}
+        conf = str(client_conf_dir(self.state_dir))
+        return {"HADOOP_CONF_DIR": conf, "YARN_CONF_DIR": conf}
+
     # -- Airflow -------------------------------------------------------------
     def _airflow(self, ports: Mapping[str, int]) -> LocalAirflow:
         postgres = self._service("postgres", ports)
@@ -395,8 +468,10 @@ class LocalStack:
                 self._thrift_ports(ports),
                 self._spark_master_url(ports),
                 schema_registry_port=ports.get("schema-registry"),
+                yarn_webapp_url=self._yarn_webapp(ports),
             ),
             dags_folder=self.dags_folder,
+            settings=self.yarn_client_env(),  # spark-submit in tasks finds the RM through it
         )
         return CeleryParts(self.state_dir).airflow(config, self._recorded_executor(), ports)
 
@@ -455,8 +530,9 @@ class LocalStack:
 
     def conn_env(self) -> dict[str, str]:
         """``AIRFLOW_CONN_*`` name -> value for this stack; ``..._SPARK_STANDALONE`` while a
-        cluster runs, ``..._AIRFLOW_API`` (the admin's login: ``eo-ledger seek`` asks it
-        whether a stream DAG is paused) while Airflow's API server runs."""
+        cluster runs, ``..._SPARK_YARN`` while YARN runs, ``..._AIRFLOW_API`` (the admin's
+        login: ``eo-ledger seek`` asks it whether a stream DAG is paused) while Airflow's API
+        server runs."""
         recorded = self._recorded_ports()
         env = stack_conn_env(
             self.ledger_dsn,
@@ -464,6 +540,7 @@ class LocalStack:
             self.hbase_thrift_ports,
             self._spark_master_url(recorded),
             schema_registry_port=recorded.get("schema-registry"),
+            yarn_webapp_url=self._yarn_webapp(recorded),
         )
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
