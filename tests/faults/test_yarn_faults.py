@@ -174,18 +174,23 @@ def test_nodemanager_kill9_mid_write_then_restarted(
     )
     case = faulted_case(yarn, tmp_path, "ynm")
     strike = inject_yarn_fault(case, "yarn.nodemanager_kill9_mid_write", random.Random(3), "nmkill", tmp_path)
-    observed = check_strike("yarn.nodemanager_kill9_mid_write", strike)
+    check_strike("yarn.nodemanager_kill9_mid_write", strike)
+    # What YARN does: the restarted NodeManager re-registers knowing no container, the RM
+    # releases the AM's container (exit -100, "released on a *lost* node"), and under the
+    # pin of 1 attempt the application FAILS; no task reruns inside it: the step fails and
+    # the next run (Airflow's retry) writes the epoch's ranges again.
+    assert strike.returncode == 1, strike.output[-3000:]
+    assert [(s, f, n) for s, f, n in strike.apps.values()] == [("FAILED", "FAILED", 1)]
+    assert "exitCode: -100" in strike.output, strike.output[-3000:]
+    assert strike.state is EpochState.RESERVED
     ranges = case.epoch_rows()[0][2]
     recovered = case.run_epoch("next-run")
-    assert case.run_epoch("drained") is None
-    rows = case.epoch_rows()
-    if strike.state is EpochState.WRITTEN:  # voted: the next run's recovery committed it
-        assert recovered is None and rows == [(strike.epoch_id, EpochState.COMMITTED, ranges)]
-    else:
-        assert recovered is not None and rows == [
-            (strike.epoch_id, EpochState.ABORTED, ranges),
-            (recovered, EpochState.COMMITTED, ranges),
-        ]
+    assert recovered is not None and case.run_epoch("drained") is None
+    assert case.epoch_rows() == [
+        (strike.epoch_id, EpochState.ABORTED, ranges),
+        (recovered, EpochState.COMMITTED, ranges),
+    ]
+    assert transitions(case, strike.epoch_id) == [(None, "RESERVED"), ("RESERVED", "ABORTED")]
     assert_exact_end(case, yarn, tmp_path, report)
-    report["observed"] = observed
-    report["recovery"] = f"the next stream run: epochs {[(e, s.value) for e, s, _ in rows]}"
+    report["observed"] = strike.describe()
+    report["recovery"] = f"recovery aborted epoch {strike.epoch_id}; the next run's epoch {recovered} committed"

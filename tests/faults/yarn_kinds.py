@@ -24,10 +24,12 @@ from __future__ import annotations
 import os
 import random
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from airflow_provider_eo.ledger.model.states import EpochState
+from eo_devtools.stack.ports import PortBusyError
 from tests.faults.harness import Case
 from tests.faults.yarn_apps import YarnApps
 from tests.faults.yarn_writes import points_conf, start_yarn_write
@@ -49,7 +51,8 @@ STEP_TIMEOUT_S = 600
 class YarnStrike:
     """One struck write: the epoch, the step's exit status (None: SIGKILLed), its output,
     the applications of the epoch as the RM ended them (id -> (state, final status,
-    attempts)), the epoch's state afterwards, and the driver logs."""
+    attempts)), the epoch's state afterwards, the containers' logs, and how many processes
+    of its applications still ran once the RM had ended them (SIGKILLed then)."""
 
     epoch_id: int
     returncode: int | None
@@ -57,11 +60,13 @@ class YarnStrike:
     apps: dict[str, tuple[str, str, int]]
     state: EpochState
     logs: str
+    leftovers: int
 
     def describe(self) -> str:
         apps = "; ".join(f"{i} {s}/{f} {n} attempt(s)" for i, (s, f, n) in self.apps.items())
         step = "step SIGKILLed" if self.returncode is None else f"step exit {self.returncode}"
-        return f"{step}, {apps}, epoch {self.state.value}"
+        left = f", {self.leftovers} process(es) left running" if self.leftovers else ""
+        return f"{step}, {apps}, epoch {self.state.value}{left}"
 
 
 def on_yarn() -> bool:
@@ -108,7 +113,7 @@ def inject_yarn_fault(
             nodemanager = case.stack.local.yarn_nodemanager_pid
             assert nodemanager is not None, "the NodeManager is not running"
             os.kill(nodemanager, signal.SIGKILL)
-            case.stack.local.yarn_start_nodemanager()
+            restart_nodemanager(case)
         else:
             raise AssertionError(f"unknown YARN fault kind {kind}")
         release.touch()
@@ -121,9 +126,22 @@ def inject_yarn_fault(
         for a in apps.apps(case.name, epoch_id)
     }
     logs = "".join(apps.logs(i) for i in ended)
-    for app_id in ended:
-        apps.kill_leftovers(app_id)  # containers a killed NodeManager left behind
-    return YarnStrike(epoch_id, returncode, output, ended, case.epoch(epoch_id).state, logs)
+    leftovers = sum(len(apps.kill_leftovers(i)) for i in ended)  # containers a killed NM left
+    return YarnStrike(epoch_id, returncode, output, ended, case.epoch(epoch_id).state, logs, leftovers)
+
+
+def restart_nodemanager(case: Case, timeout: float = 60) -> int:
+    """Start the killed NodeManager again (same ports, same node id); its pid. A JVM killed
+    with ``kill -9`` takes a moment to exit on a loaded machine and its ports stay taken
+    until it has: the start is retried while a port is busy (``timeout`` seconds at most)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return case.stack.local.yarn_start_nodemanager()
+        except PortBusyError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
 
 
 def check_strike(kind: str, strike: YarnStrike) -> str:
