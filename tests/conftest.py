@@ -4,6 +4,8 @@
 ``schema_registry_url``: the stack's Schema Registry (Apicurio, Confluent-compatible API).
 ``airflow_server``: the session's real Airflow on that stack (tests/airflow_server.py),
 started only when a test uses it.
+``yarn``: the stack's YARN (tests/yarn_support.py), started on first use, stopped at session
+end only if this session started it.
 Set ``EO_TEST_REUSE_STACK_DIR`` to the state dir of a stack started with
 ``eo-stack up --state-dir DIR`` to reuse it (it is then left running).
 """
@@ -28,6 +30,7 @@ from tests.spark_startup import close_driver_archive, start_driver_archive
 
 if TYPE_CHECKING:
     from tests.airflow_server import AirflowServer
+    from tests.yarn_support import YarnInfo
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for item in items:
             if item.get_closest_marker("long_faults"):
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def yarn(stack: StackInfo) -> Iterator[YarnInfo]:
+    """The stack's YARN (a ResourceManager and one NodeManager), for the whole session."""
+    from tests.yarn_support import running_yarn
+
+    with running_yarn(stack.state_dir) as info:
+        yield info
 
 
 @pytest.fixture(scope="session")

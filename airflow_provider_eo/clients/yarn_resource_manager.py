@@ -48,6 +48,7 @@ class YarnApplication:
     id: str
     name: str
     queue: str
+    user: str
     state: str
     final_status: str
     diagnostics: str
@@ -70,6 +71,7 @@ class YarnApplication:
             id=str(app["id"]),
             name=str(app.get("name", "")),
             queue=str(app.get("queue", "")),
+            user=str(app.get("user", "")),
             state=str(app["state"]),
             final_status=str(app.get("finalStatus", "UNDEFINED")),
             diagnostics=str(app.get("diagnostics") or ""),
@@ -120,10 +122,10 @@ class ResourceManager:
         info = self._call("GET", "/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]
         kind = info.get("type")
         if kind == "fairScheduler":
-            return list(_fair_queues(info["rootQueue"]))
+            return list(fair_queues(info["rootQueue"]))
         if kind == "fifoScheduler":
             return [YarnQueue("root.default", "default", True, None, None)]
-        return list(_capacity_queues(info, None))
+        return list(capacity_queues(info, None))
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         url = f"{self.base_url}{path}"
@@ -168,19 +170,23 @@ def _allocation(queue: Mapping[str, Any], key: str) -> tuple[int | None, int | N
     return (int(memory) if memory else None, int(vcores) if vcores else None)
 
 
-def _capacity_queues(queue: Mapping[str, Any], parent: str | None) -> Iterator[YarnQueue]:
+def capacity_queues(queue: Mapping[str, Any], parent: str | None) -> Iterator[YarnQueue]:
+    """The Capacity Scheduler's ``queue`` (its ``schedulerInfo`` for the root) and every queue
+    under it, parents first; a queue without ``queuePath`` gets ``<parent path>.<name>``."""
     name = str(queue["queueName"])
     path = str(queue.get("queuePath") or (f"{parent}.{name}" if parent else name))
     children = (queue.get("queues") or {}).get("queue") or []
     yield YarnQueue(path, name, not children and parent is not None, *_allocation(queue, "maximumAllocation"))
     for child in children:
-        yield from _capacity_queues(child, path)
+        yield from capacity_queues(child, path)
 
 
-def _fair_queues(queue: Mapping[str, Any]) -> Iterator[YarnQueue]:
+def fair_queues(queue: Mapping[str, Any]) -> Iterator[YarnQueue]:
+    """The Fair Scheduler's ``queue`` and every queue under it (not exercised here: the stack
+    runs the Capacity Scheduler)."""
     path = str(queue["queueName"])  # the Fair Scheduler names queues by their full path
     children = (queue.get("childQueues") or {}).get("queue") or []
     leaf = not children and path != "root"
     yield YarnQueue(path, path.rsplit(".", 1)[-1], leaf, *_allocation(queue, "maxContainerAllocation"))
     for child in children:
-        yield from _fair_queues(child)
+        yield from fair_queues(child)

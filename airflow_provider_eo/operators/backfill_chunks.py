@@ -3,8 +3,9 @@
 ``plan`` (:class:`PlanBackfillOperator`) returns the run's chunks, one backfill epoch
 each (:meth:`EpochProtocol.plan_backfill`); the DAG maps a task group over them, so the
 grid shows one ``write``/``commit`` instance per chunk. :class:`WriteBackfillChunkOperator`
-reserves its chunk's epoch and runs the Spark write in one task, so every retry or clear
-of it reserves again: the run's open epoch over the same ranges comes back (written or
+reserves its chunk's epoch and runs the Spark write in one task (after the write's checks
+of its Spark target: a refused target reserves nothing), so every retry or clear of it
+reserves again: the run's open epoch over the same ranges comes back (written or
 not), an epoch this run already committed is not written twice, and an epoch the run's
 ``release`` aborted is replaced by a new one.
 """
@@ -18,6 +19,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
+from airflow_provider_eo.lineage.operator_lineage import epoch_after_write
 from airflow_provider_eo.operators.backfill import backfill_request
 from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol
@@ -77,6 +79,8 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         spec = self.spec
+        env = self.application_env()  # connections, then the target checked: a refusal reserves nothing
+        target = self.submission_target()
         with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
             outcome = protocol.reserve_backfill(spec, request_of(self.ranges), run_identity(context))
         if isinstance(outcome, NothingToReserve):
@@ -85,7 +89,8 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
         self.epoch_id = epoch.epoch_id  # also what the "Epoch" extra link shows
         if isinstance(outcome, Reserved):
             self.fencing_token = str(epoch.fencing_token)
-            super().execute(context)
+            self.write(context, target, env)
+            self.lineage_epoch = epoch_after_write(self.ledger_conn_id, epoch.epoch_id)
         else:
             self.log.info(
                 "Chunk already %s by this run, not written again: pipeline=%s epoch_id=%s ranges=%s",

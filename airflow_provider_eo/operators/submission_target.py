@@ -72,12 +72,13 @@ def submission_target(
     conf: Mapping[str, Any],
     settings: Mapping[str, Any],
     py_files: str | None,
+    track_via_rm_api: bool = False,
 ) -> SubmissionTarget:
     """Resolve and check the submission of ``spec``'s write (see the module doc).
 
-    ``conf`` is the operator's rendered conf, ``settings`` its constructor's keywords
-    (``driver_memory``, ``yarn_queue``, ``yarn_rm_auth``, ``yarn_track_via_rm_api``, ...),
-    ``py_files`` its rendered ``py_files``. Raises ``ConfigError``, or
+    ``conf`` is the operator's rendered conf, ``settings`` its constructor's keywords given
+    to the hook (``driver_memory``, ``yarn_queue``, ``yarn_rm_auth``, ...), ``py_files`` its
+    rendered ``py_files``, ``track_via_rm_api`` its ``yarn_track_via_rm_api``. Raises ``ConfigError``, or
     ``ResourceManagerUnavailable`` / ``ResourceManagerRefused`` from the RM.
     """
     pipeline, deploy_mode = spec.name, spec.spark.deploy_mode
@@ -86,7 +87,7 @@ def submission_target(
     check_deploy_mode(pipeline, master, deploy_mode)
     check_local_files(pipeline, py_files, {str(k): str(v) for k, v in conf.items()})
     target = SubmissionTarget(connection, master, deploy_mode, None)
-    if settings.get("yarn_track_via_rm_api") and not target.yarn_cluster:
+    if track_via_rm_api and not target.yarn_cluster:
         raise ConfigError(
             f"pipeline {pipeline}: yarn_track_via_rm_api=True needs master yarn and deploy_mode "
             f"'cluster' (master {master!r}, deploy_mode {deploy_mode!r})"

@@ -1,51 +1,27 @@
 """WriteEpochOperator: run the package's PySpark application for one reserved epoch.
 
 A subclass of the Spark provider's ``SparkSubmitOperator`` whose constructor keeps the
-settings a DAG gives (resources, deploy mode, the Spark connection, any other
-``SparkSubmitOperator`` keyword). ``execute`` never changes them. It first resolves and
-checks where the submission goes (:mod:`~airflow_provider_eo.operators.submission_target`:
-the master, the deploy mode, the ``--py-files``, and on YARN the ResourceManager, the queue
-and the containers' sizes), refusing bad settings before anything is submitted; then it
-computes the epoch's submission
-(:func:`~airflow_provider_eo.operators.write_submission.write_submission`: conf,
-``--py-files``, ``--files``, application arguments, the driver's environment), builds a
-``SparkSubmitHook`` from the operator's settings and that submission
-(:mod:`~airflow_provider_eo.operators.submit_hook_arguments`) and calls its ``submit``; the
-hook is kept (``submit_hook``) so that ``on_kill`` kills what it started.
+settings a DAG gives; ``execute`` never changes them. It checks where the submission goes
+(:mod:`.submission_target`; bad settings are refused before anything is submitted),
+computes the epoch's submission (:mod:`.write_submission`), builds a ``SparkSubmitHook``
+from the operator's settings and that submission (:mod:`.submit_hook_arguments`) and calls
+its ``submit``; the hook is kept (``submit_hook``) so that ``on_kill`` kills what it
+started. In YARN cluster deploy mode the result is the application's final status in the
+ResourceManager (:mod:`.yarn_tracking`), and ``on_kill`` also kills the application by its
+tag there. docs/operators.md ("WriteEpochOperator", "YARN cluster deploy mode") tells it all.
 
-Settings reach the Spark application without ever appearing on a command line: the
-ledger, Kafka and HBase connections (and the Schema Registry's, for a pipeline whose key or
-value format needs it) are resolved inside ``execute`` and handed over as ``AIRFLOW_CONN_*``
-variables (JSON form), and the pipeline's parsed spec, the one this task run built its Spark
-options from, as ``EO_PIPELINE_SPEC`` (JSON): the driver never reads the YAML again, so a
-pipelines file changed meanwhile cannot give one run two specs. In client deploy mode they
-are the spark-submit process's environment; in YARN cluster deploy mode they travel in a
-private file shipped with the application (``--files``), named to the driver by its base
-name only (:mod:`~airflow_provider_eo.operators.write_submission`).
+Nothing secret is ever on a command line: the connections (``AIRFLOW_CONN_*``, JSON) and
+the parsed spec (``EO_PIPELINE_SPEC``: the driver never reads the YAML again) are the
+spark-submit process's environment in client deploy mode, and a private file shipped with
+the application in YARN cluster deploy mode. The application arguments carry only names
+and ids (pipeline, epoch id, the task instance the vote is recorded as).
 
-The application arguments carry only names and ids (pipeline, epoch id, and the task
-instance the vote is recorded as: ``--actor-kind task --actor dag/run/task try N``).
-
-Where the driver and executors run: ``spark.master`` of the pipeline overrides the Spark
-connection's master; on any master but ``local`` the package's code travels as a
-``--py-files`` zip built for the submission (``airflow_provider_eo.spark.package_zip``)
-unless the pipeline's ``spark.package`` is ``installed``. ``spark.resources`` become
-spark-submit options (:mod:`airflow_provider_eo.operators.spark_submission`). Keys the
-pipeline's ``spark.conf`` leaves unset get the start-up settings of
-:mod:`~airflow_provider_eo.operators.driver_start` and, on YARN, the tags and settings of
-:mod:`~airflow_provider_eo.operators.yarn_submission`. In YARN cluster deploy mode the step's
-result is the application's final status in the ResourceManager
-(:mod:`~airflow_provider_eo.operators.yarn_tracking`), and ``on_kill`` kills the application
-by its tag there as well as through the hook.
-
-Only the Spark provider's public API is used: ``SparkSubmitOperator``'s constructor and
-the public attributes it keeps, ``SparkSubmitHook``'s constructor, ``submit`` and
-``on_kill``. The master override is a connection: with ``spark.master`` set, the hook's
-``conn_id`` is a derived id
+Only the Spark provider's public API is used: ``SparkSubmitOperator``'s constructor and the
+public attributes it keeps, ``SparkSubmitHook``'s constructor, ``submit`` and ``on_kill``.
+The pipeline's ``spark.master`` overrides the connection's through a derived connection id
 (:func:`~airflow_provider_eo.operators.spark_submission.master_connection_id`, fixed in
-``__init__``) that ``execute`` makes resolvable, as the Spark connection with the override
-as its host, through an ``AIRFLOW_CONN_*`` environment variable while the hook is built and
-runs, removed afterwards.
+``__init__``) that ``execute`` makes resolvable through an ``AIRFLOW_CONN_*`` environment
+variable while the hook is built and runs, removed afterwards.
 """
 
 from __future__ import annotations
@@ -101,7 +77,7 @@ from airflow_provider_eo.operators.write_submission import (
     application_args,
     write_submission,
 )
-from airflow_provider_eo.operators.yarn_submission import yarn_submission
+from airflow_provider_eo.operators.yarn_submission import submit_binary, yarn_submission
 from airflow_provider_eo.operators.yarn_tracking import YarnTracking, submit_tracked
 
 
@@ -181,6 +157,9 @@ class WriteEpochOperator(SparkSubmitOperator):
         )
         self.hook_settings = constant_arguments({**settings, **kwargs}, self.template_fields)
         self.openlineage_options = openlineage_options(kwargs)
+        self.yarn_track_via_rm_api = bool(
+            kwargs.get("yarn_track_via_rm_api")
+        )  # tracked here, not by the hook
         self.spark_conn_id = spark_conn_id
         self.spark_master = master
         self.submit_conn_id = submit_conn_id
@@ -240,6 +219,7 @@ class WriteEpochOperator(SparkSubmitOperator):
             conf=self.conf or {},
             settings=self.hook_settings,
             py_files=self.py_files,
+            track_via_rm_api=self.yarn_track_via_rm_api,
         )
 
     def execute(self, context: Any) -> None:
@@ -300,6 +280,7 @@ class WriteEpochOperator(SparkSubmitOperator):
                 deploy_mode=deploy_mode,
                 rm=target.rm,
                 poll_s=float(self.hook_settings.get("status_poll_interval") or 1),
+                spark_binary=submit_binary(self.hook_settings, target.connection),
             )
         if self.spark_master:
             override = master_connection(self.submit_conn_id, target.connection, self.spark_master)

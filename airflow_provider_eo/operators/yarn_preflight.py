@@ -5,7 +5,8 @@
 the cause:
 
 * an RM that does not answer (nothing listening, a timeout, 5xx):
-  ``ResourceManagerUnavailable`` (Airflow retries the step);
+  ``ResourceManagerUnavailable`` (Airflow retries the step), or refuses (401, 403, ...):
+  ``ResourceManagerRefused``;
 * a queue the scheduler does not have, or a parent queue (applications go to leaf queues):
   ``ConfigError`` listing the leaf queues;
 * a container larger than the queue's maximum allocation
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from airflow_provider_eo.clients.yarn_resource_manager import ResourceManager, YarnQueue
-from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.errors import ClusterAccessError, ConfigError
 from airflow_provider_eo.operators.yarn_containers import Container
 
 
@@ -39,7 +40,10 @@ def check_yarn_submission(
     """Check ``queue`` and the ``containers`` against the RM ``rm`` (see the module doc);
     returns the queue. Raises ``ResourceManagerUnavailable`` / ``ResourceManagerRefused``
     when the RM does not answer or refuses, ``ConfigError`` for the queue or a container."""
-    queues = rm.queues()
+    try:
+        queues = rm.queues()
+    except ClusterAccessError as exc:
+        raise type(exc)(f"pipeline {pipeline}: {exc}") from None
     found = find_queue(queues, queue)
     where = f"pipeline {pipeline}: YARN queue {queue!r} (ResourceManager {rm.base_url}, {rm.where})"
     leaves = ", ".join(sorted(q.path for q in queues if q.leaf)) or "none"

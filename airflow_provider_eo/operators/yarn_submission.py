@@ -28,6 +28,7 @@ from typing import Any
 from airflow.sdk import Connection
 
 from airflow_provider_eo.clients.yarn_resource_manager import ResourceManager
+from airflow_provider_eo.operators.yarn_staging import StagingCleaner
 from airflow_provider_eo.operators.yarn_tracking import YarnTracking
 
 TAGS_KEY = "spark.yarn.tags"
@@ -101,15 +102,24 @@ def yarn_submission(
     deploy_mode: str,
     rm: ResourceManager | None,
     poll_s: float,
+    spark_binary: str,
 ) -> tuple[dict[str, str], YarnTracking | None]:
     """A new submission's conf (:func:`yarn_conf` with :func:`submission_tags` under a fresh
     submission id) and the tracking of its application by its tag through ``rm``, polled
-    every ``poll_s`` seconds (None without an RM)."""
+    every ``poll_s`` seconds, its staging dir removed with ``spark_binary``'s ``spark-class``
+    if it ends unsucceeded (:mod:`.yarn_staging`); None without an RM."""
     submission_id = uuid.uuid4().hex
     tags = submission_tags(pipeline, epoch_id, try_number, submission_id)
     conf = yarn_conf(conf, deploy_mode=deploy_mode, tags=tags)
     if rm is None:
         return conf, None
-    return conf, YarnTracking(
-        rm, submission_tag(submission_id), f"pipeline {pipeline} epoch {epoch_id}", poll_s
-    )
+    what = f"pipeline {pipeline} epoch {epoch_id}"
+    cleaner = StagingCleaner(spark_binary, conf)
+    return conf, YarnTracking(rm, submission_tag(submission_id), what, poll_s, clean=cleaner)
+
+
+def submit_binary(settings: Mapping[str, Any], connection: Connection | None) -> str:
+    """The spark-submit the hook runs: the operator's ``spark_binary``, else the connection's
+    extra ``spark-binary``, else ``spark-submit`` (the Spark provider's order)."""
+    extra = connection.extra_dejson.get("spark-binary") if connection is not None else None
+    return str(settings.get("spark_binary") or extra or "spark-submit")

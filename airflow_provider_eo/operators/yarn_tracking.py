@@ -8,7 +8,9 @@ has ended, returns it when it FINISHED with final status SUCCEEDED, and raises
 :class:`YarnApplicationFailed` with the RM's state, final status and diagnostics
 otherwise. The RM may be away a while (a restart): polls that fail are retried for
 :data:`RM_OUTAGE_S` seconds before ``ResourceManagerUnavailable`` ends the step. If the
-wait is interrupted (the task killed or timed out), the application is killed first.
+wait is interrupted (the task timed out), the application is killed first. An application
+that ended KILLED or FAILED (its ApplicationMaster never unregistered) gets its staging
+directory removed (``clean``, :mod:`.yarn_staging`) before the step fails.
 
 :meth:`YarnTracking.kill` (what ``on_kill`` calls) kills every application carrying the
 tag that has not ended: ``PUT /ws/v1/cluster/apps/<id>/state {"state": "KILLED"}``.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -50,12 +53,14 @@ class YarnApplicationFailed(TaskError, RuntimeError):
 @dataclass
 class YarnTracking:
     """The application of one submission, known to ``rm`` by ``tag``; ``what`` names the
-    pipeline and epoch in messages. ``application`` is the last report read."""
+    pipeline and epoch in messages; ``clean`` is called with an application that ended
+    unsucceeded (its staging directory). ``application`` is the last report read."""
 
     rm: ResourceManager
     tag: str
     what: str
     poll_s: float = 1.0
+    clean: Callable[[YarnApplication], object] | None = None
     application: YarnApplication | None = field(default=None, init=False)
 
     def find(self) -> YarnApplication | None:
@@ -77,8 +82,11 @@ class YarnTracking:
             raise
         except BaseException:
             self.kill()
+            self._clean_once_ended()
             raise
         if not app.succeeded:
+            if self.clean is not None:
+                self.clean(app)
             raise YarnApplicationFailed(self.describe(app))
         return app
 
@@ -116,6 +124,20 @@ class YarnTracking:
             )
             killed.append(app.id)
         return killed
+
+    def _clean_once_ended(self, within_s: float = 30.0) -> None:
+        """After a kill: wait (at most ``within_s``) for the application to end, then ``clean`` it."""
+        deadline = time.monotonic() + within_s
+        while self.clean is not None and time.monotonic() < deadline:
+            try:
+                app = self.find()
+            except ClusterAccessError:
+                return
+            if app is None or app.finished:
+                if app is not None:
+                    self.clean(app)
+                return
+            time.sleep(self.poll_s)
 
     def _until_ended(self) -> YarnApplication:
         started = time.monotonic()

@@ -40,16 +40,16 @@ from airflow_provider_eo.operators.yarn_tracking import YarnApplicationFailed
 from airflow_provider_eo.spark.driver.driver_environment import DRIVER_ENV_FILE
 from eo_devtools.stack.spark_services import executor_python
 from tests.conftest import StackInfo
-from tests.integration.operator_support import commit, recover, reserve
-from tests.integration.yarn_support import (  # noqa: F401 (fixtures)
-    Yarn,
+from tests.integration.operator_support import commit, reserve
+from tests.integration.yarn_write_support import (  # noqa: F401 (fixtures)
+    YarnRecords,
     cluster_spark,
-    ledger_role,
+    ledger_role_fixture,
     places_holding,
     secret_connections,
     use_yarn_environment,
     write_pipelines,
-    yarn_fixture,
+    yarn_records_fixture,
 )
 from tests.kafka_helpers import created_topic, produce
 from tests.task_context import task_context
@@ -61,7 +61,9 @@ PER_PARTITION = 10
 
 
 def records(partition: int) -> list[tuple[str, bytes]]:
-    return [(f"p{partition}-k{i}", json.dumps({"n": i, "part": partition}).encode()) for i in range(PER_PARTITION)]
+    return [
+        (f"p{partition}-k{i}", json.dumps({"n": i, "part": partition}).encode()) for i in range(PER_PARTITION)
+    ]
 
 
 EXPECTED = {
@@ -73,7 +75,11 @@ EXPECTED = {
 
 @pytest.fixture
 def world(
-    stack: StackInfo, yarn: Yarn, ledger_role: tuple[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    stack: StackInfo,
+    yarn_records: YarnRecords,
+    ledger_role: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> Iterator[dict[str, Any]]:
     """A topic with 2 x 10 records, an HBase table, the YARN environment with secret
     connections, and an event log dir under the state dir."""
@@ -119,12 +125,14 @@ def event_log_conf(world: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def driver_log(yarn: Yarn, app_id: str) -> str:
+def driver_log(yarn_records: YarnRecords, app_id: str) -> str:
     """The driver's output: the AM container's (its id ends in ``_000001``) stdout, where
     Spark puts the Python driver's output, and stderr."""
-    logs = yarn.container_logs(app_id)
+    logs = yarn_records.container_logs(app_id)
     return "".join(
-        text for path, text in logs.items() if path.parent.name.endswith("_000001") and path.name in ("stdout", "stderr")
+        text
+        for path, text in logs.items()
+        if path.parent.name.endswith("_000001") and path.name in ("stdout", "stderr")
     )
 
 
@@ -133,7 +141,7 @@ def group_offsets(name: str, topic: str) -> dict[tuple[str, int], int | None]:
 
 
 def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
-    stack: StackInfo, yarn: Yarn, world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One stream epoch, the package installed on the cluster's Python (the venv's).
 
@@ -146,7 +154,9 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     logs, and spark-submit's output as the task logged it.
     """
     name, topic, found = world["name"], world["topic"], world["secrets"]
-    spark = cluster_spark(stack.state_dir, package="installed", python=sys.executable, **event_log_conf(world))
+    spark = cluster_spark(
+        stack.state_dir, package="installed", python=sys.executable, **event_log_conf(world)
+    )
     file = pipelines_file(world, spark)
     summary = reserve(name, file)
     write = WriteEpochOperator(
@@ -175,29 +185,169 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     assert group_offsets(name, topic) == {(topic, p): PER_PARTITION for p in range(PARTITIONS)}
 
     # where the connections went: the driver loaded them from its file (and nothing else had them)
-    loaded = "environment_file=AIRFLOW_CONN_EO_HBASE,AIRFLOW_CONN_EO_KAFKA,AIRFLOW_CONN_EO_LEDGER,EO_PIPELINE_SPEC"
-    assert loaded in driver_log(yarn, app.id)
+    loaded = (
+        "environment_file=AIRFLOW_CONN_EO_HBASE,AIRFLOW_CONN_EO_KAFKA,AIRFLOW_CONN_EO_LEDGER,EO_PIPELINE_SPEC"
+    )
+    assert loaded in driver_log(yarn_records, app.id)
+    # package installed: nothing shipped, the driver imported the cluster Python's copy
+    submit_command = next(line for line in task_log.splitlines() if "Spark-Submit cmd" in line)
+    assert "--py-files" not in submit_command
+    assert "airflow_provider_eo.zip" not in driver_log(yarn_records, app.id)
     event_logs = {p: p.read_text() for p in sorted(world["event_log"].rglob("events_*"))}
     assert [p.parent.name for p in event_logs] == [f"eventlog_v2_{app.id}_1"]  # this application's
     environment = json.loads(
-        next(line for text in event_logs.values() for line in text.splitlines() if "EnvironmentUpdate" in line)
+        next(
+            line for text in event_logs.values() for line in text.splitlines() if "EnvironmentUpdate" in line
+        )
     )
     properties = dict(environment["Spark Properties"])
     assert write.yarn_tracking.tag in properties["spark.yarn.tags"].split(",")
     assert properties["spark.yarn.maxAppAttempts"] == "1"
-    node_files = yarn.node_files()
+    node_files = yarn_records.node_files()
     assert any(p.name == "launch_container.sh" and app.id in str(p) for p in node_files)
     # YARN keeps each shipped file in the NodeManager's private cache of the submitting user
     # (usercache/<user>/filecache/<n>/), readable by that user only: the one place on a node
-    copies = {p: text for p, text in node_files.items() if p.name == DRIVER_ENV_FILE and "filecache" in p.parts}
-    driver_copy = next(yarn.state_dir.glob(f"yarn/nm-local/usercache/*/appcache/{app.id}/*_000001/{DRIVER_ENV_FILE}"))
+    copies = {
+        p: text for p, text in node_files.items() if p.name == DRIVER_ENV_FILE and "filecache" in p.parts
+    }
+    driver_copy = next(
+        yarn_records.state_dir.glob(f"yarn/nm-local/usercache/*/appcache/{app.id}/*_000001/{DRIVER_ENV_FILE}")
+    )
     assert all(secret in copies[driver_copy.resolve()] for secret in found.all())  # the search finds them
     assert {oct(p.stat().st_mode & 0o777) for p in copies} == {oct(0o500)}
     places: dict[Any, str] = {
         **{f"event log {p.name}": text for p, text in event_logs.items()},
-        **yarn.app_records(app.id),
+        **yarn_records.app_records(app.id),
         **{p: text for p, text in node_files.items() if p not in copies},
         "spark-submit output (task log)": task_log,
     }
     assert "Spark-Submit cmd" in task_log
     assert {secret: places_holding(secret, places) for secret in found.all()} == {s: [] for s in found.all()}
+    assert list(stack.state_dir.glob(f"yarn/staging/*/.sparkStaging/{app.id}")) == []  # the AM's cleanup
+
+
+def test_a_backfill_chunk_in_cluster_mode_imports_the_shipped_zip(
+    stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One backfill chunk, package ``zip``: the driver and executors run the stack's executor
+    Python, which cannot import the provider, and spark-submit gets no ``PYTHONPATH`` (Spark's
+    YARN client would pass it on to the containers), so only the zip can provide it."""
+    name, topic = world["name"], world["topic"]
+    python = executor_python(stack.state_dir)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    probe = subprocess.run(  # in a directory of its own, like a container: not the repository
+        [str(python), "-c", "import airflow_provider_eo"], capture_output=True, text=True, cwd=world["tmp"]
+    )
+    assert "No module named 'airflow_provider_eo'" in probe.stderr
+    file = pipelines_file(world, cluster_spark(stack.state_dir, package="zip", python=str(python)))
+    chunk = [{"topic": topic, "partition": p, "start": 2, "end": PER_PARTITION} for p in range(PARTITIONS)]
+    write = WriteBackfillChunkOperator(
+        task_id="chunk.write",
+        pipeline=name,
+        ranges=chunk,
+        spec=load_pipeline(name, file),
+        spark_conn_id="spark_yarn",
+    )
+    summary = write.execute(task_context("bf-1", dag_id="eo_backfill"))
+    assert (summary["kind"], summary["state"], summary["records_total"]) == ("backfill", "WRITTEN", 16)
+    assert commit(name, file, summary["epoch_id"])["state"] == "COMMITTED"
+
+    assert write.yarn_tracking is not None and write.yarn_tracking.application is not None
+    app_id = write.yarn_tracking.application.id
+    package = re.search(r"driver up class_archive=\S+ package=(\S+)", driver_log(yarn_records, app_id))
+    assert package is not None and package.group(1).endswith("/airflow_provider_eo.zip/airflow_provider_eo")
+    assert scan(stack, name) == {
+        row: cells for row, cells in EXPECTED.items() if int(row.split(b"k")[1]) >= 2
+    }
+    with Ledger(stack.ledger_dsn) as ledger:
+        epoch = ledger.get_epoch(summary["epoch_id"])
+    assert (epoch.state, epoch.kind, (epoch.metrics or {})["records"]) == (
+        EpochState.COMMITTED,
+        "backfill",
+        16,
+    )
+    assert group_offsets(name, topic) == {
+        (topic, p): None for p in range(PARTITIONS)
+    }  # a backfill moves none
+
+
+def run_in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[BaseException]]:
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            target()
+        except BaseException as error:
+            failures.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, failures
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 180.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"not reached within {timeout_s} s")
+
+
+def test_the_airflow_task_killed_kills_the_application_and_the_next_try_settles_the_epoch(
+    stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any]
+) -> None:
+    """``on_kill``, as Airflow calls it when the task is killed, kills the YARN application
+    by its tag through the RM (spark-submit has long returned: waitAppCompletion=false); the
+    write fails with the RM's KILLED state, after removing the staging dir the killed
+    ApplicationMaster left (the driver's environment file in it). The task's next try (same
+    run, same epoch and token; on ``local[2]`` here to spare a second YARN application)
+    writes the epoch, and the commit publishes it: exact cells, ledger rows and offsets."""
+    name, topic = world["name"], world["topic"]
+    spark = cluster_spark(stack.state_dir, package="installed", python=sys.executable)
+    file = pipelines_file(world, spark)
+    summary = reserve(name, file)
+    write = WriteEpochOperator(
+        task_id="write",
+        pipeline=name,
+        epoch_id=summary["epoch_id"],
+        fencing_token=summary["fencing_token"],
+        spec=load_pipeline(name, file),
+        spark_conn_id="spark_yarn",
+    )
+    thread, failures = run_in_thread(lambda: write.execute(task_context()))
+    tag = wait_for(lambda: write.yarn_tracking and write.yarn_tracking.tag)
+    app = wait_for(lambda: [a for a in yarn_records.apps_tagged(tag) if a["state"] == "RUNNING"])[0]
+    write.on_kill()
+    thread.join(120)
+    assert not thread.is_alive()
+    final = wait_for(
+        lambda: [a for a in yarn_records.apps_tagged(tag) if a["state"] in ("KILLED", "FINISHED", "FAILED")]
+    )
+    assert [(a["id"], a["state"], a["finalStatus"]) for a in final] == [(app["id"], "KILLED", "KILLED")]
+    assert len(failures) == 1 and isinstance(failures[0], YarnApplicationFailed)
+    assert f"YARN application {app['id']} ended KILLED with final status KILLED" in str(failures[0])
+    # the killed AM could not delete its staging dir (with the driver's file): the write step did
+    assert list(stack.state_dir.glob(f"yarn/staging/*/.sparkStaging/{app['id']}")) == []
+
+    local = pipelines_file(world, {"master": "local[2]"})
+    retry = WriteEpochOperator(
+        task_id="write",
+        pipeline=name,
+        epoch_id=summary["epoch_id"],
+        fencing_token=summary["fencing_token"],
+        spec=load_pipeline(name, local),
+    )
+    second_try = task_context()
+    second_try["ti"].try_number = 2
+    retry.execute(second_try)
+    assert commit(name, local, summary["epoch_id"])["state"] == "COMMITTED"
+    assert scan(stack, name) == EXPECTED
+    with Ledger(stack.ledger_dsn) as ledger:
+        history = [(t.from_state, t.to_state, t.actor) for t in ledger.history(summary["epoch_id"])]
+    assert history[1:] == [
+        ("RESERVED", "WRITTEN", "eo_stream/run-1/t try 2"),
+        ("WRITTEN", "COMMITTED", history[2][2]),
+    ]
+    assert group_offsets(name, topic) == {(topic, p): PER_PARTITION for p in range(PARTITIONS)}

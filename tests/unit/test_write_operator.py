@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -11,13 +9,12 @@ import pytest
 from airflow_provider_eo.config import parse_pipelines_text
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger.model.actors import Actor
-from airflow_provider_eo.operators.submission_files import private_properties_file
+from airflow_provider_eo.operators.submission_files import check_local_files, local_paths
 from airflow_provider_eo.operators.write import WriteEpochOperator, spark_application_path
 from airflow_provider_eo.operators.write_submission import (
     WriteSubmission,
     application_args,
     check_deploy_mode,
-    properties_text,
     write_submission,
 )
 
@@ -26,20 +23,6 @@ SPEC = parse_pipelines_text(
     "    spark: {deploy_mode: cluster, conf: {spark.executor.instances: 3}}\n",
     "inline.yaml",
 )["p"]
-
-
-def test_properties_file_is_private_and_carries_conf_and_driver_env() -> None:
-    text = properties_text(
-        {"spark.executor.instances": "3"}, {"AIRFLOW_CONN_EO_LEDGER": "postgresql://u:p=w@h:1/d"}
-    )
-    with private_properties_file(text) as path:
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-        assert Path(path).read_text().splitlines() == [
-            "spark.executor.instances=3",
-            "spark.yarn.appMasterEnv.AIRFLOW_CONN_EO_LEDGER=postgresql\\://u\\:p\\=w@h\\:1/d",
-            "spark.kubernetes.driverEnv.AIRFLOW_CONN_EO_LEDGER=postgresql\\://u\\:p\\=w@h\\:1/d",
-        ]
-    assert not Path(path).exists()  # deleted when the block exits
 
 
 def test_application_arguments_are_names_and_ids_only() -> None:
@@ -80,18 +63,46 @@ def test_the_submission_of_an_epoch_is_computed_from_its_inputs_alone() -> None:
     env = {"AIRFLOW_CONN_EO_LEDGER": "postgresql://u:secret@h/d"}
     conf = {"spark.ui.enabled": "false"}
     client = write_submission(
-        args=args, conf=conf, py_files="/opt/x.py", package_zip="/tmp/eo.zip", env=env, deploy_mode="client"
-    )
-    assert client == WriteSubmission(conf, "/opt/x.py,/tmp/eo.zip", args, None, env)
+        args=args, conf=conf, py_files="/opt/x.py", package_zip="/tmp/eo.zip", files=None, env=env,
+        env_file=None, deploy_mode="client",
+    )  # fmt: skip
+    assert client == WriteSubmission(conf, "/opt/x.py,/tmp/eo.zip", None, args, env)
     cluster = write_submission(
-        args=args, conf=conf, py_files=None, package_zip=None, env=env, deploy_mode="cluster"
+        args=args, conf=conf, py_files=None, package_zip=None, files="/opt/a.csv", env=env,
+        env_file="/tmp/eo-driver-env-x/eo-driver-env.json", deploy_mode="cluster",
+    )  # fmt: skip
+    assert cluster == WriteSubmission(
+        conf,
+        None,
+        "/opt/a.csv,/tmp/eo-driver-env-x/eo-driver-env.json",
+        [*args, "--driver-env-file", "eo-driver-env.json"],
+        {},
     )
-    assert cluster == WriteSubmission({}, None, args, properties_text(conf, env), {})
-    assert "secret" not in repr(client) + repr(cluster)  # the environment and the file's text are hidden
+    assert "secret" not in repr(client) + repr(cluster)  # the environment is hidden
+    with pytest.raises(ValueError, match="the driver's environment travels in a file"):
+        write_submission(
+            args=args, conf=conf, py_files=None, package_zip=None, files=None, env=env, env_file=None,
+            deploy_mode="cluster",
+        )  # fmt: skip
 
 
-def test_cluster_mode_on_a_standalone_master_is_refused_before_anything_runs() -> None:
+def test_cluster_mode_on_a_standalone_or_kubernetes_master_is_refused_before_anything_runs() -> None:
     check_deploy_mode("p", "spark://m:7077", "client")
+    check_deploy_mode("p", "k8s://https://k:6443", "client")
     check_deploy_mode("p", "yarn", "cluster")
     with pytest.raises(ConfigError, match=r"^pipeline p: deploy_mode 'cluster' with master 'spark://m:7077'"):
         check_deploy_mode("p", "spark://m:7077", "cluster")
+    with pytest.raises(
+        ConfigError, match=r"written into the driver pod's spec \(spark.kubernetes.driverEnv\)"
+    ):
+        check_deploy_mode("p", "k8s://https://k:6443", "cluster")
+
+
+def test_a_missing_local_py_files_entry_is_refused(tmp_path: Path) -> None:
+    present = tmp_path / "extra.zip"
+    present.write_bytes(b"PK")
+    given = f"{present},local:/opt/on-every-node.zip,hdfs:///libs/x.zip,file://{present}"
+    assert local_paths([given]) == [str(present), str(present)]
+    check_local_files("p", given, {"spark.submit.pyFiles": str(present)})
+    with pytest.raises(ConfigError, match=r"--py-files entry '/nope/a.zip' \(from spark.submit.pyFiles\)"):
+        check_local_files("p", str(present), {"spark.submit.pyFiles": "/nope/a.zip"})

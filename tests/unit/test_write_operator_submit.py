@@ -1,10 +1,15 @@
 """WriteEpochOperator's spark-submit command line: the master (pipeline YAML over the
-connection), resources, the package zip on non-local masters, secrets kept off it.
+connection), resources, the package zip on non-local masters, secrets kept off it, and in
+YARN cluster deploy mode the driver's environment file, the tags, the tracking through the
+ResourceManager and ``on_kill`` by tag.
 
 Every check runs the operator's public ``execute`` (and ``on_kill``) as Airflow does: the
 Spark provider builds its hook and starts ``spark-submit`` from PATH, here a fake one
 (``fake_spark``) that records its arguments, the environment it got, the properties
-file and the ``--py-files`` zip, then exits. Connections come from ``AIRFLOW_CONN_*``.
+file, the ``--files`` and the ``--py-files`` zip, then exits; on a YARN master it
+registers its application, with the tags it was given, at a stand-in ResourceManager
+(``tests/resource_manager_stand_in.py``; the real one runs in
+``tests/integration/test_yarn_cluster_mode.py``). Connections come from ``AIRFLOW_CONN_*``.
 """
 
 from __future__ import annotations
@@ -38,11 +43,14 @@ from airflow_provider_eo.operators.spark_submission import (
     master_connection_id,
 )
 from airflow_provider_eo.operators.write import WriteEpochOperator, spark_application_path
+from airflow_provider_eo.operators.yarn_tracking import YarnApplicationFailed
+from airflow_provider_eo.spark.driver.driver_environment import DRIVER_ENV_ARG, DRIVER_ENV_FILE
+from tests.resource_manager_stand_in import StandInResourceManager, stand_in_resource_manager
 
 LEDGER_SECRET = "s3cr3t-pw"
 
 FAKE_SPARK_SUBMIT = """#!{python}
-import json, os, sys, time, zipfile
+import json, os, stat, sys, time, urllib.request, zipfile
 
 argv = sys.argv[1:]
 
@@ -51,15 +59,29 @@ def value(option):
     return argv[argv.index(option) + 1] if option in argv else None
 
 
+def shipped(path):
+    if not os.path.isfile(path):
+        return None
+    return {{"text": open(path).read(), "mode": oct(stat.S_IMODE(os.stat(path).st_mode))}}
+
+
 properties = value("--properties-file")
 py_files = [p for p in (value("--py-files") or "").split(",") if p]
+files = [p for p in (value("--files") or "").split(",") if p]
+confs = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
 record = {{
     "binary": os.path.basename(sys.argv[0]),
     "argv": argv,
     "env": {{k: v for k, v in os.environ.items() if k.startswith(("AIRFLOW_CONN_", "{spec_env}"))}},
     "properties": open(properties).read() if properties else None,
     "py_files": {{p: zipfile.ZipFile(p).namelist() if p.endswith(".zip") else None for p in py_files}},
+    "files": {{p: shipped(p) for p in files}},
 }}
+if os.environ.get("EO_FAKE_RM") and "spark.yarn.tags" in confs:  # YARN accepted the application
+    succeeded = '{{"state": "FINISHED", "finalStatus": "SUCCEEDED"}}'
+    report = json.loads(os.environ.get("EO_FAKE_RM_APP", succeeded))
+    body = json.dumps({{"tags": confs["spark.yarn.tags"].split(","), **report}}).encode()
+    urllib.request.urlopen(urllib.request.Request(os.environ["EO_FAKE_RM"] + "/stand-in/apps", body))
 out = os.environ["EO_FAKE_SPARK_SUBMIT_OUT"]
 with open(out + ".tmp", "w") as handle:
     json.dump(record, handle)
@@ -124,6 +146,24 @@ def connections(monkeypatch: pytest.MonkeyPatch) -> None:
         "AIRFLOW_CONN_EO_KAFKA", json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": "k:9092"}})
     )
     monkeypatch.setenv("AIRFLOW_CONN_EO_HBASE", json.dumps({"conn_type": "hbase", "host": "h", "port": 9090}))
+
+
+@pytest.fixture
+def rm(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandInResourceManager]:
+    """The stand-in RM, named by the ``spark_yarn`` connection (cluster deploy mode)."""
+    with stand_in_resource_manager() as stand_in:
+        extra = {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": stand_in.url}
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_SPARK_YARN", json.dumps({"conn_type": "spark", "host": "yarn", "extra": extra})
+        )
+        monkeypatch.setenv("EO_FAKE_RM", stand_in.url)
+        yield stand_in
+
+
+def yarn_cluster(conf: dict[str, Any] | None = None, **kwargs: Any) -> WriteEpochOperator:
+    """A write on YARN in cluster deploy mode through ``spark_yarn`` (the stand-in RM)."""
+    spark = {"master": "yarn", "deploy_mode": "cluster", "conf": conf or {}}
+    return operator(spark, spark_conn_id="spark_yarn", **{"status_poll_interval": 0.05, **kwargs})
 
 
 def operator(spark: dict[str, Any] | None = None, **kwargs: Any) -> WriteEpochOperator:
@@ -333,26 +373,148 @@ def test_client_mode_hands_the_connections_over_as_the_process_environment(fake_
     assert op.env_vars is None and PIPELINE_SPEC_ENV not in os.environ  # only while it ran
 
 
-def test_cluster_mode_on_yarn_writes_the_driver_environment_to_a_properties_file(
-    fake_spark: FakeSpark,
+def test_yarn_cluster_mode_ships_the_driver_environment_as_a_private_file(
+    fake_spark: FakeSpark, rm: StandInResourceManager
 ) -> None:
-    op = operator(
-        {"master": "yarn", "deploy_mode": "cluster", "conf": {"spark.speculation": True}},
-        durable=False,  # Airflow >= 3.3: YARN cluster mode is resumable only through the RM API
-    )
-    submitted = submit(op, fake_spark)
+    op = yarn_cluster({"spark.speculation": True}, files="/opt/lookup.csv")
+    ti = SimpleNamespace(dag_id="eo_stream__p", run_id="manual__1", task_id="write", try_number=3)
+    op.execute({"ti": ti})
+    submitted = fake_spark.submitted()
     argv = submitted["argv"]
-    assert LEDGER_SECRET not in " ".join(argv)
+    assert LEDGER_SECRET not in " ".join(argv) and submitted["properties"] is None
+    assert not [a for a in argv if "appMasterEnv" in a or "driverEnv" in a or "executorEnv" in a]
     assert option(argv, "--deploy-mode") == "cluster"
-    assert confs(argv) == []  # conf travels in the file
-    properties = submitted["properties"].splitlines()
-    assert "spark.speculation=true" in properties
-    for prefix in ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv."):
-        assert any(line.startswith(f"{prefix}AIRFLOW_CONN_EO_LEDGER=") for line in properties)
-        assert any(line.startswith(f"{prefix}{PIPELINE_SPEC_ENV}=") for line in properties)
-    assert LEDGER_SECRET in submitted["properties"]
-    assert not Path(option(argv, "--properties-file")).exists()  # deleted after the run
-    assert op.properties_file is None  # the operator's own setting, as constructed
+    extra, env_file = option(argv, "--files").split(",")
+    assert (extra, Path(env_file).name) == ("/opt/lookup.csv", DRIVER_ENV_FILE)
+    shipped = submitted["files"][env_file]
+    assert shipped["mode"] == "0o600"
+    assert json.loads(json.loads(shipped["text"])["AIRFLOW_CONN_EO_LEDGER"])["password"] == LEDGER_SECRET
+    assert json.loads(json.loads(shipped["text"])[PIPELINE_SPEC_ENV])["name"] == "p"
+    assert argv[-2:] == [DRIVER_ENV_ARG, DRIVER_ENV_FILE]  # its base name, never its content
+    assert not Path(env_file).parent.exists()  # deleted after the run
+    assert PIPELINE_SPEC_ENV not in submitted["env"]  # the operator set nothing in spark-submit's environment
+    conf = dict(c.split("=", 1) for c in confs(argv))
+    (app,) = rm.apps
+    assert app["applicationTags"].split(",") == sorted(conf["spark.yarn.tags"].split(","))
+    assert conf["spark.yarn.tags"].split(",")[:3] == ["eo-pipeline-p", "eo-epoch-7", "eo-try-3"]
+    assert conf["spark.yarn.tags"].split(",")[3] == op.yarn_tracking.tag  # type: ignore[union-attr]
+    assert (conf["spark.yarn.maxAppAttempts"], conf["spark.yarn.submit.waitAppCompletion"]) == ("1", "false")
+    assert conf["spark.speculation"] == "true"
+    assert op.yarn_tracking is not None and op.yarn_tracking.application is not None
+    assert (op.yarn_tracking.application.state, op.yarn_tracking.application.final_status) == (
+        "FINISHED", "SUCCEEDED"
+    )  # fmt: skip
+
+
+def test_the_pipelines_own_yarn_settings_are_kept(fake_spark: FakeSpark, rm: StandInResourceManager) -> None:
+    own = {
+        "spark.yarn.maxAppAttempts": 2,
+        "spark.yarn.tags": "team-a",
+        "spark.yarn.submit.waitAppCompletion": True,
+    }
+    conf = dict(c.split("=", 1) for c in confs(submit(yarn_cluster(own), fake_spark)["argv"]))
+    assert (conf["spark.yarn.maxAppAttempts"], conf["spark.yarn.submit.waitAppCompletion"]) == ("2", "true")
+    assert conf["spark.yarn.tags"].split(",")[:2] == ["team-a", "eo-pipeline-p"]
+
+
+def test_yarn_client_mode_gets_the_tags_and_one_attempt_but_no_file(
+    fake_spark: FakeSpark, rm: StandInResourceManager
+) -> None:
+    submitted = submit(
+        operator({"master": "yarn"}, spark_conn_id="spark_yarn"),
+        fake_spark,  # client: the default
+    )
+    conf = dict(c.split("=", 1) for c in confs(submitted["argv"]))
+    assert conf["spark.yarn.maxAppAttempts"] == "1" and "spark.yarn.submit.waitAppCompletion" not in conf
+    assert "--files" not in submitted["argv"] and DRIVER_ENV_ARG not in submitted["argv"]
+    assert LEDGER_SECRET in submitted["env"]["AIRFLOW_CONN_EO_LEDGER"]
+
+
+def test_the_step_fails_with_the_applications_final_status_and_diagnostics(
+    fake_spark: FakeSpark, rm: StandInResourceManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = {
+        "state": "FINISHED",
+        "finalStatus": "FAILED",
+        "diagnostics": "User application exited with status 3",
+    }
+    monkeypatch.setenv("EO_FAKE_RM_APP", json.dumps(report))
+    with pytest.raises(YarnApplicationFailed) as info:
+        yarn_cluster().execute({})
+    assert str(info.value) == (
+        "pipeline p epoch 7: YARN application application_1_0001 ended FINISHED with final status FAILED "
+        f"(ResourceManager {rm.url}, Spark connection 'spark_yarn'); "
+        "diagnostics: User application exited with status 3"
+    )
+
+
+def test_on_kill_kills_the_yarn_application_by_its_tag_after_spark_submit_returned(
+    fake_spark: FakeSpark, rm: StandInResourceManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EO_FAKE_RM_APP", json.dumps({"state": "RUNNING", "finalStatus": "UNDEFINED"}))
+    op = yarn_cluster()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            op.execute({})
+        except BaseException as error:
+            failure.append(error)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    started = time.monotonic()
+    while (
+        not (rm.apps and op.yarn_tracking and op.yarn_tracking.application)
+        and time.monotonic() - started < 30
+    ):
+        time.sleep(0.05)
+    op.on_kill()  # spark-submit has exited: only the RM can reach the application
+    runner.join(30)
+    assert not runner.is_alive()
+    assert rm.kills == ["application_1_0001"] and rm.apps[0]["state"] == "KILLED"
+    assert len(failure) == 1 and isinstance(failure[0], YarnApplicationFailed)
+    assert "application_1_0001 ended KILLED with final status KILLED" in str(failure[0])
+
+
+def test_kubernetes_cluster_mode_is_refused_before_anything_runs(
+    fake_spark: FakeSpark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    k8s = {"conn_type": "spark", "host": "k8s://https://k:6443", "extra": {"deploy-mode": "cluster"}}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_K8S", json.dumps(k8s))
+    op = operator({"deploy_mode": "cluster"}, spark_conn_id="spark_k8s")
+    with pytest.raises(ConfigError, match="driver's connections would be written into the driver pod's spec"):
+        op.execute({})
+    assert not fake_spark.ran()
+
+
+def test_yarn_cluster_mode_without_the_rm_address_is_refused(
+    fake_spark: FakeSpark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_YARN", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    with pytest.raises(
+        ConfigError, match=r"set yarn_resourcemanager_webapp_address .* Spark connection 'spark_yarn'"
+    ):
+        yarn_cluster().execute({})
+    assert not fake_spark.ran()
+
+
+def test_yarn_track_via_rm_api_is_accepted_in_yarn_cluster_mode_only(
+    fake_spark: FakeSpark, rm: StandInResourceManager
+) -> None:
+    op = yarn_cluster(yarn_track_via_rm_api=True)
+    assert "yarn_track_via_rm_api" not in op.hook_settings  # the write step tracks; the hook does not
+    op.execute({})
+    assert op.yarn_tracking is not None and op.yarn_tracking.application is not None
+    with pytest.raises(
+        ConfigError, match="yarn_track_via_rm_api=True needs master yarn and deploy_mode 'cluster'"
+    ):
+        operator({"master": "spark://m:7077"}, yarn_track_via_rm_api=True).execute({})
+
+
+def test_an_installed_package_ships_no_zip(fake_spark: FakeSpark) -> None:
+    submitted = submit(operator({"master": "spark://m:7077", "package": "installed"}), fake_spark)
+    assert "--py-files" not in submitted["argv"]
 
 
 @pytest.mark.parametrize("master", ["yarn", "k8s://https://k:6443", "spark://m:7077", "local[2]"])
@@ -369,12 +531,12 @@ def test_client_mode_keeps_secrets_off_the_command_line(fake_spark: FakeSpark, m
 
 
 def test_package_zip_is_shipped_to_a_cluster(fake_spark: FakeSpark) -> None:
-    op = operator({"master": "spark://m:7077"}, py_files="/opt/extra.py")
+    op = operator({"master": "spark://m:7077"}, py_files="local:/opt/extra.py")
     submitted = submit(op, fake_spark)
     extra, package = option(submitted["argv"], "--py-files").split(",")
-    assert extra == "/opt/extra.py"
+    assert extra == "local:/opt/extra.py"
     assert "airflow_provider_eo/spark/task/write_task.py" in submitted["py_files"][package]
-    assert op.py_files == "/opt/extra.py"  # restored after the run
+    assert op.py_files == "local:/opt/extra.py"  # restored after the run
     assert not Path(package).exists()  # the temp zip is removed
 
 
@@ -411,11 +573,13 @@ def attributes(op: WriteEpochOperator) -> dict[str, Any]:
 def test_execute_leaves_the_operator_as_constructed_in_client_mode(
     fake_spark: FakeSpark, archive_dir: Path
 ) -> None:
-    op = operator({"master": "spark://m:7077", "conf": {"spark.speculation": True}}, py_files="/opt/extra.py")
+    op = operator(
+        {"master": "spark://m:7077", "conf": {"spark.speculation": True}}, py_files="local:/opt/extra.py"
+    )
     before = attributes(op)
     assert before == {
         "conf": {"spark.speculation": "true"},
-        "py_files": "/opt/extra.py",
+        "py_files": "local:/opt/extra.py",
         "properties_file": None,
         "application_args": ["--pipeline", "p", "--epoch-id", "7"],
         "env_vars": None,
@@ -426,7 +590,7 @@ def test_execute_leaves_the_operator_as_constructed_in_client_mode(
     assert op.submit_hook is not None  # the hook that ran spark-submit, kept for on_kill
     argv = fake_spark.submitted()["argv"]
     extra, package = option(argv, "--py-files").split(",")
-    assert (extra, Path(package).name) == ("/opt/extra.py", "airflow_provider_eo.zip")
+    assert (extra, Path(package).name) == ("local:/opt/extra.py", "airflow_provider_eo.zip")
     java = next(c for c in confs(argv) if c.startswith("spark.driver.extraJavaOptions="))
     partial = java.rsplit("-XX:ArchiveClassesAtExit=", 1)[1]
     assert Path(partial).parent == archive_dir and partial.endswith(".partial")
@@ -442,21 +606,17 @@ def test_execute_leaves_the_operator_as_constructed_in_client_mode(
     ]  # fmt: skip
 
 
-def test_execute_leaves_the_operator_as_constructed_in_cluster_mode(fake_spark: FakeSpark) -> None:
-    op = operator(
-        {"master": "yarn", "deploy_mode": "cluster", "conf": {"spark.speculation": True}},
-        fencing_token="9",
-        py_files="/opt/extra.py",
-        durable=False,  # Airflow >= 3.3: YARN cluster mode is resumable only through the RM API
-    )
+def test_execute_leaves_the_operator_as_constructed_in_cluster_mode(
+    fake_spark: FakeSpark, rm: StandInResourceManager
+) -> None:
+    op = yarn_cluster({"spark.speculation": True}, fencing_token="9", py_files="local:/opt/extra.py")
     before = attributes(op)
     submitted = submit(op, fake_spark)
     assert attributes(op) == before
     argv = submitted["argv"]
-    assert confs(argv) == []
-    assert option(argv, "--properties-file") != op.properties_file
-    assert submitted["properties"].splitlines()[:2] == ["spark.ui.enabled=false", "spark.speculation=true"]
-    assert option(argv, "--py-files").split(",")[0] == "/opt/extra.py"
+    assert confs(argv)[:2] == ["spark.ui.enabled=false", "spark.speculation=true"]
+    assert "--properties-file" not in argv
+    assert option(argv, "--py-files").split(",")[0] == "local:/opt/extra.py"
     assert argv[argv.index(spark_application_path()) + 1 :][:6] == [
         "--pipeline", "p", "--epoch-id", "7", "--fencing-token", "9",
     ]  # fmt: skip
@@ -477,10 +637,9 @@ def test_an_instance_executes_again_with_the_same_submission(fake_spark: FakeSpa
     assert second["env"] == first["env"]
 
 
-def test_detached_tracking_modes_are_refused() -> None:
-    for option_name in ("track_driver_via_k8s_api", "yarn_track_via_rm_api"):
-        with pytest.raises(ValueError, match=f"^{option_name}: the write step waits for spark-submit"):
-            operator({"master": "k8s://https://k:6443"}, **{option_name: True})
+def test_kubernetes_detached_tracking_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^track_driver_via_k8s_api: the write step waits for spark-submit"):
+        operator({"master": "k8s://https://k:6443"}, track_driver_via_k8s_api=True)
 
 
 # --- on_kill ------------------------------------------------------------------------------------

@@ -89,9 +89,9 @@ class AirflowConfig:
     ``state_dir`` holds the services' ``logs/`` and ``pids/``; ``home`` is AIRFLOW_HOME;
     ``database`` names both the metadata database and its owner role on the PostgreSQL
     that ``postgres_dsn`` (a superuser DSN: secret) reaches; ``conn_env`` are the
-    ``AIRFLOW_CONN_*`` variables every process gets; ``settings`` extra ``AIRFLOW__*``
-    variables (e.g. :data:`FAST_SETTINGS`) over :data:`RECOVERY_SETTINGS`, which every
-    process gets.
+    ``AIRFLOW_CONN_*`` variables every process gets; ``settings`` extra variables, over
+    :data:`RECOVERY_SETTINGS`, which every process gets: ``AIRFLOW__*`` ones (e.g.
+    :data:`FAST_SETTINGS`) or what the tasks' spark-submit needs (``HADOOP_CONF_DIR``).
     """
 
     state_dir: Path

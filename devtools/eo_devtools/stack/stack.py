@@ -409,6 +409,7 @@ class LocalStack:
                 yarn_webapp_url=self._yarn_webapp(ports),
             ),
             dags_folder=self.dags_folder,
+            settings=self.yarn_client_env(),  # spark-submit in tasks finds the RM through it
         )
         return LocalAirflow(config)
 

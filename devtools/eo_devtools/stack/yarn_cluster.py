@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eo_devtools.stack.ports import find_free_port
-from eo_devtools.stack.process import running_pid
+from eo_devtools.stack.process import kill_with_groups, running_pid
 from eo_devtools.stack.service_process import launch, start_service, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.yarn_config import NM_PORT_KEYS, RM_PORT_KEYS, client_conf_dir
 from eo_devtools.stack.yarn_services import (
@@ -24,6 +24,7 @@ from eo_devtools.stack.yarn_services import (
     NodeManagerService,
     ResourceManagerService,
     YarnDaemon,
+    container_processes,
     running_node_ids,
     webapp_url,
 )
@@ -87,13 +88,16 @@ class YarnCluster:
             write_ports({key: port for key, port in recorded.items() if not is_yarn_key(key)})
 
     def down(self, ports: Mapping[str, int]) -> None:
-        """Stop the NM, then the RM; returns when none of their processes is left."""
-        for daemon in reversed(self.daemons(ports)):
-            stop_service(daemon)
+        """Stop the NM (and its containers), then the RM; returns when none of their processes
+        is left."""
+        self.stop_nodemanager(ports)
+        stop_service(ResourceManagerService(self.state_dir, ports))
 
     def stop_nodemanager(self, ports: Mapping[str, int]) -> None:
-        """Stop the NodeManager alone (SIGTERM, SIGKILL after its grace); the RM stays up."""
+        """Stop the NodeManager alone (SIGTERM, SIGKILL after its grace) and SIGKILL whatever
+        is left of its containers (:func:`.yarn_services.container_processes`); the RM stays up."""
         stop_service(NodeManagerService(self.state_dir, ports))
+        kill_with_groups(container_processes(self.state_dir))
 
     def start_nodemanager(self, ports: Mapping[str, int]) -> int:
         """Start the NodeManager (same ports, same node id) unless it runs; wait until the RM

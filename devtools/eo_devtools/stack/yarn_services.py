@@ -19,7 +19,14 @@ from eo_devtools.stack.java_service import JavaService
 from eo_devtools.stack.jvm_artifacts import java_binary
 from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.spark_services import write_executor_python
-from eo_devtools.stack.yarn_config import NM_PORT_KEYS, RM_PORT_KEYS, conf_dir, tmp_dir, write_conf
+from eo_devtools.stack.yarn_config import (
+    NM_PORT_KEYS,
+    RM_PORT_KEYS,
+    conf_dir,
+    nm_log_dir,
+    tmp_dir,
+    write_conf,
+)
 
 RESOURCE_MANAGER = "yarn-resourcemanager"
 NODE_MANAGER = "yarn-nodemanager"
@@ -63,6 +70,27 @@ def running_node_ids(webapp_port: int) -> set[str]:
 def node_port(node_id: str) -> int:
     """The container manager port of a node id ``host:port``."""
     return int(node_id.rsplit(":", 1)[1])
+
+
+def container_processes(state_dir: Path) -> list[int]:
+    """Pids of the live container processes of the NodeManager of ``state_dir``.
+
+    Containers run in sessions of their own (the NM starts them with ``setsid``) and with an
+    environment of their own, in which ``LOG_DIRS`` names their log dir under
+    :func:`.yarn_config.nm_log_dir`.
+    """
+    prefix = f"LOG_DIRS={nm_log_dir(state_dir)}/".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(item.startswith(prefix) for item in environ):
+            found.append(int(entry.name))
+    return found
 
 
 class YarnDaemon(JavaService):
@@ -126,6 +154,10 @@ class NodeManagerService(YarnDaemon):
     name = NODE_MANAGER
     port_keys = NM_PORT_KEYS
     main_class = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+    # On SIGTERM the NM unregisters and kills its containers within a second, then waits
+    # about 7 s for the RM to confirm their applications' end and 10 s for its log-deletion
+    # scheduler: SIGKILL after 5 s skips the waits (its callers sweep leftover containers).
+    stop_grace_s = 5.0
 
     def node_id(self) -> str | None:
         """This NM's id as the RM lists it RUNNING, None when the RM does not."""

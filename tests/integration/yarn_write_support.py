@@ -1,7 +1,7 @@
-"""The stack's YARN for the write step in cluster deploy mode, and what the YARN tests share.
+"""What the tests of the write step in YARN cluster deploy mode share.
 
-:func:`yarn_fixture` (module scope) starts the stack's ResourceManager and NodeManager
-unless they run, and stops them afterwards if it started them. :func:`secret_connections`
+:class:`YarnRecords` reads what the stack's YARN (the session's ``yarn`` fixture,
+tests/yarn_support.py) keeps of an application. :func:`secret_connections`
 gives the write step connections whose secrets match none of Spark's redaction patterns:
 the ledger as a PostgreSQL role made for the test with a random password like
 ``Zq7hunter5f2a9c`` (a URI DSN, the form the issue found in an event log), and marker
@@ -27,17 +27,21 @@ import yaml
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.ledger import Ledger
-from eo_devtools.stack.stack import LocalStack
 from eo_devtools.stack.yarn_spark import yarn_spark_conf, yarn_submit_env
 from tests.conftest import StackInfo
+from tests.yarn_support import YarnInfo
 
 
 @dataclass(frozen=True)
-class Yarn:
+class YarnRecords:
     """The stack's YARN: the RM's REST base URL and the state dir its NodeManager writes in."""
 
     url: str
     state_dir: Path
+
+    @classmethod
+    def of(cls, yarn: YarnInfo) -> YarnRecords:
+        return cls(yarn.webapp_url, yarn.state_dir)
 
     def apps_tagged(self, tag: str) -> list[dict[str, Any]]:
         answer = requests.get(f"{self.url}/ws/v1/cluster/apps", params={"applicationTags": tag}, timeout=30)
@@ -70,17 +74,10 @@ class Yarn:
         }
 
 
-@pytest.fixture(scope="module", name="yarn")
-def yarn_fixture(stack: StackInfo) -> Iterator[Yarn]:
-    local = LocalStack(stack.state_dir)
-    ours = not local.yarn_client_env()
-    if ours:
-        local.yarn_up()
-    try:
-        yield Yarn(local.yarn_webapp_url, stack.state_dir)
-    finally:
-        if ours:
-            local.yarn_down()
+@pytest.fixture(scope="session", name="yarn_records")
+def yarn_records_fixture(yarn: YarnInfo) -> YarnRecords:
+    """:class:`YarnRecords` of the session's YARN (started on first use)."""
+    return YarnRecords.of(yarn)
 
 
 @dataclass(frozen=True)
@@ -95,8 +92,8 @@ class Secrets:
         return (self.ledger_password, self.kafka_marker, self.hbase_marker)
 
 
-@pytest.fixture(scope="module")
-def ledger_role(stack: StackInfo) -> Iterator[tuple[str, str]]:
+@pytest.fixture(scope="module", name="ledger_role")
+def ledger_role_fixture(stack: StackInfo) -> Iterator[tuple[str, str]]:
     """``(URI DSN, password)`` of a new login role that may do what the stack's ledger user
     does (a member of it); the ledger's schema is made first, by that user, so the role owns
     nothing and is dropped afterwards."""
