@@ -193,4 +193,4 @@ def test_nodemanager_kill9_mid_write_then_restarted(
     assert transitions(case, strike.epoch_id) == [(None, "RESERVED"), ("RESERVED", "ABORTED")]
     assert_exact_end(case, yarn, tmp_path, report)
     report["observed"] = strike.describe()
-    report["recovery"] = f"recovery aborted epoch {strike.epoch_id}; the next run's epoch {recovered} committed"
+    report["recovery"] = f"recovery aborted epoch {strike.epoch_id}; next run's epoch {recovered} committed"
