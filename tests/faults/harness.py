@@ -390,8 +390,19 @@ class StepProc(LoggedProcess):
             self.proc.wait()
             timed_out = True
         text = self.output()
-        result = json.loads(text.strip().splitlines()[-1]) if self.proc.returncode == 0 else None
+        result = last_json_line(text) if self.proc.returncode == 0 else None
         return StepResult(self.proc.returncode, result, text, timed_out)
+
+
+def last_json_line(text: str) -> Any:
+    """The last line of a step's output that is JSON (its result): librdkafka may log a line
+    to stderr after it (a producer's connection refused while a broker restarts)."""
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise AssertionError(f"no JSON result line in the step's output:\n{text[-2000:]}")
 
 
 @dataclass
