@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -68,6 +68,8 @@ SIGKILLED = -signal.SIGKILL
 #: How long a restarted service may take to serve clients again (HBase replays its WAL).
 READY_TIMEOUT_S = 180.0
 OFFSETS_TOPIC = "__consumer_offsets"
+#: The state dir of a running stack the suite uses instead of its own (:func:`running_fault_stack`).
+FAULT_STACK_DIR_ENV = "EO_FAULT_STACK_DIR"
 TASK_HANGING_RE = re.compile(r"EO fault point spark\.task\.after_segment: hanging \(pid (\d+)\)")
 
 
@@ -388,8 +390,19 @@ class StepProc(LoggedProcess):
             self.proc.wait()
             timed_out = True
         text = self.output()
-        result = json.loads(text.strip().splitlines()[-1]) if self.proc.returncode == 0 else None
+        result = last_json_line(text) if self.proc.returncode == 0 else None
         return StepResult(self.proc.returncode, result, text, timed_out)
+
+
+def last_json_line(text: str) -> Any:
+    """The last line of a step's output that is JSON (its result): librdkafka may log a line
+    to stderr after it (a producer's connection refused while a broker restarts)."""
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise AssertionError(f"no JSON result line in the step's output:\n{text[-2000:]}")
 
 
 @dataclass
@@ -403,6 +416,10 @@ class Case:
     produced: list[ProducedRecord] = field(default_factory=list)
     partitions: int = 2
     big_records: bool = False  # produce near-limit records among the sample events
+    #: How :meth:`write` and :meth:`run_epoch` write an epoch: None, the harness's spark-submit
+    #: (``local[2]``); else ``writer(case, epoch_id, fencing_token, run_id) -> exit status``
+    #: (``tests/faults/yarn_writes.py``: the write step in YARN cluster deploy mode).
+    writer: Callable[[Case, int, str, str], int] | None = None
 
     @property
     def name(self) -> str:
@@ -546,7 +563,10 @@ class Case:
     def write(
         self, epoch_id: int, *, faults: str | None = None, token: str | None = None, **extra_env: str
     ) -> int:
-        """spark-submit and wait; returns the exit status."""
+        """spark-submit and wait (or, with a ``writer``, its write under the epoch's token);
+        returns the exit status."""
+        if self.writer is not None and faults is None and not extra_env:
+            return self.writer(self, epoch_id, token or self.epoch(epoch_id).fencing_token, "write")
         return self.start_write(epoch_id, faults=faults, token=token, **extra_env).wait()
 
     # -- whole epochs ----------------------------------------------------------------
@@ -560,6 +580,11 @@ class Case:
         if summary is None:
             return None
         epoch_id = int(summary["epoch_id"])
+        if self.writer is not None:
+            rc = self.writer(self, epoch_id, str(summary["fencing_token"]), run_id)
+            assert rc == 0, f"clean write of epoch {epoch_id} failed (exit {rc}): see {self.workdir}"
+            self.commit(epoch_id, run_id)
+            return epoch_id
         proc = self.start_write(epoch_id)
         rc = proc.wait()
         assert rc == 0, f"clean write of epoch {epoch_id} failed (exit {rc}):\n{proc.output()[-3000:]}"
@@ -763,9 +788,23 @@ def new_case(
 @contextlib.contextmanager
 def running_fault_stack(prefix: str, topology: Topology | None = None) -> Iterator[FaultStack]:
     """A private :class:`FaultStack` of ``topology`` in a fresh state dir named ``prefix...``,
-    its connections in the environment while the block runs; stopped and removed afterwards."""
+    its connections in the environment while the block runs; stopped and removed afterwards.
+
+    With ``EO_FAULT_STACK_DIR`` set, the stack of that state dir (``eo-stack up --state-dir``)
+    is used instead (what is not running is started) and left running: a developer's
+    stack for one fault test at a time."""
     from tests.conftest import new_stack_dir
 
+    kept = os.environ.get(FAULT_STACK_DIR_ENV)
+    if kept:
+        stack = FaultStack(Path(kept), topology)
+        stack.up()
+        previous = set_env(stack.conn_env)
+        try:
+            yield stack
+        finally:
+            restore_env(previous)
+        return
     state_dir = new_stack_dir(prefix)
     stack = FaultStack(state_dir, topology)
     try:

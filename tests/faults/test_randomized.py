@@ -13,6 +13,14 @@ about 40% of the updates are between 100 KB and 1 MB, near the default
 CI runs only the big-records variant (same seed, so the same schedule, plus big records);
 the small one runs once ``EO_FAULT_RANDOM_COUNT`` is set or in long mode (``EO_FAULT_LONG=1``).
 
+On YARN (``EO_FAULT_RANDOM_YARN=1``, ``tests/faults/yarn_kinds.py``) every epoch is written
+by the write step in YARN cluster deploy mode on the stack's YARN, and a run draws the YARN
+kinds (ApplicationMaster kill with 1 or 2 attempts, NodeManager kill, the Airflow side
+killed leaving a zombie driver) beside the reserve and commit kinds (the write kinds and
+the Airflow kinds strike a ``local[2]`` spark-submit or a LocalExecutor task: not drawn).
+``EO_FAULT_RANDOM_BUDGET_S`` ends a run early, after the fault that crosses that many
+seconds; the run is recorded with the faults it ran.
+
 Runs of more than 2 faults, and long mode, also draw the kinds under a real Airflow
 scheduler (``tests/faults/scheduler_kinds.py``: the scheduler, or a running write task's
 process tree, SIGKILLed; Airflow's own retries finish the run).
@@ -49,6 +57,8 @@ from tests.faults.harness import SIGKILLED, Case, FaultStack, hang_env, new_case
 from tests.faults.scheduler_kinds import AIRFLOW_FAULTS, SchedulerRounds, inject_airflow_fault
 from tests.faults.test_process_faults import _verified
 from tests.faults.topology_faults import TOPOLOGY_FAULTS, inject_topology_fault, topology_kinds
+from tests.faults.yarn_kinds import YARN_FAULTS, check_strike, inject_yarn_fault, on_yarn
+from tests.faults.yarn_writes import yarn_case, yarn_running
 
 #: Faults before an epoch exists: the reserve step itself fails.
 RESERVE_FAULTS = (
@@ -84,6 +94,7 @@ SERVICE_KILLS_MID_WRITE = {
 }
 FAULT_KINDS = RESERVE_FAULTS + WRITE_FAULTS + COMMIT_FAULTS
 KINDS_ENV = "EO_FAULT_RANDOM_KINDS"
+BUDGET_ENV = "EO_FAULT_RANDOM_BUDGET_S"
 
 
 #: The single broker's own kinds: on a Kafka cluster the cluster kinds take their place.
@@ -97,6 +108,9 @@ def fault_kinds(topology: Topology, *, with_airflow: bool) -> tuple[str, ...]:
     Airflow's included); a name it cannot run raises ValueError."""
     single = () if topology.kafka_brokers == 1 else SINGLE_BROKER_FAULTS
     known = tuple(kind for kind in FAULT_KINDS if kind not in single) + topology_kinds(topology)
+    if on_yarn():  # the write step in YARN cluster mode: its kinds replace the local writes'
+        known = tuple(k for k in known if k in RESERVE_FAULTS + COMMIT_FAULTS) + YARN_FAULTS
+        with_airflow = False
     wanted = [k.strip() for k in os.environ.get(KINDS_ENV, "").split(",") if k.strip()]
     unknown = sorted(set(wanted) - set(known + AIRFLOW_FAULTS))
     if unknown:
@@ -124,6 +138,11 @@ def inject(
     asserts and returns what was observed."""
     if kind in AIRFLOW_FAULTS:
         return inject_airflow_fault(case, kind, rng, tag, rounds)
+    if kind in YARN_FAULTS:
+        attempts = rng.choice((1, 2)) if kind == "yarn.am_kill9_mid_write" else None
+        strike = inject_yarn_fault(case, kind, rng, tag, workdir, max_app_attempts=attempts)
+        pinned = f"maxAppAttempts={attempts}: " if attempts else ""
+        return pinned + check_strike(kind, strike)
     if kind in RESERVE_FAULTS:
         return _reserve_fault(case, kind, tag)
     case.recover(tag)
@@ -283,7 +302,12 @@ def _inject_all(
 ) -> None:
     """Each round of ``schedule``: new records, its fault, the next stream run (recover
     first, then one epoch), tallied."""
+    budget = float(os.environ.get(BUDGET_ENV, "0") or 0)
     for i, kind in enumerate(schedule):
+        if budget and time.monotonic() - tally.started > budget:
+            print(f"{BUDGET_ENV}={budget:g} reached: {i} of {len(schedule)} faults ran", flush=True)
+            tally.run["count"] = i
+            return
         case.produce(rng.randint(10, 60), seed=rng.randrange(1_000_000))
         tally.run["outcome"] = f"FAIL at fault {i + 1} ({kind})"
         fault_started = time.monotonic()
@@ -336,7 +360,9 @@ def run_randomized(
     row.update(
         order=15, fault=f"randomized{variant}: seed {seed}, {count} random faults across epochs (CI bound)"
     )
-    case = new_case(
+    if on_yarn():
+        yarn_running(fault_stack)
+    case = (yarn_case if on_yarn() else new_case)(
         fault_stack,
         tmp_path,
         "rand",
@@ -351,7 +377,8 @@ def run_randomized(
             "seed": seed,
             "count": count,
             "outcome": "FAIL",
-            "servers": reliability.servers_text(fault_stack.local.topology),
+            "servers": reliability.servers_text(fault_stack.local.topology)
+            + (", YARN cluster mode (Hadoop 3.5.0, 1 NodeManager)" if on_yarn() else ""),
             "record_sizes": RECORD_SIZES[big_records],
             "date": datetime.date.today().isoformat(),
         }
