@@ -7,33 +7,6 @@ executors). Classes keep the builtin base they always had (``ValueError``,
 Indentation in the table means "subclass of the row above"; the module is named by its
 file (docs/ARCHITECTURE.md gives its folder).
 
-Class                          Module (file)             Meaning
-=============================  ========================  =====================================================
-``EoError``                    ``errors``                root: any error raised on purpose
-``ConfigError``                ``errors``                invalid configuration; nothing read or written
-  ``PipelineConfigError``      ``config_errors``         pipelines file missing, unreadable or invalid
-    ``PipelineNotDeclared``    ``config_errors``         no pipeline of that name in the file
-  ``ConnectionNotFound``       ``connections``           no definition for a connection id
-``LedgerError``                ``refusals``              the ledger refused a change or is unreachable
-  ``EpochNotFound`` ...        ``refusals``              one class per refusal (``FencedOut``, ...)
-``KafkaAccessError``           ``errors``                a Kafka call or read did not complete
-  ``EoKafkaError``             ``kafka_errors``          metadata, watermark or group-offset call
-  ``RangeReadError``           ``range_reader``          a task range could not be read to its end
-``RegistryAccessError``        ``errors``                a Schema Registry call did not complete
-  ``RegistryUnavailable``      ``registry_errors``       unreachable, or an answer 5xx/408/429 (retry)
-  ``RegistryRefused``          ``registry_errors``       any other refusal (401, 403, ...)
-``HBaseWriteError``            ``hbase_writer``          a segment could not be written to HBase
-  ``UnsafeColumnFamilyError``  ``hbase_writer``          the family is missing or would lose cells
-  ``UnwritableTableError``     ``hbase_writer``          table disabled, missing, or its namespace missing
-``RecordError``                ``errors``                a record cannot be written as declared
-  ``BadRecord``                ``errors``                undecodable or unmappable record (the policy decides)
-  ``BadRecordError``           ``bad_records``           a bad record under ``bad_records: fail``
-``TaskError``                  ``errors``                the write step's Spark tasks did not complete
-  ``ExecutorTaskError``        ``task_errors``           raised on an executor: its cause as data
-  ``TaskFailed``               ``task_runner``           driver side: a task failed (the decoded cause)
-  ``CoverageError``            ``task_plan``             task results do not cover the epoch exactly
-=============================  ========================  =====================================================
-=======
 ================================  =========================  =================================================
 Class                             Module (file)              Meaning
 ================================  =========================  =================================================
