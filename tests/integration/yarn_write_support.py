@@ -27,6 +27,7 @@ import yaml
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.ledger import Ledger
+from eo_devtools.stack.stack import LocalStack
 from eo_devtools.stack.yarn_spark import yarn_spark_conf, yarn_submit_env
 from tests.conftest import StackInfo
 from tests.yarn_support import YarnInfo
@@ -112,13 +113,15 @@ def ledger_role_fixture(stack: StackInfo) -> Iterator[tuple[str, str]]:
 
 
 def secret_connections(stack: StackInfo, ledger_uri: str, password: str) -> tuple[dict[str, str], Secrets]:
-    """The stack's connections with the ledger as ``ledger_uri`` and marker passwords in the
-    Kafka and HBase connections."""
+    """The stack's connections as they are now (``spark_yarn`` included once the ``yarn``
+    fixture started YARN: ``stack.conn_env`` is the session start's) with the ledger as
+    ``ledger_uri`` and marker passwords in the Kafka and HBase connections."""
     found = Secrets(password, f"Kf4marker{secrets.token_hex(3)}", f"Hb5marker{secrets.token_hex(3)}")
-    kafka = {**json.loads(stack.conn_env["AIRFLOW_CONN_EO_KAFKA"]), "password": found.kafka_marker}
-    hbase = {**json.loads(stack.conn_env["AIRFLOW_CONN_EO_HBASE"]), "password": found.hbase_marker}
+    current = LocalStack(stack.state_dir).conn_env()
+    kafka = {**json.loads(current["AIRFLOW_CONN_EO_KAFKA"]), "password": found.kafka_marker}
+    hbase = {**json.loads(current["AIRFLOW_CONN_EO_HBASE"]), "password": found.hbase_marker}
     env = {
-        **stack.conn_env,
+        **current,
         "AIRFLOW_CONN_EO_LEDGER": ledger_uri,
         "AIRFLOW_CONN_EO_KAFKA": json.dumps(kafka),
         "AIRFLOW_CONN_EO_HBASE": json.dumps(hbase),
