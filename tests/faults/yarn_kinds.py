@@ -21,6 +21,7 @@ the caller then runs the next stream run (recover first) and verifies.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -113,7 +114,7 @@ def inject_yarn_fault(
             nodemanager = case.stack.local.yarn_nodemanager_pid
             assert nodemanager is not None, "the NodeManager is not running"
             os.kill(nodemanager, signal.SIGKILL)
-            restart_nodemanager(case)
+            restart_nodemanager(case, nodemanager)
         else:
             raise AssertionError(f"unknown YARN fault kind {kind}")
         release.touch()
@@ -130,10 +131,17 @@ def inject_yarn_fault(
     return YarnStrike(epoch_id, returncode, output, ended, case.epoch(epoch_id).state, logs, leftovers)
 
 
-def restart_nodemanager(case: Case, timeout: float = 60) -> int:
-    """Start the killed NodeManager again (same ports, same node id); its pid. A JVM killed
-    with ``kill -9`` takes a moment to exit on a loaded machine and its ports stay taken
-    until it has: the start is retried while a port is busy (``timeout`` seconds at most)."""
+def restart_nodemanager(case: Case, killed: int, timeout: float = 60) -> int:
+    """Start the NodeManager ``killed`` (its pid) again (same ports, same node id); its pid.
+
+    A JVM killed with ``kill -9`` takes a moment to exit on a loaded machine: until it has,
+    the stack counts it as running (and would start nothing) and its ports stay taken. So
+    first wait until it is gone (or a zombie, reaped when it is this process's child), then
+    retry the start while a port is busy; ``timeout`` seconds at most for each."""
+    deadline = time.monotonic() + timeout
+    while not _exited(killed):
+        assert time.monotonic() < deadline, f"NodeManager {killed} still running {timeout:g} s after kill -9"
+        time.sleep(0.2)
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -142,6 +150,17 @@ def restart_nodemanager(case: Case, timeout: float = 60) -> int:
             if time.monotonic() > deadline:
                 raise
             time.sleep(1.0)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has exited (gone, or a zombie: reaped if it is this process's child)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
 
 
 def check_strike(kind: str, strike: YarnStrike) -> str:
