@@ -10,6 +10,8 @@ YARN paths with the fake ``spark-submit`` (no cluster: starting the real RM cost
 * ``PUT /ws/v1/cluster/apps/<id>/state``: kills (the state becomes KILLED);
 * ``POST /stand-in/apps`` (test only): registers an application, as the fake spark-submit
   does with the tags it was given.
+
+With ``answering`` false, every ``/ws/v1`` call gets 503 (an RM restarting).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class StandInResourceManager:
     url: str = ""
     apps: list[dict[str, Any]] = field(default_factory=list)
     kills: list[str] = field(default_factory=list)
+    answering: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def register(self, tags: list[str], **report: Any) -> dict[str, Any]:
@@ -102,7 +105,9 @@ def _handler(rm: StandInResourceManager) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             url = urlparse(self.path)
-            if url.path == "/ws/v1/cluster/scheduler":
+            if not rm.answering:
+                self._answer({"RemoteException": {"message": "restarting"}}, 503)
+            elif url.path == "/ws/v1/cluster/scheduler":
                 self._answer(SCHEDULER)
             elif url.path == "/ws/v1/cluster/apps":
                 tag = parse_qs(url.query).get("applicationTags", [""])[0]
@@ -113,7 +118,9 @@ def _handler(rm: StandInResourceManager) -> type[BaseHTTPRequestHandler]:
 
         def do_PUT(self) -> None:
             parts = urlparse(self.path).path.split("/")
-            if parts[-1] == "state" and self._body().get("state") == "KILLED":
+            if not rm.answering:
+                self._answer({"RemoteException": {"message": "restarting"}}, 503)
+            elif parts[-1] == "state" and self._body().get("state") == "KILLED":
                 self._answer(rm.kill(parts[-2]))
             else:
                 self._answer({"RemoteException": {"message": "bad request"}}, 400)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
@@ -93,11 +94,15 @@ class YarnQueue:
 
 
 class ResourceManager:
-    """The RM REST API at ``address``; ``where`` names its configuration in errors."""
+    """The RM REST API at ``address``; ``where`` names its configuration in errors.
+
+    ``base_url`` is what calls go to; ``shown_url`` is what messages name: the same address
+    without any ``user:password@`` part, so no error or log line carries a credential."""
 
     def __init__(self, address: str, *, where: str, auth: Any = None) -> None:
         address = address.strip()
         self.base_url = (address if "://" in address else f"http://{address}").rstrip("/")
+        self.shown_url = without_userinfo(self.base_url)
         self.where = where
         self.auth = auth
 
@@ -141,24 +146,24 @@ class ResourceManager:
             )
         except requests.RequestException as exc:
             raise ResourceManagerUnavailable(
-                f"YARN ResourceManager {self.base_url} ({self.where}) did not answer {what}: "
+                f"YARN ResourceManager {self.shown_url} ({self.where}) did not answer {what}: "
                 f"{type(exc).__name__}: {exc}"
             ) from None
         if answer.status_code >= 500:
             raise ResourceManagerUnavailable(
-                f"YARN ResourceManager {self.base_url} ({self.where}) answered HTTP "
+                f"YARN ResourceManager {self.shown_url} ({self.where}) answered HTTP "
                 f"{answer.status_code} to {what}: {answer.text[:300]}"
             )
         if answer.status_code >= 400:
             raise ResourceManagerRefused(
-                f"YARN ResourceManager {self.base_url} ({self.where}) refused {what}: HTTP "
+                f"YARN ResourceManager {self.shown_url} ({self.where}) refused {what}: HTTP "
                 f"{answer.status_code}: {answer.text[:300]}"
             )
         try:
             body = answer.json()
         except ValueError:
             raise ResourceManagerRefused(
-                f"YARN ResourceManager {self.base_url} ({self.where}) answered {what} with no JSON: "
+                f"YARN ResourceManager {self.shown_url} ({self.where}) answered {what} with no JSON: "
                 f"{answer.text[:300]}"
             ) from None
         return body if isinstance(body, dict) else {}
@@ -190,3 +195,11 @@ def fair_queues(queue: Mapping[str, Any]) -> Iterator[YarnQueue]:
     yield YarnQueue(path, path.rsplit(".", 1)[-1], leaf, *_allocation(queue, "maxContainerAllocation"))
     for child in children:
         yield from fair_queues(child)
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` without its ``user:password@`` part (unchanged when it has none)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

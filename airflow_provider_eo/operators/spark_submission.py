@@ -10,7 +10,7 @@ connections. :func:`connection_master` is the master the provider's hook derives
 connection. ``spark.resources`` become the Spark provider's resource arguments
 (:func:`resource_options`), mapped for the master they will run on. The driver's
 environment is set on the spark-submit process (:func:`process_environment`) in client
-deploy mode; cluster deploy mode puts it in a properties file
+deploy mode; YARN cluster deploy mode ships it as the driver's environment file
 (:mod:`~airflow_provider_eo.operators.write_submission`).
 """
 

@@ -45,7 +45,7 @@ def check_yarn_submission(
     except ClusterAccessError as exc:
         raise type(exc)(f"pipeline {pipeline}: {exc}") from None
     found = find_queue(queues, queue)
-    where = f"pipeline {pipeline}: YARN queue {queue!r} (ResourceManager {rm.base_url}, {rm.where})"
+    where = f"pipeline {pipeline}: YARN queue {queue!r} (ResourceManager {rm.shown_url}, {rm.where})"
     leaves = ", ".join(sorted(q.path for q in queues if q.leaf)) or "none"
     if found is None:
         raise ConfigError(f"{where}: the scheduler has no such queue (leaf queues: {leaves})")

@@ -65,7 +65,7 @@ class YarnTracking:
 
     def find(self) -> YarnApplication | None:
         """The application carrying the tag (the newest if several), or None."""
-        apps = sorted(self.rm.applications_tagged(self.tag), key=lambda app: app.id)
+        apps = sorted(self.rm.applications_tagged(self.tag), key=application_order)
         if apps:
             self.application = apps[-1]
         return apps[-1] if apps else None
@@ -75,10 +75,12 @@ class YarnTracking:
 
         Raises :class:`YarnApplicationFailed` (it failed, was killed, or never appeared
         within :data:`APPEAR_S`), ``ResourceManagerUnavailable`` after :data:`RM_OUTAGE_S`
-        of failed polls. Anything else raised while waiting kills the application first."""
+        of failed polls. Whatever it raises, it first tries to kill the application (best
+        effort: an RM that does not answer leaves it to the next try's fencing)."""
         try:
             app = self._until_ended()
         except (YarnApplicationFailed, ClusterAccessError):
+            self.kill()
             raise
         except BaseException:
             self.kill()
@@ -95,7 +97,7 @@ class YarnTracking:
         diagnostics = app.diagnostics.strip() or "none"
         return (
             f"{self.what}: YARN application {app.id} ended {app.state} with final status "
-            f"{app.final_status} (ResourceManager {self.rm.base_url}, {self.rm.where}); "
+            f"{app.final_status} (ResourceManager {self.rm.shown_url}, {self.rm.where}); "
             f"diagnostics: {diagnostics}"
         )
 
@@ -155,10 +157,10 @@ class YarnTracking:
                     "%s: ResourceManager did not answer, still tracking %s: %s", self.what, self.tag, exc
                 )
                 app = self.application
-            if app is None and time.monotonic() - started > APPEAR_S:
+            if app is None and failing_since is None and time.monotonic() - started > APPEAR_S:
                 raise YarnApplicationFailed(
                     f"{self.what}: no YARN application tagged {self.tag} at ResourceManager "
-                    f"{self.rm.base_url} ({self.rm.where}) {APPEAR_S:.0f} s after spark-submit returned"
+                    f"{self.rm.shown_url} ({self.rm.where}) {APPEAR_S:.0f} s after spark-submit returned"
                 )
             if app is not None and failing_since is None:
                 if app.state != last_state:
@@ -167,6 +169,13 @@ class YarnTracking:
                 if app.finished:
                     return app
             time.sleep(self.poll_s)
+
+
+def application_order(app: YarnApplication) -> tuple[int, ...]:
+    """``app``'s place among applications by id (``application_<cluster ts>_<seq>``), by number:
+    ``..._10000`` after ``..._9999``; an id of another shape sorts first."""
+    numbers = app.id.split("_")[1:]
+    return tuple(int(n) for n in numbers) if all(n.isdigit() for n in numbers) else (-1,)
 
 
 def submit_tracked(hook: SparkSubmitHook, application: str, tracking: YarnTracking) -> YarnApplication:
