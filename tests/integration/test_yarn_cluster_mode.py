@@ -140,6 +140,18 @@ def group_offsets(name: str, topic: str) -> dict[tuple[str, int], int | None]:
     return EoKafkaHook().committed_offsets(f"g-{name}", [(topic, p) for p in range(PARTITIONS)])
 
 
+def yarn_write(name: str, file: str, summary: dict[str, Any]) -> WriteEpochOperator:
+    """The write step of the epoch ``summary`` reserved, on the ``spark_yarn`` connection."""
+    return WriteEpochOperator(
+        task_id="write",
+        pipeline=name,
+        epoch_id=summary["epoch_id"],
+        fencing_token=summary["fencing_token"],
+        spec=load_pipeline(name, file),
+        spark_conn_id="spark_yarn",
+    )
+
+
 def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -159,14 +171,7 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     )
     file = pipelines_file(world, spark)
     summary = reserve(name, file)
-    write = WriteEpochOperator(
-        task_id="write",
-        pipeline=name,
-        epoch_id=summary["epoch_id"],
-        fencing_token=summary["fencing_token"],
-        spec=load_pipeline(name, file),
-        spark_conn_id="spark_yarn",
-    )
+    write = yarn_write(name, file, summary)
     write.execute(task_context())
     task_log = capsys.readouterr().out  # the hook logs spark-submit's output (Airflow's task logger)
     assert write.yarn_tracking is not None and write.yarn_tracking.application is not None
@@ -308,14 +313,7 @@ def test_the_airflow_task_killed_kills_the_application_and_the_next_try_settles_
     spark = cluster_spark(stack.state_dir, package="installed", python=sys.executable)
     file = pipelines_file(world, spark)
     summary = reserve(name, file)
-    write = WriteEpochOperator(
-        task_id="write",
-        pipeline=name,
-        epoch_id=summary["epoch_id"],
-        fencing_token=summary["fencing_token"],
-        spec=load_pipeline(name, file),
-        spark_conn_id="spark_yarn",
-    )
+    write = yarn_write(name, file, summary)
     thread, failures = run_in_thread(lambda: write.execute(task_context()))
     tag = wait_for(lambda: write.yarn_tracking and write.yarn_tracking.tag)
     app = wait_for(lambda: [a for a in yarn_records.apps_tagged(tag) if a["state"] == "RUNNING"])[0]
