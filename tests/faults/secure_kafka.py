@@ -39,11 +39,11 @@ from confluent_kafka.admin import (
 from eo_devtools.demo.expected_state import ProducedRecord
 from eo_devtools.demo.sample_events import partition_for, sample_events
 from eo_devtools.stack.kafka import KafkaService
+from eo_devtools.stack.pki import Pki
 from eo_devtools.stack.ports import LOOPBACK, find_free_port
 from eo_devtools.stack.process import read_pid, stop_process_group
 from eo_devtools.stack.service_process import start_service
 from tests.faults.harness import KAFKA_TEST_EXTRA, Case, FaultStack, declare_pipeline, pipeline_entry
-from tests.faults.pki import Pki
 from tests.kafka_helpers import BATCHING_PRODUCER
 
 SCRAM_MECHANISM = "SCRAM-SHA-512"

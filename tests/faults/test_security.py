@@ -41,9 +41,9 @@ from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.demo.airflow_runner import AirflowRunner, DagRunOutcome
 from eo_devtools.demo.verification import Verification
+from eo_devtools.stack.pki import Pki, make_pki
 from tests.conftest import new_stack_dir
 from tests.faults.harness import Case, FaultStack, WriteProc, restore_env, set_env
-from tests.faults.pki import Pki, make_pki
 from tests.faults.secure_kafka import (
     SecureStack,
     kafka_conn_json,

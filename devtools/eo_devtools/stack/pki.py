@@ -1,4 +1,4 @@
-"""A throwaway PKI for the TLS tests: a CA, a server certificate it signs, an unrelated CA."""
+"""A throwaway PKI for the local stack and the TLS tests: a CA, a server certificate, an unrelated CA."""
 
 from __future__ import annotations
 
