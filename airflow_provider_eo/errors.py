@@ -15,6 +15,7 @@ Class                             Module (file)              Meaning
   ``PipelineConfigError``         ``config_errors``          pipelines file missing, unreadable or invalid
     ``PipelineNotDeclared``       ``config_errors``          no pipeline of that name in the file
   ``ConnectionNotFound``          ``connections``            no definition for a connection id
+  ``KafkaFeatureMissing``         ``kafka_client_features``  librdkafka lacks a feature the connection needs
 ``LedgerError``                   ``refusals``               the ledger refused a change or is unreachable
   ``EpochNotFound`` ...           ``refusals``               one class per refusal (``FencedOut``, ...)
 ``KafkaAccessError``              ``errors``                 a Kafka call or read did not complete

@@ -107,7 +107,11 @@ def prune(
 
 
 def kafka_hook(conn_id: str) -> Any:
-    """The Kafka hook (``OffsetSource`` + ``OffsetPublisher``) for ``AIRFLOW_CONN_<CONN_ID>``."""
+    """The Kafka hook (``OffsetSource`` + ``OffsetPublisher``) for ``AIRFLOW_CONN_<CONN_ID>``,
+    its settings resolved at once: ``KafkaFeatureMissing`` when the installed librdkafka
+    cannot speak them (before the command changes anything)."""
     from airflow_provider_eo.hooks.kafka import EoKafkaHook
 
-    return EoKafkaHook(kafka_conn_id=conn_id)
+    hook = EoKafkaHook(kafka_conn_id=conn_id)
+    hook.settings  # noqa: B018 (resolving is the check)
+    return hook

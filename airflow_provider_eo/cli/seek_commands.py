@@ -62,8 +62,9 @@ def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     group_id = args.group_id or _pipeline_group(args.pipeline, args.pipelines_file)
     if not args.stream_dag_paused:
         _require_paused_stream_dag(args.pipeline, args.airflow_conn_id)
+    kafka = kafka_hook(args.kafka_conn_id)  # KafkaFeatureMissing here, before the ledger
     with Ledger(dsn, actor=Actor.cli()) as ledger:
-        tools = OperatorTools(ledger, kafka=lambda: kafka_hook(args.kafka_conn_id))
+        tools = OperatorTools(ledger, kafka=lambda: kafka)
         if target is not None:
             outcome = tools.seek(
                 args.pipeline, target, group_id=group_id, reason=args.reason, partitions=partitions

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.clients.connections import EoConnection
+from airflow_provider_eo.clients.kafka_client_features import check_client_features
 
 #: Keys in the Kafka connection's ``extra`` that are ours, not librdkafka's (stripped before use).
 KAFKA_TIMEOUT_KEY = "eo.timeout.ms"
@@ -61,7 +62,9 @@ def kafka_client_config(conn: EoConnection) -> KafkaClientConfig:
     :data:`KAFKA_CLIENT_DEFAULTS`. When ``bootstrap.servers`` is missing, ``host[:port]``
     is used. ``eo.timeout.ms`` (default 15000) bounds each metadata/offset call and is
     not passed to librdkafka.
-    Raises ``ValueError`` when no bootstrap server is known.
+    Raises ``ValueError`` when no bootstrap server is known, and
+    :class:`~airflow_provider_eo.clients.kafka_client_features.KafkaFeatureMissing` when the
+    installed librdkafka lacks a feature the settings need (GSSAPI without libsasl2, ...).
     """
     extra = dict(conn.extra)
     timeout_ms = float(extra.pop(KAFKA_TIMEOUT_KEY, DEFAULT_KAFKA_TIMEOUT_MS))
@@ -73,6 +76,7 @@ def kafka_client_config(conn: EoConnection) -> KafkaClientConfig:
                 f"Kafka connection {conn.conn_id!r}: set 'bootstrap.servers' in extra (or host/port)"
             )
         config["bootstrap.servers"] = f"{conn.host}:{conn.port}" if conn.port else conn.host
+    check_client_features(conn.conn_id, config)
     return KafkaClientConfig(config=config, timeout_s=timeout_ms / 1000.0)
 
 

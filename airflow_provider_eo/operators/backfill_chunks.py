@@ -22,7 +22,11 @@ from airflow_provider_eo.ledger.protocol import NothingToReserve, Reserved
 from airflow_provider_eo.lineage.operator_lineage import epoch_after_write
 from airflow_provider_eo.operators.backfill import backfill_request
 from airflow_provider_eo.operators.backfill_request_form import request_of
-from airflow_provider_eo.operators.pipeline_operator import PipelineOperator, open_protocol
+from airflow_provider_eo.operators.pipeline_operator import (
+    PipelineOperator,
+    check_kafka_client,
+    open_protocol,
+)
 from airflow_provider_eo.operators.run_context import run_identity, task_actor
 from airflow_provider_eo.operators.write import WriteEpochOperator
 from airflow_provider_eo.operators.xcom import epoch_summary
@@ -81,6 +85,7 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
         spec = self.spec
         env = self.application_env()  # connections, then the target checked: a refusal reserves nothing
         target = self.submission_target()
+        check_kafka_client(self.kafka_conn_id)  # a client this librdkafka cannot build: no epoch
         with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
             outcome = protocol.reserve_backfill(spec, request_of(self.ranges), run_identity(context))
         if isinstance(outcome, NothingToReserve):

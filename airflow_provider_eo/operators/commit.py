@@ -76,6 +76,7 @@ class CommitEpochOperator(PipelineOperator):
         except ValueError:
             raise ValueError(f"epoch_id must be an integer, got {self.epoch_id!r}") from None
         spec = self.pipeline_spec()
+        self.check_kafka_client()  # a client this librdkafka cannot build: refused, epoch unchanged
         with self.epoch_protocol(context) as protocol:
             outcome = protocol.commit(epoch_id, pipeline=spec)
         self.lineage_epoch = outcome.epoch

@@ -63,6 +63,17 @@ class PipelineOperator(BaseOperator):
         running task instance (:func:`task_actor`): the epochs' history names it."""
         return open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context))
 
+    def check_kafka_client(self) -> None:
+        """:func:`check_kafka_client` of this operator's Kafka connection."""
+        check_kafka_client(self.kafka_conn_id)
+
+
+def check_kafka_client(kafka_conn_id: str) -> None:
+    """Resolve the Kafka connection's client settings now, before a step touches the ledger:
+    raises ``KafkaFeatureMissing`` when the installed librdkafka cannot speak them
+    (``ConnectionNotFound`` / ``ValueError`` for a missing or incomplete connection)."""
+    EoKafkaHook(kafka_conn_id).settings  # noqa: B018 (resolving is the check)
+
 
 @contextmanager
 def open_protocol(

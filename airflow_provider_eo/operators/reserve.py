@@ -36,6 +36,7 @@ class ReserveEpochOperator(PipelineOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         spec = self.pipeline_spec()
+        self.check_kafka_client()  # a client this librdkafka cannot build: refused, no epoch
         with self.epoch_protocol(context) as protocol:
             outcome = self.reserve(protocol, spec, run_identity(context), context)
         if isinstance(outcome, NothingToReserve):

@@ -31,11 +31,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import airflow_provider_eo
+from airflow_provider_eo.clients.connection_settings import kafka_client_config
 from airflow_provider_eo.clients.connections import (
     DEFAULT_HBASE_CONN_ID,
     DEFAULT_KAFKA_CONN_ID,
     DEFAULT_LEDGER_CONN_ID,
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
+    connection_from_env,
 )
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
@@ -123,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         spec = run_pipeline_spec(args.pipeline, args.pipelines_file)
         dsn = ledger_dsn_from_env(args.ledger_conn_id)
+        # a Kafka client this librdkafka cannot build (KafkaFeatureMissing): exit 2, ledger untouched
+        kafka_client_config(connection_from_env(args.kafka_conn_id))
         with Ledger(dsn, conn_id=args.ledger_conn_id, actor=actor_of(args)) as ledger:
             return int(
                 write_epoch(
