@@ -90,7 +90,11 @@ def required_features(config: Mapping[str, str]) -> dict[str, str]:
     if protocol in ("SSL", "SASL_SSL"):
         needed["ssl"] = f"security.protocol={protocol}"
     if protocol.startswith("SASL"):
-        key = "sasl.mechanism" if "sasl.mechanism" in config else "sasl.mechanisms"
+        key = (
+            "sasl.mechanisms"
+            if "sasl.mechanisms" in config and "sasl.mechanism" not in config
+            else "sasl.mechanism"
+        )
         mechanism = config.get(key, "GSSAPI").strip().upper()  # librdkafka's default is GSSAPI
         if mechanism in MECHANISM_FEATURES:
             needed[MECHANISM_FEATURES[mechanism]] = f"{key}={mechanism}"
