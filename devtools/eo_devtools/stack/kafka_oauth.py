@@ -36,6 +36,11 @@ class OAuthKafkaService(KafkaService):
         self.jwks_url = jwks_url
 
     @property
+    def home(self) -> Path:
+        """Its own directory, beside the stack's Kafka nodes' (never sharing their data)."""
+        return self.state_dir / self.name
+
+    @property
     def keystore(self) -> Path:
         return self.home / "server-keystore.pem"
 
