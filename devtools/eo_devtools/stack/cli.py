@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         help="up: run YARN (a ResourceManager and a NodeManager); --no-yarn stops it (default: as it is)",
     )
     parser.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="up: run the TLS services (Kafka SASL_SSL/OAUTHBEARER, its OAuth issuer); --no-tls stops them",
+    )
+    parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
     )
     parser.add_argument(
@@ -194,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     airflow=not args.no_airflow,
                     spark_workers=args.spark_workers,
                     yarn=args.yarn,
+                    tls=args.tls,
                     topology=requested_topology(args, stack.topology),
                     executor=requested_executor(args, stack.executor),
                 )

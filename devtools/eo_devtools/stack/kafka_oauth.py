@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from eo_devtools.stack.java_service import JavaService
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.oauth_issuer import AUDIENCE
 from eo_devtools.stack.pki import Pki
@@ -29,6 +30,7 @@ class OAuthKafkaService(KafkaService):
     """:class:`KafkaService` with a SASL_SSL/OAUTHBEARER listener on ``ports["kafka-oauth"]``."""
 
     name = "kafka-oauth"
+    port_keys = ("kafka-oauth-plain", "kafka-oauth-controller")  # beside the stack's own Kafka
 
     def __init__(self, state_dir: Path, ports: Mapping[str, int], pki: Pki, jwks_url: str) -> None:
         super().__init__(state_dir, ports)
@@ -37,8 +39,12 @@ class OAuthKafkaService(KafkaService):
 
     @property
     def home(self) -> Path:
-        """Its own directory, beside the stack's Kafka nodes' (never sharing their data)."""
-        return self.state_dir / self.name
+        """Its own directory, beside the stack's Kafka nodes' (not matched by their ``kafka*``)."""
+        return self.state_dir / "oauth-kafka"
+
+    def preflight(self) -> None:
+        """The JVM and jars (a node of its own: the stack's cluster size is not its business)."""
+        JavaService.preflight(self)
 
     @property
     def keystore(self) -> Path:

@@ -14,6 +14,7 @@ count answers, so a test can see a token request happened.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hmac
 import json
@@ -144,3 +145,21 @@ class OAuthIssuer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m eo_devtools.stack.oauth_issuer --port P --cert C --key K --clients FILE``: serve
+    until killed. ``FILE`` is JSON ``{client id: secret}`` (mode 600): no secret on the command line."""
+    parser = argparse.ArgumentParser(prog="oauth_issuer")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--cert", type=Path, required=True)
+    parser.add_argument("--key", type=Path, required=True)
+    parser.add_argument("--clients", type=Path, required=True)
+    args = parser.parse_args(argv)
+    clients = json.loads(args.clients.read_text())
+    OAuthIssuer(args.port, clients, args.cert, args.key).start()
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -88,3 +88,17 @@ def make_pki(directory: Path) -> Pki:
         )
     )
     return pki
+
+
+def stack_pki(state_dir: Path) -> Pki:
+    """The stack's PKI in ``<state_dir>/pki``: made by the first caller, the same files afterwards."""
+    directory = state_dir / "pki"
+    pki = Pki(
+        ca=directory / "ca.pem",
+        other_ca=directory / "other-ca.pem",
+        server_cert=directory / "server.pem",
+        server_key=directory / "server.key",
+    )
+    if all(path.exists() for path in (pki.ca, pki.other_ca, pki.server_cert, pki.server_key)):
+        return pki
+    return make_pki(directory)

@@ -41,6 +41,7 @@ from eo_devtools.stack.celery_executor import CeleryParts
 from eo_devtools.stack.connections import airflow_api_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
+from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart, is_oauth_key
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import PostgresService
 from eo_devtools.stack.process import running_pid
@@ -201,6 +202,7 @@ class LocalStack:
         yarn: bool | None = None,
         topology: Topology | None = None,
         executor: AirflowExecutor | None = None,
+        tls: bool | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Start every missing service and wait until all answer; return :meth:`status`.
 
@@ -209,6 +211,8 @@ class LocalStack:
         ``spark_workers``: N > 0 runs the Spark standalone cluster with N workers
         (:meth:`spark_up`), 0 stops it, None keeps a cluster already recorded as it is.
         ``yarn``: True runs YARN (:meth:`yarn_up`), False stops it, None keeps it as recorded.
+        ``tls``: True runs the TLS services (the OAUTHBEARER Kafka node and its OAuth issuer,
+        :mod:`.kafka_oauth_part`), False stops them, None keeps them as recorded.
         ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
         None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
         topology of services still running (``down`` first).
@@ -256,6 +260,10 @@ class LocalStack:
                 YarnCluster(self.state_dir).start(self._recorded_ports(), self._write_ports)
             elif yarn is False:
                 YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            if tls or (tls is None and ISSUER_PORT_KEY in recorded):
+                KafkaOAuthPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
+            elif tls is False:
+                KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if airflow and executor.is_celery:
                 celery.start_broker(self._recorded_ports(), self._write_ports)
             if airflow:
@@ -280,7 +288,7 @@ class LocalStack:
     @staticmethod
     def _kept_port(key: str) -> bool:
         """Ports recorded by the stack's optional parts (the Spark cluster, YARN, the Celery broker)."""
-        return is_spark_key(key) or is_yarn_key(key) or key == REDIS_PORT_KEY
+        return is_spark_key(key) or is_yarn_key(key) or key == REDIS_PORT_KEY or is_oauth_key(key)
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -313,6 +321,7 @@ class LocalStack:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             CeleryParts(self.state_dir).stop_broker(self._recorded_ports(), self._write_ports)
             services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
             for group in launch_groups(services):
@@ -345,6 +354,8 @@ class LocalStack:
             result.update(SparkCluster(self.state_dir).status(recorded))
         if RM_PORT_KEYS[0] in recorded:
             result.update(YarnCluster(self.state_dir).status(recorded))
+        if ISSUER_PORT_KEY in recorded:
+            result.update(KafkaOAuthPart(self.state_dir).status(recorded))
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -542,6 +553,8 @@ class LocalStack:
             schema_registry_port=recorded.get("schema-registry"),
             yarn_webapp_url=self._yarn_webapp(recorded),
         )
+        if ISSUER_PORT_KEY in recorded:  # eo-stack up --tls
+            env["AIRFLOW_CONN_EO_KAFKA_OAUTH"] = KafkaOAuthPart(self.state_dir).connection(recorded)
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():
