@@ -197,8 +197,12 @@ class EoKafkaHook(EoHook):
     def commit_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> None:
         """Commit exactly ``offsets`` to ``group_id`` with a client of its own, waiting at
         most the connection's timeout (:meth:`GroupOffsets.commit`: a success is the
-        broker's word for every offset; :class:`EoKafkaError` naming group and partition)."""
-        self._group(group_id).commit(offsets)
+        broker's word for every offset; :class:`EoKafkaError` naming group and partition, then
+        the connection: ``... (Kafka connection '<id>')``)."""
+        try:
+            self._group(group_id).commit(offsets)
+        except EoKafkaError as exc:
+            raise EoKafkaError(f"{exc} (Kafka connection {self.kafka_conn_id!r})") from exc
 
     def _group(self, group_id: str) -> GroupOffsets:
         return GroupOffsets(

@@ -197,12 +197,10 @@ def test_tls_settings_reach_librdkafka_and_its_failure_is_named(
 
 
 def test_settings_pass_librdkafka_options_and_strip_ours(monkeypatch: pytest.MonkeyPatch) -> None:
-    extra = {"bootstrap.servers": "b1:9092", "security.protocol": "SASL_SSL", "eo.timeout.ms": 2500}
+    # a mechanism this build has (without one, librdkafka defaults to GSSAPI: refused)
+    sasl = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}
+    extra = {"bootstrap.servers": "b1:9092", **sasl, "eo.timeout.ms": 2500}
     monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA_TLS", json.dumps({"conn_type": "kafka", "extra": extra}))
     settings = EoKafkaHook(kafka_conn_id="eo_kafka_tls").settings
-    assert settings.config == {
-        "bootstrap.servers": "b1:9092",
-        "security.protocol": "SASL_SSL",
-        "reconnect.backoff.ms": "10",
-    }
+    assert settings.config == {"bootstrap.servers": "b1:9092", **sasl, "reconnect.backoff.ms": "10"}
     assert settings.timeout_s == 2.5

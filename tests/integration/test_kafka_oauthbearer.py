@@ -122,4 +122,5 @@ def test_wrong_client_secret_fails_reserve_and_commit_and_changes_nothing(
     monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", broker.conn_json())
     assert EoKafkaHook().committed_offsets(group, [(topic, 0)]) == {(topic, 0): None}
     assert str(commit_failed.value).startswith(f"commit to group {group!r} of {topic}[0]=2: ")
-    assert str(commit_failed.value).endswith(f"(client errors: {TOKEN_REFUSED})")
+    named = f"(client errors: {TOKEN_REFUSED}) (Kafka connection 'eo_kafka')"
+    assert str(commit_failed.value).endswith(named)
