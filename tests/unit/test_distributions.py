@@ -57,6 +57,7 @@ def test_devtools_distribution_holds_the_stack_and_the_demo() -> None:
         "airflow-provider-eo",
         "asyncpg>=0.30,<1",
         "apache-airflow-providers-celery>=3.26,<4",  # the stack's CeleryExecutor, never the provider's
+        "PyJWT[crypto]>=2.10,<3",  # the stack's OAuth issuer (eo-stack up --tls)
     ]
     assert project["project"]["scripts"] == {"eo-stack": "eo_devtools.stack.cli:main"}
     packages = _packages(root)
