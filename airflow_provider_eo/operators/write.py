@@ -79,6 +79,12 @@ from airflow_provider_eo.operators.write_submission import (
 )
 from airflow_provider_eo.operators.yarn_submission import submit_binary, yarn_submission
 from airflow_provider_eo.operators.yarn_tracking import YarnTracking, submit_tracked
+from airflow_provider_eo.spark.driver.credential_files import (
+    credential_files,
+    files_entries,
+    shipped_environment,
+    unreadable_files,
+)
 
 
 def spark_application_path() -> str:
@@ -227,7 +233,8 @@ class WriteEpochOperator(SparkSubmitOperator):
         ``submit_hook``); every temporary file and environment variable of the submission is
         gone when it returns or raises, and the operator's attributes are as constructed.
 
-        Raises ``ConfigError`` when no epoch was given or the target is refused
+        Raises ``ConfigError`` when no epoch was given, a connection names a credential file
+        this machine cannot read (:mod:`.credential_files`), or the target is refused
         (:meth:`submission_target`; nothing submitted), ``ResourceManagerUnavailable`` when
         YARN's RM does not answer, the hook's ``AirflowException`` when the application fails
         or its vote is fenced out, and in YARN cluster deploy mode ``YarnApplicationFailed``
@@ -237,6 +244,11 @@ class WriteEpochOperator(SparkSubmitOperator):
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
         env = self.application_env()  # the connections first: a missing one fails before any other work
+        unreadable = unreadable_files(credential_files(env))
+        if unreadable:
+            raise ConfigError(
+                f"pipeline {self.pipeline}: " + "; ".join(unreadable) + "; nothing was submitted"
+            )
         self.write(context, self.submission_target(), env)
         self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
 
@@ -266,7 +278,8 @@ class WriteEpochOperator(SparkSubmitOperator):
         exits: the submission conf (YARN's tags and settings on a YARN master, and the
         tracking of its application where the RM is known), the master override's
         connection, the shipped package zip, the private environment file (cluster deploy
-        mode), the driver's environment (client deploy mode)."""
+        mode) with the connections' credential files shipped beside it and renamed in it,
+        the driver's environment (client deploy mode)."""
         deploy_mode, master = target.deploy_mode, target.master
         conf = scope.enter_context(submission_conf(self.conf or {}, master=master, deploy_mode=deploy_mode))
         self.yarn_tracking = None
@@ -293,12 +306,14 @@ class WriteEpochOperator(SparkSubmitOperator):
             conn_id_args=self.conn_id_args(),
         )
         ships_zip = not master.startswith("local") and self.spec.spark.package == "zip"
+        credentials = credential_files(env) if deploy_mode == "cluster" else []
+        env = shipped_environment(env, credentials)  # the driver's names of the shipped files
         submission = write_submission(
             args=args,
             conf=conf,
             py_files=self.py_files,
             package_zip=scope.enter_context(shipped_package()) if ships_zip else None,
-            files=self.files,
+            files=",".join(filter(None, [self.files, *files_entries(credentials)])) or None,
             env=env,
             env_file=scope.enter_context(private_environment_file(env)) if deploy_mode == "cluster" else None,
             deploy_mode=deploy_mode,

@@ -17,7 +17,9 @@ One YARN application costs about 40-60 s here; the module runs three and a half.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -152,8 +154,26 @@ def yarn_write(name: str, file: str, summary: dict[str, Any]) -> WriteEpochOpera
     )
 
 
+def with_credential_file(monkeypatch: pytest.MonkeyPatch, world: dict[str, Any]) -> tuple[Path, str]:
+    """The Kafka connection naming a private key file (mode 600, a marker inside) as
+    ``ssl.key.location``: a credential file the operator ships in cluster mode. The connection
+    stays PLAINTEXT, where librdkafka reads no key file, so only the shipping is under test."""
+    marker = f"Pk7marker{uuid.uuid4().hex[:6]}"
+    key_file = world["tmp"] / "client.key"
+    key_file.touch(mode=0o600)
+    key_file.write_text(f"-----BEGIN PRIVATE KEY-----\n{marker}\n-----END PRIVATE KEY-----\n")
+    kafka = json.loads(os.environ["AIRFLOW_CONN_EO_KAFKA"])
+    kafka["extra"] = {**kafka.get("extra", {}), "ssl.key.location": str(key_file)}
+    monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", json.dumps(kafka))
+    return key_file, marker
+
+
 def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
-    stack: StackInfo, yarn_records: YarnRecords, world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    stack: StackInfo,
+    yarn_records: YarnRecords,
+    world: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """One stream epoch, the package installed on the cluster's Python (the venv's).
 
@@ -166,6 +186,7 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     logs, and spark-submit's output as the task logged it.
     """
     name, topic, found = world["name"], world["topic"], world["secrets"]
+    key_file, key_marker = with_credential_file(monkeypatch, world)
     spark = cluster_spark(
         stack.state_dir, package="installed", python=sys.executable, **event_log_conf(world)
     )
@@ -194,6 +215,12 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
         "environment_file=AIRFLOW_CONN_EO_HBASE,AIRFLOW_CONN_EO_KAFKA,AIRFLOW_CONN_EO_LEDGER,EO_PIPELINE_SPEC"
     )
     assert loaded in driver_log(yarn_records, app.id)
+    # the credential file: shipped under its own name, renamed in the driver's connection, and
+    # in the driver's working directory with the same bytes, readable by the user only
+    digest = hashlib.sha256(key_file.read_bytes()).hexdigest()[:16]
+    shipped = "eo_kafka.ssl.key.location=eo-eo_kafka-ssl_key_location"
+    assert f"credential file {shipped} mode=0500 sha256={digest}" in driver_log(yarn_records, app.id)
+    assert key_marker not in task_log and str(key_file) in task_log  # the path travels, not the key
     # package installed: nothing shipped, the driver imported the cluster Python's copy
     submit_command = next(line for line in task_log.splitlines() if "Spark-Submit cmd" in line)
     assert "--py-files" not in submit_command
@@ -213,7 +240,9 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
     # YARN keeps each shipped file in the NodeManager's private cache of the submitting user
     # (usercache/<user>/filecache/<n>/), readable by that user only: the one place on a node
     copies = {
-        p: text for p, text in node_files.items() if p.name == DRIVER_ENV_FILE and "filecache" in p.parts
+        p: text
+        for p, text in node_files.items()
+        if p.name in (DRIVER_ENV_FILE, "client.key") and "filecache" in p.parts
     }
     driver_copy = next(
         yarn_records.state_dir.glob(f"yarn/nm-local/usercache/*/appcache/{app.id}/*_000001/{DRIVER_ENV_FILE}")
@@ -227,7 +256,8 @@ def test_a_stream_epoch_in_cluster_mode_writes_exactly_and_leaks_no_secret(
         "spark-submit output (task log)": task_log,
     }
     assert "Spark-Submit cmd" in task_log
-    assert {secret: places_holding(secret, places) for secret in found.all()} == {s: [] for s in found.all()}
+    every = [*found.all(), key_marker]
+    assert {secret: places_holding(secret, places) for secret in every} == {s: [] for s in every}
     assert list(stack.state_dir.glob(f"yarn/staging/*/.sparkStaging/{app.id}")) == []  # the AM's cleanup
 
 

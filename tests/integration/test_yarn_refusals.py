@@ -209,3 +209,34 @@ def test_the_queue_named_by_its_path_passes_the_checks(yarn_records: YarnRecords
         assert (found.path, found.leaf, found.maximum_memory_mb, found.maximum_vcores) == (
             "root.default", True, 4096, 2
         )  # fmt: skip
+
+
+def test_a_missing_credential_file_is_refused_before_spark_submit_and_changes_nothing(
+    stack: StackInfo,
+    yarn_records: YarnRecords,
+    reserved: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    """A connection naming a keytab that is not on this machine: refused with the connection,
+    the key and the path before anything is submitted (any master: local mode reads it in place)."""
+    use_yarn_environment(monkeypatch, stack, stack.conn_env)
+    hbase = json.loads(stack.conn_env["AIRFLOW_CONN_EO_HBASE"])
+    keytab = tmp_path / "eo-writer.keytab"  # never created
+    hbase["extra"] = {**hbase.get("extra", {}), "kerberos_keytab": str(keytab)}
+    monkeypatch.setenv("AIRFLOW_CONN_EO_HBASE", json.dumps(hbase))
+    write = WriteEpochOperator(
+        task_id="write",
+        pipeline=reserved["name"],
+        epoch_id=reserved["summary"]["epoch_id"],
+        fencing_token=reserved["summary"]["fencing_token"],
+        spec=load_pipeline(reserved["name"], reserved["file"]),
+        spark_conn_id=spark_connection(monkeypatch, yarn_records),
+    )
+    with pytest.raises(ConfigError) as info:
+        write.execute(task_context())
+    assert str(info.value) == (
+        f"pipeline {reserved['name']}: connection 'eo_hbase': extra.kerberos_keytab = '{keytab}': "
+        "no such file; nothing was submitted"
+    )
+    assert_nothing_changed(stack, yarn_records, reserved)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +43,7 @@ from airflow_provider_eo.clients.connections import (
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.spark.driver.credential_files import credential_files, describe
 from airflow_provider_eo.spark.driver.driver_environment import DRIVER_ENV_ARG, load_driver_environment
 from airflow_provider_eo.spark.driver.driver_jvm import class_archive_in_use
 from airflow_provider_eo.spark.driver.task_settings import (
@@ -122,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "%s: driver up class_archive=%s package=%s environment_file=%s",
         where, class_archive_in_use() or "none", package, ",".join(loaded) or "none",
     )  # fmt: skip
+    for credential in credential_files(os.environ):  # mode and digest, never the content
+        log.info("%s: credential file %s", where, describe(credential))
     try:
         spec = run_pipeline_spec(args.pipeline, args.pipelines_file)
         dsn = ledger_dsn_from_env(args.ledger_conn_id)
