@@ -1,8 +1,9 @@
 """The ledger over verify-full TLS with a client certificate, against the stack's PostgreSQL
-(``ssl=on``, ``hostssl ... cert`` for role ``eo``): a reservation round trip through
-``EoLedgerHook`` and ``pg_stat_ssl``; and the negative controls (a CA that did not sign the
-server, an expired client certificate, one signed by a foreign CA, none), each refused with
-``LedgerUnavailable`` naming the connection id and the cause, the ledger's rows unchanged.
+(``ssl=on``, ``hostssl ... cert`` for role ``eo_tls``, whose sessions act as ``eo``): a
+reservation round trip through ``EoLedgerHook`` and ``pg_stat_ssl``; and the negative
+controls (a CA that did not sign the server, an expired client certificate, one signed by a
+foreign CA, none), each refused with ``LedgerUnavailable`` naming the connection id and the
+cause, the ledger's rows unchanged.
 
 Kafka's offsets come from an in-memory source: the TLS under test is the ledger's."""
 
@@ -28,6 +29,7 @@ from eo_devtools.stack.pki import (
     stack_client_cert,
     stack_pki,
 )
+from eo_devtools.stack.postgres import TLS_ROLE
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database, make_spec
 
@@ -74,7 +76,7 @@ def _hook(
     conn = json.loads(
         ledger_tls_connection(
             int(params["port"]),
-            "eo",
+            TLS_ROLE,
             params["dbname"],
             ca or pki.ca,
             Path("/nonexistent"),
@@ -100,7 +102,7 @@ def _epochs(dsn: str) -> list[tuple[int, str, str]]:
 def test_a_reservation_over_verify_full_tls_with_a_client_certificate(
     stack: StackInfo, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = stack_client_cert(stack.state_dir, "eo")
+    client = stack_client_cert(stack.state_dir, TLS_ROLE)
     spec = make_spec()
     before = _epochs(database)
     with _hook(monkeypatch, stack, database, client).get_ledger() as ledger:
@@ -110,9 +112,9 @@ def test_a_reservation_over_verify_full_tls_with_a_client_certificate(
         with ledger.transaction() as cur:
             cur.execute("SELECT ssl, version, client_dn FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
             ssl, version, client_dn = cur.fetchone()
-            cur.execute("SELECT current_user")
-            assert cur.fetchone() == ("eo",)
-    assert (ssl, client_dn) == (True, "/CN=eo")
+            cur.execute("SELECT session_user, current_user")
+            assert cur.fetchone() == (TLS_ROLE, "eo")
+    assert (ssl, client_dn) == (True, f"/CN={TLS_ROLE}")
     assert version.startswith("TLSv1.")
     assert _epochs(database) == [*before, (epoch.epoch_id, spec.name, "RESERVED")]
 
@@ -131,7 +133,7 @@ def test_a_ca_that_did_not_sign_the_server_is_refused(
     stack: StackInfo, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pki = stack_pki(stack.state_dir)
-    client = stack_client_cert(stack.state_dir, "eo")
+    client = stack_client_cert(stack.state_dir, TLS_ROLE)
     _refused(
         _hook(monkeypatch, stack, database, client, ca=pki.other_ca), database, "certificate verify failed"
     )
@@ -140,14 +142,14 @@ def test_a_ca_that_did_not_sign_the_server_is_refused(
 def test_an_expired_client_certificate_is_refused(
     stack: StackInfo, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = expired_client_cert(stack_pki(stack.state_dir), "eo")
+    client = expired_client_cert(stack_pki(stack.state_dir), TLS_ROLE)
     _refused(_hook(monkeypatch, stack, database, client), database, "certificate expired")
 
 
 def test_a_client_certificate_of_a_foreign_ca_is_refused(
     stack: StackInfo, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = foreign_client_cert(stack_pki(stack.state_dir), "eo")
+    client = foreign_client_cert(stack_pki(stack.state_dir), TLS_ROLE)
     _refused(_hook(monkeypatch, stack, database, client), database, "unknown ca")
 
 

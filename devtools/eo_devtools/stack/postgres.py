@@ -6,10 +6,11 @@ on a command line or in a log.
 
 TLS is always on (``ssl=on``, the certificate of ``stack_pki``; its key copied to a mode-600
 file owned by the server's OS user). ``<state>/postgres/pg_hba.conf`` (rewritten on every
-start) lets role ``eo`` in over TLS from 127.0.0.1 with a client certificate signed by the
-stack CA whose CN is ``eo`` (``cert`` auth); every other connection keeps the password
-(``scram-sha-256``), so plain connections work as before (libpq's ``sslmode=prefer`` retries
-without TLS when the server refuses the TLS attempt).
+start) lets role ``eo_tls`` in over TLS from 127.0.0.1 only, with a client certificate signed
+by the stack CA whose CN is ``eo_tls`` (``cert`` auth); its sessions act as ``eo`` (a member
+of it, ``ALTER ROLE ... SET role``), so what they create is ``eo``'s. Every other login keeps
+the password (``scram-sha-256``, over TLS or not): password clients see exactly the errors
+they saw before (a separate role, so libpq's ``sslmode=prefer`` never meets the cert rule).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from eo_devtools.stack.process import ServiceStartError, log_tail
 from eo_devtools.stack.service import MissingBinaryError, Service
 
 ROLE = "eo"
+TLS_ROLE = "eo_tls"  # logs in by client certificate only, then acts as ROLE
 DATABASE = "eo"
 ROOT_RUN_USER = "postgres"
 
@@ -146,7 +148,7 @@ class PostgresService(Service):
             handle.write(pki.server_key.read_bytes())
         os.chown(self.tls_key, uid, gid)
         self.hba_file.write_text(
-            f"hostssl all {ROLE} {LOOPBACK}/32 cert\nhost all all {LOOPBACK}/32 scram-sha-256\n"
+            f"hostssl all {TLS_ROLE} {LOOPBACK}/32 cert\nhost all all {LOOPBACK}/32 scram-sha-256\n"
         )
         os.chown(self.hba_file, uid, gid)
 
@@ -234,5 +236,9 @@ class PostgresService(Service):
                 cur.execute("select 1 from pg_database where datname = %s", (DATABASE,))
                 if cur.fetchone() is None:
                     cur.execute(f'create database "{DATABASE}" owner "{ROLE}"')
+                cur.execute("select 1 from pg_roles where rolname = %s", (TLS_ROLE,))
+                if cur.fetchone() is None:
+                    cur.execute(f'create role "{TLS_ROLE}" login in role "{ROLE}"')
+                    cur.execute(f'alter role "{TLS_ROLE}" set role = "{ROLE}"')
         finally:
             conn.close()

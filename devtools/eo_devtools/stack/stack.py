@@ -44,7 +44,7 @@ from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart, is_oauth_key
 from eo_devtools.stack.pki import stack_client_cert, stack_pki
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
-from eo_devtools.stack.postgres import DATABASE, ROLE, PostgresService
+from eo_devtools.stack.postgres import DATABASE, TLS_ROLE, PostgresService
 from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.redis_broker import REDIS_PORT_KEY
 from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
@@ -542,7 +542,7 @@ class LocalStack:
 
     def conn_env(self) -> dict[str, str]:
         """``AIRFLOW_CONN_*`` name -> value for this stack (``..._EO_LEDGER_TLS``: the ledger over
-        verify-full TLS with the stack's client certificate for ``eo``); ``..._SPARK_STANDALONE`` while a
+        verify-full TLS with the stack's client certificate for ``eo_tls``); ``..._SPARK_STANDALONE`` while a
         cluster runs, ``..._SPARK_YARN`` while YARN runs, ``..._AIRFLOW_API`` (the admin's
         login: ``eo-ledger seek`` asks it whether a stream DAG is paused) while Airflow's API
         server runs."""
@@ -558,9 +558,14 @@ class LocalStack:
         if ISSUER_PORT_KEY in recorded:  # eo-stack up --tls
             env["AIRFLOW_CONN_EO_KAFKA_OAUTH"] = KafkaOAuthPart(self.state_dir).connection(recorded)
         if "postgres" in recorded:  # the stack's PostgreSQL always serves TLS
-            client = stack_client_cert(self.state_dir, ROLE)
+            client = stack_client_cert(self.state_dir, TLS_ROLE)
             env["AIRFLOW_CONN_EO_LEDGER_TLS"] = ledger_tls_connection(
-                recorded["postgres"], ROLE, DATABASE, stack_pki(self.state_dir).ca, client.cert, client.key
+                recorded["postgres"],
+                TLS_ROLE,
+                DATABASE,
+                stack_pki(self.state_dir).ca,
+                client.cert,
+                client.key,
             )
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
