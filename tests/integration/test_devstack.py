@@ -195,11 +195,12 @@ def test_second_up_keeps_the_same_processes_and_ports(state_dir: Path) -> None:
     assert without_rss(json.loads(result.stdout)) == without_rss(before)
 
 
-def test_env_prints_the_six_connections_in_shell_syntax(state_dir: Path) -> None:
+def test_env_prints_the_seven_connections_in_shell_syntax(state_dir: Path) -> None:
     env = exported_env(state_dir)
     ports = {name: s["port"] for name, s in status(state_dir).items()}
     assert set(env) == {
         "AIRFLOW_CONN_EO_LEDGER",
+        "AIRFLOW_CONN_EO_LEDGER_TLS",  # the stack's PostgreSQL always serves TLS
         "AIRFLOW_CONN_EO_KAFKA",
         "AIRFLOW_CONN_EO_HBASE",
         "AIRFLOW_CONN_SCHEMA_REGISTRY",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from eo_devtools.stack.ports import LOOPBACK
@@ -113,3 +114,19 @@ def stack_conn_env(
     if yarn_webapp_url:
         env["AIRFLOW_CONN_SPARK_YARN"] = spark_yarn_connection(yarn_webapp_url)
     return env
+
+
+def ledger_tls_connection(port: int, role: str, database: str, ca: Path, cert: Path, key: Path) -> str:
+    """The ledger over TLS (JSON): ``sslmode=verify-full`` against ``ca``, authenticated by the
+    client certificate ``cert``/``key`` (PostgreSQL's ``cert`` auth: no password)."""
+    extra = {"sslmode": "verify-full", "sslrootcert": str(ca), "sslcert": str(cert), "sslkey": str(key)}
+    return json.dumps(
+        {
+            "conn_type": "postgres",
+            "host": LOOPBACK,
+            "port": port,
+            "login": role,
+            "schema": database,
+            "extra": extra,
+        }
+    )

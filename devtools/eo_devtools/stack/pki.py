@@ -1,4 +1,5 @@
-"""A throwaway PKI for the local stack and the TLS tests: a CA, a server certificate, an unrelated CA."""
+"""A throwaway PKI for the local stack and the TLS tests: a CA (its key in ``ca.key``, mode 600),
+a server certificate, an unrelated CA, client certificates (valid, expired, foreign-signed)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,14 @@ def make_pki(directory: Path) -> Pki:
         server_key=directory / "server.key",
     )
     pki.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    ca_key_path = directory / "ca.key"  # signs client certificates (client_cert)
+    ca_key_path.unlink(missing_ok=True)
+    ca_key_path.touch(mode=0o600)
+    ca_key_path.write_bytes(
+        ca_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     pki.other_ca.write_bytes(other_cert.public_bytes(serialization.Encoding.PEM))
     pki.server_cert.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
     pki.server_key.touch(mode=0o600)
@@ -99,6 +108,88 @@ def stack_pki(state_dir: Path) -> Pki:
         server_cert=directory / "server.pem",
         server_key=directory / "server.key",
     )
-    if all(path.exists() for path in (pki.ca, pki.other_ca, pki.server_cert, pki.server_key)):
+    every = (pki.ca, pki.other_ca, pki.server_cert, pki.server_key, directory / "ca.key")
+    if all(path.exists() for path in every):
         return pki
     return make_pki(directory)
+
+
+@dataclass(frozen=True)
+class ClientCert:
+    """A client certificate and its (PKCS#8, unencrypted, mode 600) key, PEM files."""
+
+    cert: Path
+    key: Path
+
+
+def _load_ca(pki: Pki) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    ca_key = serialization.load_pem_private_key((pki.ca.parent / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    return ca_key, x509.load_pem_x509_certificate(pki.ca.read_bytes())
+
+
+def _write_client(
+    directory: Path,
+    stem: str,
+    common_name: str,
+    signer: tuple[ec.EllipticCurvePrivateKey, x509.Certificate],
+    valid: tuple[datetime.datetime, datetime.datetime],
+) -> ClientCert:
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(signer[1].subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(signer[0], hashes.SHA256())
+    )
+    out = ClientCert(cert=directory / f"{stem}.pem", key=directory / f"{stem}.key")
+    out.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    out.key.unlink(missing_ok=True)
+    out.key.touch(mode=0o600)
+    out.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return out
+
+
+def client_cert(pki: Pki, common_name: str, *, stem: str | None = None) -> ClientCert:
+    """A client certificate for ``common_name`` (e.g. a DB user) signed by ``pki``'s CA, valid
+    for 2 days, written next to the CA as ``client-<common_name>.pem``/``.key``."""
+    now = datetime.datetime.now(datetime.UTC)
+    valid = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=2))
+    return _write_client(pki.ca.parent, stem or f"client-{common_name}", common_name, _load_ca(pki), valid)
+
+
+def expired_client_cert(pki: Pki, common_name: str) -> ClientCert:
+    """Like :func:`client_cert`, but it expired a day ago (``expired-<common_name>.pem``)."""
+    now = datetime.datetime.now(datetime.UTC)
+    valid = (now - datetime.timedelta(days=3), now - datetime.timedelta(days=1))
+    return _write_client(pki.ca.parent, f"expired-{common_name}", common_name, _load_ca(pki), valid)
+
+
+def foreign_client_cert(pki: Pki, common_name: str) -> ClientCert:
+    """A valid client certificate for ``common_name`` signed by a fresh CA the stack does
+    not trust (``foreign-<common_name>.pem``)."""
+    now = datetime.datetime.now(datetime.UTC)
+    valid = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=2))
+    return _write_client(pki.ca.parent, f"foreign-{common_name}", common_name, _ca("eo foreign CA"), valid)
+
+
+def stack_client_cert(state_dir: Path, common_name: str) -> ClientCert:
+    """The stack's client certificate for ``common_name``: made by the first caller, the same
+    files afterwards."""
+    pki = stack_pki(state_dir)
+    existing = ClientCert(
+        cert=pki.ca.parent / f"client-{common_name}.pem", key=pki.ca.parent / f"client-{common_name}.key"
+    )
+    if existing.cert.exists() and existing.key.exists():
+        return existing
+    return client_cert(pki, common_name)

@@ -3,6 +3,14 @@
 The password of role ``eo`` is generated once, stored in ``<state>/secrets/ledger_password``
 (mode 600) and handed to initdb through a temporary mode-600 file: it never appears
 on a command line or in a log.
+
+TLS is always on (``ssl=on``, the certificate of ``stack_pki``; its key copied to a mode-600
+file owned by the server's OS user). ``<state>/postgres/pg_hba.conf`` (rewritten on every
+start) lets role ``eo_tls`` in over TLS from 127.0.0.1 only, with a client certificate signed
+by the stack CA whose CN is ``eo_tls`` (``cert`` auth); its sessions act as ``eo`` (a member
+of it, ``ALTER ROLE ... SET role``), so what they create is ``eo``'s. Every other login keeps
+the password (``scram-sha-256``, over TLS or not): password clients see exactly the errors
+they saw before (a separate role, so libpq's ``sslmode=prefer`` never meets the cert rule).
 """
 
 from __future__ import annotations
@@ -19,11 +27,13 @@ from urllib.parse import quote
 
 import psycopg2
 
+from eo_devtools.stack.pki import stack_pki
 from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.process import ServiceStartError, log_tail
 from eo_devtools.stack.service import MissingBinaryError, Service
 
 ROLE = "eo"
+TLS_ROLE = "eo_tls"  # logs in by client certificate only, then acts as ROLE
 DATABASE = "eo"
 ROOT_RUN_USER = "postgres"
 
@@ -120,8 +130,31 @@ class PostgresService(Service):
             ) from None
         return entry.pw_uid, entry.pw_gid
 
+    @property
+    def hba_file(self) -> Path:
+        return self.home / "pg_hba.conf"
+
+    @property
+    def tls_key(self) -> Path:
+        return self.home / "server.key"
+
+    def _write_tls_files(self) -> None:
+        """The server key (mode 600, owned by the server's user) and pg_hba.conf."""
+        uid, gid = self._owner()
+        pki = stack_pki(self.state_dir)
+        self.tls_key.unlink(missing_ok=True)
+        fd = os.open(self.tls_key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pki.server_key.read_bytes())
+        os.chown(self.tls_key, uid, gid)
+        self.hba_file.write_text(
+            f"hostssl all {TLS_ROLE} {LOOPBACK}/32 cert\nhost all all {LOOPBACK}/32 scram-sha-256\n"
+        )
+        os.chown(self.hba_file, uid, gid)
+
     def prepare(self) -> None:
         if (self.data_dir / "PG_VERSION").exists():
+            self._write_tls_files()
             return
         uid, gid = self._owner()
         self.home.mkdir(parents=True, exist_ok=True)
@@ -148,8 +181,10 @@ class PostgresService(Service):
                 f"postgres: initdb failed (exit {result.returncode}); last lines of {self.log_path}:\n"
                 f"{log_tail(self.log_path)}"
             )
+        self._write_tls_files()
 
     def argv(self) -> list[str]:
+        pki = stack_pki(self.state_dir)
         return [
             str(postgres_bin_dir() / "postgres"),
             "-D",
@@ -164,6 +199,16 @@ class PostgresService(Service):
             "max_connections=200",
             "-c",
             "fsync=off",
+            "-c",
+            f"hba_file={self.hba_file}",
+            "-c",
+            "ssl=on",
+            "-c",
+            f"ssl_cert_file={pki.server_cert}",
+            "-c",
+            f"ssl_key_file={self.tls_key}",
+            "-c",
+            f"ssl_ca_file={pki.ca}",
         ]
 
     def dsn(self, database: str = DATABASE) -> str:
@@ -191,5 +236,9 @@ class PostgresService(Service):
                 cur.execute("select 1 from pg_database where datname = %s", (DATABASE,))
                 if cur.fetchone() is None:
                     cur.execute(f'create database "{DATABASE}" owner "{ROLE}"')
+                cur.execute("select 1 from pg_roles where rolname = %s", (TLS_ROLE,))
+                if cur.fetchone() is None:
+                    cur.execute(f'create role "{TLS_ROLE}" login in role "{ROLE}"')
+                    cur.execute(f'alter role "{TLS_ROLE}" set role = "{ROLE}"')
         finally:
             conn.close()

@@ -38,12 +38,13 @@ from eo_devtools.stack.airflow_config import ADMIN_USER, AirflowConfig
 from eo_devtools.stack.airflow_executor import AirflowExecutor, ExecutorError
 from eo_devtools.stack.airflow_services import API_PORT_KEY
 from eo_devtools.stack.celery_executor import CeleryParts
-from eo_devtools.stack.connections import airflow_api_connection, stack_conn_env
+from eo_devtools.stack.connections import airflow_api_connection, ledger_tls_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart, is_oauth_key
+from eo_devtools.stack.pki import stack_client_cert, stack_pki
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
-from eo_devtools.stack.postgres import PostgresService
+from eo_devtools.stack.postgres import DATABASE, TLS_ROLE, PostgresService
 from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.redis_broker import REDIS_PORT_KEY
 from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
@@ -540,7 +541,8 @@ class LocalStack:
         return registry_url(self._port("schema-registry"))
 
     def conn_env(self) -> dict[str, str]:
-        """``AIRFLOW_CONN_*`` name -> value for this stack; ``..._SPARK_STANDALONE`` while a
+        """``AIRFLOW_CONN_*`` name -> value for this stack (``..._EO_LEDGER_TLS``: the ledger over
+        verify-full TLS with the stack's client certificate for ``eo_tls``); ``..._SPARK_STANDALONE`` while a
         cluster runs, ``..._SPARK_YARN`` while YARN runs, ``..._AIRFLOW_API`` (the admin's
         login: ``eo-ledger seek`` asks it whether a stream DAG is paused) while Airflow's API
         server runs."""
@@ -555,6 +557,16 @@ class LocalStack:
         )
         if ISSUER_PORT_KEY in recorded:  # eo-stack up --tls
             env["AIRFLOW_CONN_EO_KAFKA_OAUTH"] = KafkaOAuthPart(self.state_dir).connection(recorded)
+        if "postgres" in recorded:  # the stack's PostgreSQL always serves TLS
+            client = stack_client_cert(self.state_dir, TLS_ROLE)
+            env["AIRFLOW_CONN_EO_LEDGER_TLS"] = ledger_tls_connection(
+                recorded["postgres"],
+                TLS_ROLE,
+                DATABASE,
+                stack_pki(self.state_dir).ca,
+                client.cert,
+                client.key,
+            )
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():
