@@ -195,7 +195,7 @@ def test_second_up_keeps_the_same_processes_and_ports(state_dir: Path) -> None:
     assert without_rss(json.loads(result.stdout)) == without_rss(before)
 
 
-def test_env_prints_the_seven_connections_in_shell_syntax(state_dir: Path) -> None:
+def test_env_prints_the_stack_connections_in_shell_syntax(state_dir: Path) -> None:
     env = exported_env(state_dir)
     ports = {name: s["port"] for name, s in status(state_dir).items()}
     assert set(env) == {
