@@ -4,7 +4,9 @@ through the write step's own path (``AIRFLOW_CONN_*`` -> ``schema_registry_from_
 ``open_schema_cache`` -> the Avro decoder). A schema registered through the proxy decodes a
 Confluent-framed Avro payload to exact values; the wrong CA, a wrong password and an expired
 server certificate each fail with an error naming the connection id and the cause; the
-password is in no error text and no log record."""
+password is in no error text and no log record. ``eo-stack up --tls``'s proxy part runs as a
+stack process (password in a mode-600 file, not on its command line) and serves the
+``AIRFLOW_CONN_SCHEMA_REGISTRY_TLS`` connection ``conn_env`` exports."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 import logging
 import re
 import secrets
+import stat
 import struct
 import uuid
 from collections.abc import Iterator
@@ -23,18 +26,22 @@ import fastavro
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
+from airflow_provider_eo.clients.connections import parse_connection
 from airflow_provider_eo.formats.registry import (
     RegistryRefused,
     RegistryUnavailable,
     SchemaCache,
     registry_decoder,
 )
+from airflow_provider_eo.formats.registry.settings import registry_settings
 from airflow_provider_eo.spark.driver.task_settings import schema_registry_from_env
 from airflow_provider_eo.spark.task.task_schemas import open_schema_cache
 from eo_devtools.stack.pki import make_expired_pki, stack_pki
 from eo_devtools.stack.ports import find_free_port
+from eo_devtools.stack.registry_tls_part import TLS_PORT_KEY, RegistryTlsPart
 from eo_devtools.stack.registry_tls_proxy import RegistryTlsProxy
 from eo_devtools.stack.schema_registry import CCOMPAT_PATH
+from eo_devtools.stack.stack import LocalStack
 from tests.conftest import StackInfo
 
 pytestmark = pytest.mark.integration
@@ -189,3 +196,37 @@ def test_an_expired_server_certificate_fails_naming_the_connection(
         message,
     )
     assert PASSWORD not in message and PASSWORD not in caplog.text
+
+
+def test_the_stack_proxy_process_serves_the_env_connection(
+    stack: StackInfo, schema_id: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``eo-stack up --tls``'s proxy part as a stack process; ``conn_env`` exports its connection."""
+    caplog.set_level(logging.DEBUG)
+    local = LocalStack(stack.state_dir)
+    part = RegistryTlsPart(stack.state_dir)
+    part.start(local._recorded_ports(), local._write_ports)
+    try:
+        recorded = local._recorded_ports()
+        value = local.conn_env()["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"]
+        service = part.service(recorded)
+        password = service.password()
+        settings = registry_settings(parse_connection(CONN_ID, value))
+        assert (settings.url, settings.user_info, settings.ssl_ca_location) == (
+            f"https://127.0.0.1:{recorded[TLS_PORT_KEY]}{CCOMPAT_PATH}",
+            f"eo-registry:{password}",
+            str(stack_pki(stack.state_dir).ca),
+        )
+        assert stat.S_IMODE(service.users_file.stat().st_mode) == 0o600
+        assert password not in " ".join(service.argv())
+        cache = SchemaCache.from_settings(settings)
+        try:
+            record = {"id": 8, "amount": 0.25, "sku": "B-2"}
+            assert registry_decoder("avro", "value", cache)(framed(schema_id, record)) == record
+        finally:
+            cache.close()
+        assert local.status()["schema-registry-tls"]["healthy"] is True
+    finally:
+        part.stop(local._recorded_ports(), local._write_ports)
+    assert TLS_PORT_KEY not in local._recorded_ports()
+    assert password not in service.log_path.read_text() and password not in caplog.text
