@@ -57,7 +57,7 @@ class EoSchemaRegistryHook(EoHook):
         """
         client = self.get_conn()
         try:
-            return subject_fields(client, subject, self.settings.display_url)
+            return subject_fields(client, subject, self.settings.where)
         finally:
             client.close()
 
@@ -87,7 +87,7 @@ class EoSchemaRegistryHook(EoHook):
                 spec.topics,
                 client,
                 file=spec.source_file or "pipeline spec",
-                registry=self.settings.display_url,
+                registry=self.settings.where,
             )
         finally:
             client.close()
@@ -98,7 +98,7 @@ class EoSchemaRegistryHook(EoHook):
         try:
             subjects = client.get_subjects()
         except Exception as exc:
-            return False, f"Schema Registry {self.settings.display_url} failed: {type(exc).__name__}: {exc}"
+            return False, f"Schema Registry {self.settings.where} failed: {type(exc).__name__}: {exc}"
         finally:
             client.close()
         return True, f"Connected: {len(subjects)} subject(s) registered"

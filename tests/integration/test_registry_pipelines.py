@@ -276,7 +276,8 @@ def test_an_unreachable_registry_fails_the_write_and_loses_nothing(world: World,
         with pytest.raises(RegistryUnavailable) as info:  # in Spark: exit code 4, Airflow retries
             trip.write(epoch.epoch_id)
         assert str(info.value).startswith(
-            f"Schema Registry http://127.0.0.1:{port}/apis/ccompat/v7 unreachable"
+            f"Schema Registry http://127.0.0.1:{port}/apis/ccompat/v7 "
+            "(connection 'schema_registry') unreachable"
         )
         assert (scan(world.stack, table), world.dead_letters(table)) == ({}, [])
         assert trip.epochs() == [EpochRow("stream", "RESERVED", ((0, 0, 4),), ())]

@@ -122,7 +122,11 @@ def test_the_driver_resolves_the_registry_from_its_environment(monkeypatch: pyte
     monkeypatch.setenv("AIRFLOW_CONN_SR_HERE", f"http://eo:{SECRET}@reg:8081/apis%2Fccompat%2Fv7")
     spec = SimpleNamespace(name="orders", mapping=SimpleNamespace(value_format="json", key_format="avro"))
     settings = schema_registry_from_env(spec, "sr_here")  # type: ignore[arg-type]
-    assert settings == RegistrySettings(url="http://reg:8081/apis/ccompat/v7", user_info=f"eo:{SECRET}")
+    assert settings == RegistrySettings(
+        url="http://reg:8081/apis/ccompat/v7", user_info=f"eo:{SECRET}", conn_id="sr_here"
+    )
+    assert settings.where == "http://reg:8081/apis/ccompat/v7 (connection 'sr_here')"
+    assert SECRET not in repr(settings)
 
 
 def test_the_epochs_page_shows_the_schema_ids_of_an_epoch() -> None:

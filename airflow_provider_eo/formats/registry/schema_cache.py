@@ -54,7 +54,7 @@ class SchemaCache:
     @classmethod
     def from_settings(cls, settings: RegistrySettings) -> SchemaCache:
         """A cache over a new client for ``settings`` (the caller closes it)."""
-        return cls(SchemaRegistryClient(settings.client_conf()), where=settings.display_url)
+        return cls(SchemaRegistryClient(settings.client_conf()), where=settings.where)
 
     @property
     def schema_ids(self) -> list[int]:

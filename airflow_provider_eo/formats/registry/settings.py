@@ -16,6 +16,9 @@ Connection (Airflow, any conn type; ``http``/``https`` style):
   (default 2000): a request that fails is retried inside the task before it counts as
   an outage.
 
+Failures name the registry by :attr:`RegistrySettings.where`: its URL without credentials and
+the connection id (``Schema Registry https://reg:8081 (connection 'schema_registry')``).
+
 Airflow-free (the Spark driver resolves the connection from its environment).
 ``repr`` never shows the password, the key password or credentials inside the URL.
 """
@@ -53,11 +56,17 @@ class RegistrySettings:
     max_retries: int = DEFAULT_MAX_RETRIES
     retries_wait_ms: int = DEFAULT_RETRIES_WAIT_MS
     retries_max_wait_ms: int = DEFAULT_RETRIES_MAX_WAIT_MS
+    conn_id: str = ""
 
     @property
     def display_url(self) -> str:
         """The URL(s) without any ``user:password@`` part: safe to log."""
         return ",".join(_without_userinfo(url.strip()) for url in self.url.split(","))
+
+    @property
+    def where(self) -> str:
+        """:attr:`display_url` and the connection id, for error messages: safe to log."""
+        return f"{self.display_url} (connection {self.conn_id!r})" if self.conn_id else self.display_url
 
     def __repr__(self) -> str:
         tls = ", ".join(
@@ -120,6 +129,7 @@ def registry_settings(conn: EoConnection) -> RegistrySettings:
         max_retries=int(extra.get("max.retries", DEFAULT_MAX_RETRIES)),
         retries_wait_ms=int(extra.get("retries.wait.ms", DEFAULT_RETRIES_WAIT_MS)),
         retries_max_wait_ms=int(extra.get("retries.max.wait.ms", DEFAULT_RETRIES_MAX_WAIT_MS)),
+        conn_id=conn.conn_id,
     )
 
 

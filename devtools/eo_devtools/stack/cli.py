@@ -89,7 +89,10 @@ def _parser() -> argparse.ArgumentParser:
         "--tls",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="up: run the TLS services (Kafka SASL_SSL/OAUTHBEARER, its OAuth issuer); --no-tls stops them",
+        help=(
+            "up: run the TLS services (Kafka SASL_SSL/OAUTHBEARER, its OAuth issuer; the registry's "
+            "HTTPS basic-auth proxy); --no-tls stops them"
+        ),
     )
     parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"

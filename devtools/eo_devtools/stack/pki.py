@@ -1,5 +1,8 @@
 """A throwaway PKI for the local stack and the TLS tests: a CA (its key in ``ca.key``, mode 600),
-a server certificate, an unrelated CA, client certificates (valid, expired, foreign-signed)."""
+a server certificate, an unrelated CA, client certificates (valid, expired, foreign-signed).
+
+:func:`make_expired_pki` writes the same files with a server certificate that expired
+yesterday (a client trusting its CA refuses it for the expiry alone)."""
 
 from __future__ import annotations
 
@@ -54,11 +57,21 @@ def _ca(name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
 def make_pki(directory: Path) -> Pki:
     """Write a CA, a server certificate it signs for ``127.0.0.1``/``localhost`` (with its
     key) and a second, unrelated CA into ``directory`` (created if missing)."""
+    now = datetime.datetime.now(datetime.UTC)
+    return _write_pki(directory, now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=2))
+
+
+def make_expired_pki(directory: Path) -> Pki:
+    """:func:`make_pki` with a server certificate valid from 3 days ago until yesterday."""
+    now = datetime.datetime.now(datetime.UTC)
+    return _write_pki(directory, now - datetime.timedelta(days=3), now - datetime.timedelta(days=1))
+
+
+def _write_pki(directory: Path, not_before: datetime.datetime, not_after: datetime.datetime) -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
     ca_key, ca_cert = _ca("eo security test CA")
     _, other_cert = _ca("eo unrelated CA")
     server_key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
     names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(LOOPBACK))]
     server_cert = (
         x509.CertificateBuilder()
@@ -66,8 +79,8 @@ def make_pki(directory: Path) -> Pki:
         .issuer_name(ca_cert.subject)
         .public_key(server_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)

@@ -47,6 +47,7 @@ from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import DATABASE, TLS_ROLE, PostgresService
 from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.redis_broker import REDIS_PORT_KEY
+from eo_devtools.stack.registry_tls_part import TLS_PORT_KEY, RegistryTlsPart
 from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
 from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
@@ -213,7 +214,8 @@ class LocalStack:
         (:meth:`spark_up`), 0 stops it, None keeps a cluster already recorded as it is.
         ``yarn``: True runs YARN (:meth:`yarn_up`), False stops it, None keeps it as recorded.
         ``tls``: True runs the TLS services (the OAUTHBEARER Kafka node and its OAuth issuer,
-        :mod:`.kafka_oauth_part`), False stops them, None keeps them as recorded.
+        :mod:`.kafka_oauth_part`; the registry's HTTPS basic-auth proxy, :mod:`.registry_tls_part`),
+        False stops them, None keeps them as recorded.
         ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
         None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
         topology of services still running (``down`` first).
@@ -263,7 +265,9 @@ class LocalStack:
                 YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if tls or (tls is None and ISSUER_PORT_KEY in recorded):
                 KafkaOAuthPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
+                RegistryTlsPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
             elif tls is False:
+                RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
                 KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if airflow and executor.is_celery:
                 celery.start_broker(self._recorded_ports(), self._write_ports)
@@ -289,7 +293,8 @@ class LocalStack:
     @staticmethod
     def _kept_port(key: str) -> bool:
         """Ports recorded by the stack's optional parts (the Spark cluster, YARN, the Celery broker)."""
-        return is_spark_key(key) or is_yarn_key(key) or key == REDIS_PORT_KEY or is_oauth_key(key)
+        optional = is_spark_key(key) or is_yarn_key(key) or is_oauth_key(key)
+        return optional or key in (REDIS_PORT_KEY, TLS_PORT_KEY)
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -322,6 +327,7 @@ class LocalStack:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             CeleryParts(self.state_dir).stop_broker(self._recorded_ports(), self._write_ports)
             services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
@@ -357,6 +363,8 @@ class LocalStack:
             result.update(YarnCluster(self.state_dir).status(recorded))
         if ISSUER_PORT_KEY in recorded:
             result.update(KafkaOAuthPart(self.state_dir).status(recorded))
+        if TLS_PORT_KEY in recorded:
+            result.update(RegistryTlsPart(self.state_dir).status(recorded))
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -567,6 +575,8 @@ class LocalStack:
                 client.cert,
                 client.key,
             )
+        if TLS_PORT_KEY in recorded:  # eo-stack up --tls
+            env["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"] = RegistryTlsPart(self.state_dir).connection(recorded)
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():
