@@ -60,7 +60,7 @@ def _connection(kdc: Kdc, port: int, **extra: Any) -> EoThriftConnection:
         "kerberos_keytab": str(kdc.keytab("eo-writer")),
         "kerberos_service_host": "localhost",
         "krb5_conf": str(kdc.krb5_conf),
-        "timeout_ms": "3000",
+        "timeout_ms": "1000",
         **extra,
     }
     kwargs = hbase_connection_kwargs(
