@@ -30,6 +30,13 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # the browser tests drive Debian's Chromium through its own chromedriver (no browser download)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# the stack's KDC (eo-stack up --kerberos) and its clients; the headers and the GSSAPI SASL
+# plugin build and run the pinned `kerberos` sdist behind pure-sasl's GSSAPI mechanism
+[ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
+[ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
+command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
+command -v krb5-config >/dev/null 2>&1 || missing+=(libkrb5-dev)
+compgen -G "/usr/lib/*/sasl2/libgssapiv2.so*" >/dev/null || missing+=(libsasl2-modules-gssapi-mit)
 if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
   missing+=(python3-venv)
 fi

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.clients.connections import EoConnection
+from airflow_provider_eo.clients.hbase_security import hbase_security
 from airflow_provider_eo.clients.kafka_client_features import check_client_features
 
 #: Keys in the Kafka connection's ``extra`` that are ours, not librdkafka's (stripped before use).
@@ -190,7 +191,10 @@ def hbase_connection_kwargs(conn: EoConnection) -> dict[str, Any]:
     fail over), ``transport`` (buffered|framed, default buffered), ``protocol``
     (binary|compact, default binary), ``table_prefix``, ``table_prefix_separator``
     (default ``_``), ``timeout_ms`` (socket timeout, default none), ``compat`` (default
-    0.98). UI form fields stored as ``extra__eo_hbase__<name>`` are accepted too.
+    0.98); the security keys (``auth``, ``kerberos_*``, ``krb5_conf``, ``sasl_qop``, ``ssl``,
+    ``ssl_ca``: :mod:`.hbase_security`) add ``security`` (a dict, when not the default), which
+    ``clients.hbase_thrift.EoThriftConnection`` takes. UI form fields stored as
+    ``extra__eo_hbase__<name>`` are accepted too.
     """
     extra = _hbase_extra(conn)
     transport = str(extra.get("transport", "buffered"))
@@ -201,7 +205,8 @@ def hbase_connection_kwargs(conn: EoConnection) -> dict[str, Any]:
         raise ValueError(f"HBase connection {conn.conn_id!r}: protocol must be binary or compact")
     timeout = extra.get("timeout_ms")
     host, port = hbase_endpoints(conn)[0]
-    return {
+    security = hbase_security(conn.conn_id, extra, transport)
+    kwargs = {
         "host": host,
         "port": port,
         "timeout": int(timeout) if timeout not in (None, "") else None,
@@ -211,3 +216,6 @@ def hbase_connection_kwargs(conn: EoConnection) -> dict[str, Any]:
         "table_prefix_separator": str(extra.get("table_prefix_separator", "_")),
         "compat": str(extra.get("compat", "0.98")),
     }
+    if not security.is_default:
+        kwargs["security"] = security.to_dict()
+    return kwargs

@@ -8,6 +8,7 @@ import happybase
 
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
 from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID
+from airflow_provider_eo.clients.hbase_thrift import hbase_connection
 from airflow_provider_eo.hooks.base import EoHook
 
 
@@ -42,7 +43,7 @@ class EoHBaseHook(EoHook):
 
     def get_conn(self) -> happybase.Connection:
         """A new, open happybase connection; the caller closes it."""
-        return happybase.Connection(**self.connection_kwargs)
+        return hbase_connection(self.connection_kwargs, conn_id=self.hbase_conn_id)
 
     def get_pool(self, size: int = 4) -> happybase.ConnectionPool:
         """A happybase connection pool of ``size`` connections (opened lazily by happybase)."""

@@ -223,7 +223,8 @@ def test_a_missing_credential_file_is_refused_before_spark_submit_and_changes_no
     use_yarn_environment(monkeypatch, stack, stack.conn_env)
     hbase = json.loads(stack.conn_env["AIRFLOW_CONN_EO_HBASE"])
     keytab = tmp_path / "eo-writer.keytab"  # never created
-    hbase["extra"] = {**hbase.get("extra", {}), "kerberos_keytab": str(keytab)}
+    kerberos = {"auth": "kerberos", "kerberos_principal": "eo-writer@EO.TEST", "kerberos_keytab": str(keytab)}
+    hbase["extra"] = {**hbase.get("extra", {}), **kerberos}
     monkeypatch.setenv("AIRFLOW_CONN_EO_HBASE", json.dumps(hbase))
     write = WriteEpochOperator(
         task_id="write",

@@ -41,6 +41,7 @@ from thriftpy2.protocol.exc import TProtocolException
 from thriftpy2.transport import TTransportException
 
 from airflow_provider_eo.clients.connection_settings import Endpoint
+from airflow_provider_eo.clients.hbase_thrift import hbase_connection
 from airflow_provider_eo.errors import EoError, error_text
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, WriteCall
 from airflow_provider_eo.spark.hbase_sink.table_check import family_refusal, table_refusal
@@ -138,7 +139,9 @@ class SegmentWriter:
         (:func:`table_refusal`: raises :class:`UnwritableTableError`)."""
         if self._connection is None or self._table_name is None:
             self.close()
-            self._connection = happybase.Connection(autoconnect=False, **self.endpoints.connection_kwargs())
+            self._connection = hbase_connection(
+                {**self.endpoints.connection_kwargs(), "autoconnect": False}, conn_id=self.connection_id
+            )
             self._connection.open()
             table_name = self._connection.table(self.table).name  # with the table prefix
             refusal = table_refusal(self._connection.client, table_name, self.table, self.where())

@@ -43,6 +43,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from eo_devtools.stack.airflow_executor import EXECUTOR_CLASSES, AirflowExecutor
+from eo_devtools.stack.kdc import Kdc, KdcError
 from eo_devtools.stack.ports import PortBusyError
 from eo_devtools.stack.process import ServiceStartError
 from eo_devtools.stack.service import MissingBinaryError
@@ -93,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
             "up: run the TLS services (Kafka SASL_SSL/OAUTHBEARER, its OAuth issuer; the registry's "
             "HTTPS basic-auth proxy); --no-tls stops them"
         ),
+    )
+    parser.add_argument(
+        "--kerberos",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="up: run the KDC (MIT krb5kdc, realm EO.TEST); --no-kerberos stops it (default: as it is)",
     )
     parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
@@ -204,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     spark_workers=args.spark_workers,
                     yarn=args.yarn,
                     tls=args.tls,
+                    kerberos=args.kerberos,
                     topology=requested_topology(args, stack.topology),
                     executor=requested_executor(args, stack.executor),
                 )
@@ -219,9 +227,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             stack.down()
             print(f"local stack in {stack.state_dir} stopped")
         else:
-            for name, value in {**stack.conn_env(), **stack.yarn_client_env()}.items():
+            for name, value in {
+                **stack.conn_env(),
+                **stack.yarn_client_env(),
+                **Kdc(stack.state_dir).client_env(),
+            }.items():
                 print(f"export {name}={shlex.quote(value)}")
-    except (PortBusyError, ServiceStartError, MissingBinaryError, RuntimeError) as exc:
+    except (PortBusyError, ServiceStartError, MissingBinaryError, KdcError, RuntimeError) as exc:
         print(f"eo-stack {args.command}: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -42,6 +42,7 @@ from eo_devtools.stack.connections import airflow_api_connection, ledger_tls_con
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart, is_oauth_key
+from eo_devtools.stack.kdc import KDC_PORT_KEY, Kdc
 from eo_devtools.stack.pki import stack_client_cert, stack_pki
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import DATABASE, TLS_ROLE, PostgresService
@@ -205,6 +206,7 @@ class LocalStack:
         topology: Topology | None = None,
         executor: AirflowExecutor | None = None,
         tls: bool | None = None,
+        kerberos: bool | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Start every missing service and wait until all answer; return :meth:`status`.
 
@@ -216,6 +218,8 @@ class LocalStack:
         ``tls``: True runs the TLS services (the OAUTHBEARER Kafka node and its OAuth issuer,
         :mod:`.kafka_oauth_part`; the registry's HTTPS basic-auth proxy, :mod:`.registry_tls_part`),
         False stops them, None keeps them as recorded.
+        ``kerberos``: True runs the KDC of the realm ``EO.TEST`` (:mod:`.kdc`), False stops it,
+        None keeps it as recorded.
         ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
         None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
         topology of services still running (``down`` first).
@@ -269,6 +273,10 @@ class LocalStack:
             elif tls is False:
                 RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
                 KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            if kerberos or (kerberos is None and KDC_PORT_KEY in recorded):
+                Kdc(self.state_dir).start(self._recorded_ports(), self._write_ports)
+            elif kerberos is False:
+                Kdc(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if airflow and executor.is_celery:
                 celery.start_broker(self._recorded_ports(), self._write_ports)
             if airflow:
@@ -292,9 +300,10 @@ class LocalStack:
 
     @staticmethod
     def _kept_port(key: str) -> bool:
-        """Ports recorded by the stack's optional parts (the Spark cluster, YARN, the Celery broker)."""
+        """Ports recorded by the stack's optional parts (Spark, YARN, the Celery broker, the TLS
+        services, the KDC)."""
         optional = is_spark_key(key) or is_yarn_key(key) or is_oauth_key(key)
-        return optional or key in (REDIS_PORT_KEY, TLS_PORT_KEY)
+        return optional or key in (REDIS_PORT_KEY, TLS_PORT_KEY, KDC_PORT_KEY)
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -329,6 +338,7 @@ class LocalStack:
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            Kdc(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             CeleryParts(self.state_dir).stop_broker(self._recorded_ports(), self._write_ports)
             services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
             for group in launch_groups(services):

@@ -1,0 +1,170 @@
+"""happybase connections that speak SASL/GSSAPI (Kerberos) and TLS to HBase's Thrift1 server.
+
+Contract: :func:`hbase_connection` takes :func:`.connection_settings.hbase_connection_kwargs`'
+output and returns a ``happybase.Connection``: a plain one without ``security``, else an
+:class:`EoThriftConnection`. For ``auth: kerberos`` its socket is wrapped in thriftpy2's SASL
+client transport with pure-sasl's GSSAPI mechanism and the connection's ``sasl_qop`` (the
+server's buffered transport: HBase frames SASL itself). The login is MIT krb5's own: with a
+keytab, ``KRB5_CLIENT_KTNAME`` names it and ``KRB5CCNAME`` a private ticket cache of this
+process and login (GSSAPI gets and re-gets tickets from the keytab when they expire); with a
+``kerberos_ccache``, that cache. These variables are process-wide: one Kerberos identity per
+process (another one is refused with :class:`HBaseAuthError`). ``ssl: true`` uses thriftpy2's
+TLS socket trusting ``ssl_ca``. Failures to open raise :class:`HBaseAuthError` naming the
+connection, the server and the cause, never a secret (keytab bytes are only read by libkrb5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import happybase
+from Hbase_thrift import Hbase
+from thriftpy2.thrift import TClient
+from thriftpy2.transport import TSocket
+from thriftpy2.transport.sasl import TCySaslClientTransport
+from thriftpy2.transport.sslsocket import TSSLSocket
+
+from airflow_provider_eo.clients.hbase_security import HBaseSecurity
+
+
+class HBaseAuthError(RuntimeError):
+    """Opening a secured Thrift connection failed (names the connection, the server, the cause)."""
+
+
+def kerberos_env(security: HBaseSecurity) -> dict[str, str]:
+    """The MIT krb5 variables this process needs for ``security``'s login (see the module)."""
+    env: dict[str, str] = {}
+    if security.krb5_conf:
+        env["KRB5_CONFIG"] = security.krb5_conf
+    if security.kerberos_keytab:
+        env["KRB5_CLIENT_KTNAME"] = f"FILE:{security.kerberos_keytab}"
+        login = f"{security.kerberos_principal}\0{security.kerberos_keytab}\0{security.krb5_conf}"
+        tag = hashlib.sha256(login.encode()).hexdigest()[:12]  # a login of its own: a cache of its own
+        private = os.path.join(tempfile.gettempdir(), f"eo-krb5cc-{os.getuid()}-{os.getpid()}-{tag}")
+        env["KRB5CCNAME"] = f"FILE:{private}"
+    elif security.kerberos_ccache:
+        env["KRB5CCNAME"] = security.kerberos_ccache
+    return env
+
+
+_applied: dict[str, str] = {}
+
+
+def _apply_kerberos_env(conn_id: str, security: HBaseSecurity) -> None:
+    """Set :func:`kerberos_env` in ``os.environ``; refuse a second, different identity."""
+    wanted = kerberos_env(security)
+    if _applied and _applied != wanted:
+        raise HBaseAuthError(
+            f"HBase connection {conn_id!r}: this process already logs in to Kerberos as another "
+            "identity (another keytab, ticket cache or krb5.conf); one Kerberos identity per process"
+        )
+    os.environ.update(wanted)
+    _applied.update(wanted)
+
+
+class _PureSaslClient:
+    """pure-sasl's GSSAPI client behind the ``sasl.Client`` interface thriftpy2's transport uses."""
+
+    def __init__(self, host: str, security: HBaseSecurity) -> None:
+        from puresasl.client import SASLClient
+
+        self._client = SASLClient(
+            host,
+            security.kerberos_service,
+            mechanism="GSSAPI",
+            qops=[security.sasl_qop.encode()],
+            principal=security.kerberos_principal,
+        )
+        self._error = ""
+
+    def _call(self, fn: Any, *args: Any) -> tuple[bool, bytes]:
+        try:
+            return True, fn(*args)
+        except Exception as exc:
+            self._error = str(exc)
+            return False, b""
+
+    def start(self, mechanism: str) -> tuple[bool, str, bytes]:
+        ok, response = self._call(self._client.process)
+        return ok, mechanism, response
+
+    def step(self, challenge: bytes) -> tuple[bool, bytes]:
+        return self._call(self._client.process, challenge)
+
+    def encode(self, data: bytes) -> tuple[bool, bytes]:
+        if self._client.qop == b"auth":  # the transport then frames plain data itself
+            return True, data
+        ok, wrapped = self._call(self._client.wrap, data)
+        return ok, struct.pack(">I", len(wrapped)) + wrapped
+
+    def decode(self, data: bytes) -> tuple[bool, bytes]:
+        return self._call(self._client.unwrap, data[4:])
+
+    def getError(self) -> str:
+        return self._error
+
+
+class EoThriftConnection(happybase.Connection):
+    """A ``happybase.Connection`` over SASL/GSSAPI and/or TLS (``security``, see the module)."""
+
+    def __init__(self, *args: Any, security: Mapping[str, Any], conn_id: str | None = None, **kwargs: Any):
+        self.security = HBaseSecurity.from_dict(security)
+        self.conn_id = conn_id or "?"
+        super().__init__(*args, **kwargs)
+
+    def _refresh_thrift_client(self) -> None:
+        security = self.security
+        if security.ssl:
+            socket: Any = TSSLSocket(
+                self.host, self.port, socket_timeout=self.timeout, cafile=security.ssl_ca, validate=True
+            )
+        else:
+            socket = TSocket(host=self.host, port=self.port, socket_timeout=self.timeout)
+        if security.kerberos:
+            host = security.kerberos_service_host or self.host
+            self.transport = TCySaslClientTransport(lambda: _PureSaslClient(host, security), "GSSAPI", socket)
+        else:
+            self.transport = self._transport_class(socket)
+        protocol = self._protocol_class(self.transport, decode_response=False)
+        self.client = TClient(Hbase, protocol)
+
+    def where(self) -> str:
+        security = self.security
+        parts = []
+        if security.kerberos:
+            host = security.kerberos_service_host or self.host
+            parts.append(
+                f"SASL/GSSAPI as {security.kerberos_principal or 'the ticket cache'}"
+                f" to {security.kerberos_service}/{host}, qop {security.sasl_qop}"
+            )
+        if security.ssl:
+            parts.append("TLS")
+        return (
+            f"HBase connection {self.conn_id!r}: Thrift server {self.host}:{self.port} ({', '.join(parts)})"
+        )
+
+    def open(self) -> None:
+        if self.transport.is_open():
+            return
+        if self.security.kerberos:
+            _apply_kerberos_env(self.conn_id, self.security)
+        try:
+            self.transport.open()
+        except Exception as exc:
+            self.transport.close()
+            cause = getattr(exc, "message", None) or str(exc)  # thrift's exceptions carry a message
+            raise HBaseAuthError(f"{self.where()}: cannot open: {cause}") from None
+
+
+def hbase_connection(kwargs: Mapping[str, Any], *, conn_id: str | None = None) -> happybase.Connection:
+    """A happybase connection from ``hbase_connection_kwargs`` output (see the module)."""
+    settings = dict(kwargs)
+    security = settings.pop("security", None)
+    if security is None:
+        return happybase.Connection(**settings)
+    return EoThriftConnection(security=security, conn_id=conn_id, **settings)

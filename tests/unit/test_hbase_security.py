@@ -1,0 +1,84 @@
+"""The HBase connection's security keys (clients/hbase_security.py): parsed values, the default
+(no ``security`` kwarg), and each refusal's exact message naming the connection and the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
+from airflow_provider_eo.clients.connections import EoConnection
+from airflow_provider_eo.clients.hbase_security import HBaseSecurity, hbase_security
+
+KERBEROS = {
+    "auth": "kerberos",
+    "kerberos_principal": "eo-writer@EO.TEST",
+    "kerberos_keytab": "/k/eo-writer.keytab",
+    "kerberos_service_host": "localhost",
+    "krb5_conf": "/k/krb5.conf",
+}
+
+
+def test_defaults_add_no_security() -> None:
+    assert "security" not in hbase_connection_kwargs(EoConnection("h"))
+    assert hbase_security("h", {}, "buffered") == HBaseSecurity()
+
+
+def test_kerberos_and_tls_settings() -> None:
+    extra = {**KERBEROS, "extra__eo_hbase__sasl_qop": "auth-int", "ssl": "true", "ssl_ca": "/p/ca.pem"}
+    kwargs = hbase_connection_kwargs(EoConnection("h", host="t", port=1, extra=extra))
+    assert kwargs["security"] == {
+        "auth": "kerberos",
+        "kerberos_principal": "eo-writer@EO.TEST",
+        "kerberos_keytab": "/k/eo-writer.keytab",
+        "kerberos_ccache": None,
+        "kerberos_service": "hbase",
+        "kerberos_service_host": "localhost",
+        "krb5_conf": "/k/krb5.conf",
+        "sasl_qop": "auth-int",
+        "ssl": True,
+        "ssl_ca": "/p/ca.pem",
+    }
+    assert HBaseSecurity.from_dict(kwargs["security"]).kerberos
+    assert hbase_security("h", {"auth": "kerberos"}, "buffered").sasl_qop == "auth-conf"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"auth": "basic"}, "HBase connection 'h': extra.auth must be none or kerberos, not 'basic'"),
+        (
+            {**KERBEROS, "sasl_qop": "privacy"},
+            "HBase connection 'h': extra.sasl_qop must be auth-conf or auth-int or auth, not 'privacy'",
+        ),
+        ({"ssl": "yes"}, "HBase connection 'h': extra.ssl must be true or false, not 'yes'"),
+        ({"ssl_ca": "/p/ca.pem"}, "HBase connection 'h': extra.ssl_ca is set but extra.ssl is not true"),
+        (
+            {**KERBEROS, "kerberos_principal": " "},
+            "HBase connection 'h': extra.kerberos_principal must be a non-empty string",
+        ),
+        (
+            {"kerberos_principal": "eo-writer"},
+            "HBase connection 'h': extra.kerberos_principal is set but extra.auth is not kerberos",
+        ),
+        (
+            {"auth": "kerberos", "kerberos_keytab": "/k/x.keytab"},
+            "HBase connection 'h': extra.kerberos_keytab needs extra.kerberos_principal",
+        ),
+        (
+            {**KERBEROS, "kerberos_ccache": "FILE:/tmp/cc"},
+            "HBase connection 'h': extra.kerberos_ccache and extra.kerberos_keytab exclude each other "
+            "(a keytab logs in to a private ticket cache)",
+        ),
+        (
+            {**KERBEROS, "transport": "framed"},
+            "HBase connection 'h': extra.transport framed cannot carry SASL "
+            "(HBase's Thrift server takes SASL on the buffered transport only); use buffered",
+        ),
+    ],
+)
+def test_refusals_name_the_connection_and_the_key(extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        hbase_connection_kwargs(EoConnection("h", extra=extra))
+    assert str(caught.value) == message
