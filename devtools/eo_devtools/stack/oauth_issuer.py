@@ -18,12 +18,11 @@ import argparse
 import base64
 import hmac
 import json
-import ssl
 import threading
 import time
 import uuid
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -32,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
 from eo_devtools.stack.ports import LOOPBACK
+from eo_devtools.stack.tls_http_server import TlsHttpServer
 
 AUDIENCE = "kafka"
 TOKEN_LIFETIME_S = 3600
@@ -48,9 +48,7 @@ class OAuthIssuer:
         self.kid = uuid.uuid4().hex[:16]
         self.issued = 0
         self.refused = 0
-        self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._tls.load_cert_chain(cert, key)
-        self._server: ThreadingHTTPServer | None = None
+        self._https = TlsHttpServer(port, cert, key)
 
     @property
     def url(self) -> str:
@@ -133,18 +131,11 @@ class OAuthIssuer:
                         200, {"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S}
                     )
 
-        server = ThreadingHTTPServer((LOOPBACK, self.port), Handler)
-        server.socket = self._tls.wrap_socket(server.socket, server_side=True)
-        server.daemon_threads = True
-        self._server = server
-        threading.Thread(target=server.serve_forever, name="oauth-issuer", daemon=True).start()
+        self._https.serve(Handler, "oauth-issuer")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        self._https.stop()
 
 
 def main(argv: list[str] | None = None) -> None:

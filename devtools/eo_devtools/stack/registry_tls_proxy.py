@@ -15,14 +15,14 @@ import argparse
 import base64
 import hmac
 import json
-import ssl
 import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from eo_devtools.stack.ports import LOOPBACK
+from eo_devtools.stack.tls_http_server import TlsHttpServer
 
 REALM = "eo"
 FORWARDED_HEADERS = ("Content-Type", "Accept")
@@ -37,9 +37,7 @@ class RegistryTlsProxy:
         self.upstream = upstream.rstrip("/")
         self._expected = b"Basic " + base64.b64encode(f"{user}:{password}".encode())
         self.refused = 0
-        self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._tls.load_cert_chain(cert, key)
-        self._server: ThreadingHTTPServer | None = None
+        self._https = TlsHttpServer(port, cert, key)
 
     @property
     def url(self) -> str:
@@ -95,18 +93,11 @@ class RegistryTlsProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = _handle
 
-        server = ThreadingHTTPServer((LOOPBACK, self.port), Handler)
-        server.socket = self._tls.wrap_socket(server.socket, server_side=True)
-        server.daemon_threads = True
-        self._server = server
-        threading.Thread(target=server.serve_forever, name="registry-tls-proxy", daemon=True).start()
+        self._https.serve(Handler, "registry-tls-proxy")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        self._https.stop()
 
 
 def main(argv: list[str] | None = None) -> None:
