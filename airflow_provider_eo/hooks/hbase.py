@@ -9,6 +9,7 @@ import happybase
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
 from airflow_provider_eo.clients.connections import DEFAULT_HBASE_CONN_ID
 from airflow_provider_eo.clients.hbase_thrift import hbase_connection
+from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.hooks.base import EoHook
 
 
@@ -46,8 +47,17 @@ class EoHBaseHook(EoHook):
         return hbase_connection(self.connection_kwargs, conn_id=self.hbase_conn_id)
 
     def get_pool(self, size: int = 4) -> happybase.ConnectionPool:
-        """A happybase connection pool of ``size`` connections (opened lazily by happybase)."""
-        return happybase.ConnectionPool(size, **self.connection_kwargs)
+        """A happybase connection pool of ``size`` connections (opened lazily by happybase).
+
+        Raises :class:`ConfigError` for a secured connection (``auth: kerberos`` or ``ssl``):
+        happybase's pool opens plain sockets only; use :meth:`get_conn`."""
+        kwargs = self.connection_kwargs
+        if "security" in kwargs:
+            raise ConfigError(
+                f"HBase connection {self.hbase_conn_id!r}: a connection pool cannot use its Kerberos or "
+                "TLS settings; use get_conn()"
+            )
+        return happybase.ConnectionPool(size, **kwargs)
 
     def test_connection(self) -> tuple[bool, str]:
         """(True, summary) when the Thrift server lists its tables, else (False, error)."""

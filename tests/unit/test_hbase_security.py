@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
 from airflow_provider_eo.clients.connections import EoConnection
 from airflow_provider_eo.clients.hbase_security import HBaseSecurity, hbase_security
+from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.hooks.hbase import EoHBaseHook
 
 KERBEROS = {
     "auth": "kerberos",
@@ -82,3 +85,15 @@ def test_refusals_name_the_connection_and_the_key(extra: dict[str, Any], message
     with pytest.raises(ValueError) as caught:
         hbase_connection_kwargs(EoConnection("h", extra=extra))
     assert str(caught.value) == message
+
+
+def test_a_pool_refuses_a_secured_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """happybase's pool opens plain sockets: a secured connection is refused, not downgraded."""
+    extra = {"auth": "kerberos", "kerberos_principal": "eo-writer@EO.TEST"}
+    monkeypatch.setenv("AIRFLOW_CONN_EO_HBASE_SECURED", json.dumps({"conn_type": "hbase", "extra": extra}))
+    with pytest.raises(ConfigError) as info:
+        EoHBaseHook(hbase_conn_id="eo_hbase_secured").get_pool(size=2)
+    assert str(info.value) == (
+        "HBase connection 'eo_hbase_secured': a connection pool cannot use its Kerberos or TLS settings; "
+        "use get_conn()"
+    )
