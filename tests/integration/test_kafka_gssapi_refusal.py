@@ -11,7 +11,10 @@ the epoch's state, no HBase cell, no group offset.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import happybase
@@ -37,6 +40,21 @@ from tests.integration.operator_support import (  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 APPLICATION = "airflow_provider_eo.spark.driver.application"  # the driver's logger
+
+
+@contextlib.contextmanager
+def driver_logging() -> Iterator[None]:
+    """The package logger as it was after the block: the driver's ``configure_logging`` gives it
+    a handler on this test's captured stderr, which later tests must not write to (closed)."""
+    logger = logging.getLogger("airflow_provider_eo")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    try:
+        yield
+    finally:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+
 
 #: the confluent-kafka 2.16.1 wheel's librdkafka (PyPI), as it reports itself
 WHEEL_FEATURES = (
@@ -99,7 +117,8 @@ def test_write_commit_and_eo_ledger_refuse_gssapi_and_change_nothing(
         monkeypatch.setenv("EO_PIPELINES_FILE", file)
         args = ["--pipeline", name, "--epoch-id", str(epoch_id), "--fencing-token", summary["fencing_token"]]
         capsys.readouterr()
-        assert write_application(args) == ExitCode.INVALID
+        with driver_logging():
+            assert write_application(args) == ExitCode.INVALID
         assert f"ERROR {APPLICATION} pipeline={name} epoch_id={epoch_id}: cannot write: {REFUSAL}\n" in (
             capsys.readouterr().err
         )
