@@ -125,6 +125,7 @@ class EoThriftConnection(happybase.Connection):
             )
         else:
             socket = TSocket(host=self.host, port=self.port, socket_timeout=self.timeout)
+        self._socket = socket
         if security.kerberos:
             host = security.kerberos_service_host or self.host
             self.transport = TCySaslClientTransport(lambda: _PureSaslClient(host, security), "GSSAPI", socket)
@@ -156,9 +157,12 @@ class EoThriftConnection(happybase.Connection):
         try:
             self.transport.open()
         except Exception as exc:
+            connected = self._socket.is_open()  # the handshake failed, not the connection
             self.transport.close()
+            if not connected:
+                raise  # a server down or unreachable: the writer's retry and failover apply
             cause = getattr(exc, "message", None) or str(exc)  # thrift's exceptions carry a message
-            raise HBaseAuthError(f"{self.where()}: cannot open: {cause}") from None
+            raise HBaseAuthError(f"{self.where()}: cannot open: {cause}") from exc
 
 
 def hbase_connection(kwargs: Mapping[str, Any], *, conn_id: str | None = None) -> happybase.Connection:

@@ -106,7 +106,10 @@ def required_features(config: Mapping[str, str]) -> dict[str, str]:
 def check_client_features(conn_id: str, config: Mapping[str, str]) -> None:
     """Raise :class:`KafkaFeatureMissing` for the first feature ``config`` needs that the
     installed librdkafka lacks; return ``None`` when it has them all."""
+    needed = required_features(config)
+    if not needed:  # PLAINTEXT without SASL: nothing to probe
+        return
     have = build_features()
-    for feature, setting in required_features(config).items():
+    for feature, setting in needed.items():
         if feature not in have:
             raise KafkaFeatureMissing(conn_id, setting, feature, have)

@@ -5,7 +5,8 @@ executors import the package from it); :func:`private_environment_file` holds th
 environment of a cluster-mode submission, secrets included, readable by this user only
 (:mod:`airflow_provider_eo.spark.driver.driver_environment`). Both delete what they made
 when the block exits, errors included. :func:`check_local_files` refuses a ``--py-files``
-entry on this machine that does not exist, before anything is submitted.
+entry on this machine that does not exist, and :func:`refuse_unreadable_credentials` a
+connection's credential file this machine must read, before anything is submitted.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
+from airflow_provider_eo.clients.connections import env_var_name
 from airflow_provider_eo.errors import ConfigError
+from airflow_provider_eo.spark.driver.credential_files import credential_files, unreadable_files
 from airflow_provider_eo.spark.driver.driver_environment import DRIVER_ENV_FILE, environment_file_text
 from airflow_provider_eo.spark.package_zip import build_zip
 
@@ -76,3 +79,22 @@ def check_local_files(pipeline: str, py_files: str | None, conf: Mapping[str, st
                     f"pipeline {pipeline}: --py-files entry {path!r} (from {setting}) does not exist "
                     "on this machine; nothing was submitted"
                 )
+
+
+def refuse_unreadable_credentials(
+    pipeline: str, env: Mapping[str, str], *, master: str, deploy_mode: str, ledger_conn_id: str
+) -> None:
+    """Raise :class:`ConfigError` naming each credential file (:mod:`.credential_files`) of the
+    connections in ``env`` that this machine cannot read, before anything is submitted.
+
+    A local master and cluster deploy mode need every file here (read in place by a local
+    driver and its executors, or shipped from here); client deploy mode on a cluster master
+    only the ledger's (the driver here opens the ledger; the executors read the others on
+    their own nodes, at the same path).
+    """
+    files = credential_files(env)
+    if deploy_mode != "cluster" and not master.startswith("local"):
+        files = [file for file in files if file.env_var == env_var_name(ledger_conn_id)]
+    problems = unreadable_files(files)
+    if problems:
+        raise ConfigError(f"pipeline {pipeline}: {'; '.join(problems)}; nothing was submitted")

@@ -64,7 +64,11 @@ from airflow_provider_eo.operators.spark_submission import (
     process_environment,
     resource_options,
 )
-from airflow_provider_eo.operators.submission_files import private_environment_file, shipped_package
+from airflow_provider_eo.operators.submission_files import (
+    private_environment_file,
+    refuse_unreadable_credentials,
+    shipped_package,
+)
 from airflow_provider_eo.operators.submission_target import SubmissionTarget, submission_target
 from airflow_provider_eo.operators.submit_hook_arguments import (
     constant_arguments,
@@ -82,8 +86,8 @@ from airflow_provider_eo.operators.yarn_tracking import YarnTracking, submit_tra
 from airflow_provider_eo.spark.driver.credential_files import (
     credential_files,
     files_entries,
+    shippable,
     shipped_environment,
-    unreadable_files,
 )
 
 
@@ -244,12 +248,15 @@ class WriteEpochOperator(SparkSubmitOperator):
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
         env = self.application_env()  # the connections first: a missing one fails before any other work
-        unreadable = unreadable_files(credential_files(env))
-        if unreadable:
-            raise ConfigError(
-                f"pipeline {self.pipeline}: " + "; ".join(unreadable) + "; nothing was submitted"
-            )
-        self.write(context, self.submission_target(), env)
+        target = self.submission_target()
+        refuse_unreadable_credentials(
+            self.pipeline,
+            env,
+            master=target.master,
+            deploy_mode=target.deploy_mode,
+            ledger_conn_id=self.ledger_conn_id,
+        )
+        self.write(context, target, env)
         self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
 
     def write(self, context: Any, target: SubmissionTarget, env: dict[str, str]) -> None:
@@ -306,7 +313,7 @@ class WriteEpochOperator(SparkSubmitOperator):
             conn_id_args=self.conn_id_args(),
         )
         ships_zip = not master.startswith("local") and self.spec.spark.package == "zip"
-        credentials = credential_files(env) if deploy_mode == "cluster" else []
+        credentials = shippable(credential_files(env)) if deploy_mode == "cluster" else []
         env = shipped_environment(env, credentials)  # the driver's names of the shipped files
         submission = write_submission(
             args=args,

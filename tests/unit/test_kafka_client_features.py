@@ -68,3 +68,10 @@ def test_the_wheel_speaks_scram_and_oidc_but_not_gssapi() -> None:
     assert (refused.value.conn_id, refused.value.feature, refused.value.have) == (
         "kerberized", "sasl_gssapi", build_features()
     )  # fmt: skip
+
+
+def test_a_connection_that_needs_no_feature_builds_no_probe_client() -> None:
+    """PLAINTEXT without SASL needs nothing of the build: the probe clients are not made."""
+    build_features.cache_clear()
+    check_client_features("eo_kafka", {"bootstrap.servers": "b:9092"})
+    assert build_features.cache_info().misses == 0

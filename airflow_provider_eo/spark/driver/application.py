@@ -39,6 +39,7 @@ from airflow_provider_eo.clients.connections import (
     DEFAULT_LEDGER_CONN_ID,
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     connection_from_env,
+    env_var_name,
 )
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
@@ -124,7 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "%s: driver up class_archive=%s package=%s environment_file=%s",
         where, class_archive_in_use() or "none", package, ",".join(loaded) or "none",
     )  # fmt: skip
-    for credential in credential_files(os.environ):  # mode and digest, never the content
+    conn_ids = (args.ledger_conn_id, args.kafka_conn_id, args.hbase_conn_id, args.schema_registry_conn_id)
+    own = {env_var_name(conn_id) for conn_id in conn_ids}
+    connections = {name: value for name, value in os.environ.items() if name in own}
+    for credential in credential_files(connections):  # mode and digest, never the content
         log.info("%s: credential file %s", where, describe(credential))
     try:
         spec = run_pipeline_spec(args.pipeline, args.pipelines_file)

@@ -48,6 +48,13 @@ CREDENTIAL_FILE_KEYS = (
 
 CONN_ENV_PREFIX = "AIRFLOW_CONN_"
 
+#: The prefix of the HBase connection form's fields in ``extra`` (``extra__eo_hbase__ssl_ca``).
+FORM_FIELD_PREFIX = "extra__eo_hbase__"
+
+#: Values of those keys that name no file: librdkafka's ``probe`` (the system's CAs) and
+#: libpq's ``system`` (``sslrootcert=system``). Neither checked nor shipped.
+NOT_A_FILE = frozenset({"probe", "system"})
+
 
 @dataclass(frozen=True)
 class CredentialFile:
@@ -63,9 +70,14 @@ class CredentialFile:
         return self.env_var.removeprefix(CONN_ENV_PREFIX).lower()
 
     @property
+    def setting(self) -> str:
+        """The setting's name without the connection form's prefix (``ssl_ca``)."""
+        return self.key.removeprefix(FORM_FIELD_PREFIX)
+
+    @property
     def shipped_name(self) -> str:
-        """The base name the file is shipped under: ``eo-<conn_id>-<key>`` (dots as ``_``)."""
-        return f"eo-{self.conn_id}-{self.key.replace('.', '_')}"
+        """The base name the file is shipped under: ``eo-<conn_id>-<setting>`` (dots as ``_``)."""
+        return f"eo-{self.conn_id}-{self.setting.replace('.', '_')}"
 
 
 def _connection(value: str) -> dict[str, Any] | None:
@@ -88,25 +100,32 @@ def _connection(value: str) -> dict[str, Any] | None:
 
 def credential_files(env: Mapping[str, str]) -> list[CredentialFile]:
     """Every credential file the JSON connections in ``env`` (``AIRFLOW_CONN_*`` values) name,
-    in variable then key order. URI connections name none (put files in a JSON ``extra``)."""
+    in variable then ``extra`` order, the HBase form's ``extra__eo_hbase__<key>`` fields
+    included; :data:`NOT_A_FILE` values are none. URI connections name none (put files in a
+    JSON ``extra``)."""
     found: list[CredentialFile] = []
     for env_var in sorted(k for k in env if k.startswith(CONN_ENV_PREFIX)):
         connection = _connection(env[env_var])
         extra = connection["extra"] if connection else {}
         found.extend(
-            CredentialFile(env_var, key, str(extra[key]))
-            for key in CREDENTIAL_FILE_KEYS
-            if extra.get(key) not in (None, "")
+            CredentialFile(env_var, key, str(value))
+            for key, value in extra.items()
+            if key.removeprefix(FORM_FIELD_PREFIX) in CREDENTIAL_FILE_KEYS
+            and value not in (None, "")
+            and str(value) not in NOT_A_FILE
         )
     return found
 
 
 def unreadable_files(files: list[CredentialFile]) -> list[str]:
     """One ``connection 'c': extra.key = 'path': <why>`` line per file that is not a readable
-    regular file on this machine (empty when all are)."""
+    regular file on this machine (a CA directory for a ``*ca.location`` key is accepted: both
+    librdkafka and the registry's client take one); empty when all are readable."""
     problems = []
     for file in files:
         path = Path(file.path)
+        if path.is_dir() and file.setting.endswith("ca.location"):
+            continue
         if not path.is_file():
             why = "no such file" if not path.exists() else "not a regular file"
         elif not os.access(path, os.R_OK):
@@ -115,6 +134,12 @@ def unreadable_files(files: list[CredentialFile]) -> list[str]:
             continue
         problems.append(f"connection {file.conn_id!r}: extra.{file.key} = {file.path!r}: {why}")
     return problems
+
+
+def shippable(files: list[CredentialFile]) -> list[CredentialFile]:
+    """The ``files`` that are regular files here: what YARN's ``--files`` can ship. Others (a CA
+    directory) stay named as they are and must exist at that path on every node."""
+    return [file for file in files if Path(file.path).is_file()]
 
 
 def shipped_environment(env: Mapping[str, str], files: list[CredentialFile]) -> dict[str, str]:
