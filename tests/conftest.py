@@ -4,6 +4,8 @@
 ``schema_registry_url``: the stack's Schema Registry (Apicurio, Confluent-compatible API).
 ``airflow_server``: the session's real Airflow on that stack (tests/airflow_server.py),
 started only when a test uses it.
+``kerberos_stack``: the stack's KDC and Kerberized HBase (``eo-stack up --kerberos``), started
+on first use.
 ``yarn``: the stack's YARN (tests/yarn_support.py), started on first use, stopped at session
 end only if this session started it.
 Set ``EO_TEST_REUSE_STACK_DIR`` to the state dir of a stack started with
@@ -118,6 +120,22 @@ def yarn(stack: StackInfo) -> Iterator[YarnInfo]:
 
     with running_yarn(stack.state_dir) as info:
         yield info
+
+
+@pytest.fixture(scope="session")
+def kerberos_stack(stack: StackInfo) -> Iterator[dict[str, str]]:
+    """``eo-stack up --kerberos`` on the session's stack: the KDC and the Kerberized HBase with its
+    SASL Thrift server (devtools/eo_devtools/stack/hbase_kerberos.py), started on first use and
+    stopped at session end if this session started them. Yields the stack's ``AIRFLOW_CONN_*``
+    values, ``AIRFLOW_CONN_EO_HBASE_KERBEROS`` among them."""
+    local = LocalStack(stack.state_dir)
+    started = "AIRFLOW_CONN_EO_HBASE_KERBEROS" not in local.conn_env()
+    local.up(kerberos=True)
+    try:
+        yield local.conn_env()
+    finally:
+        if started:
+            local.up(kerberos=False)
 
 
 @pytest.fixture(scope="session")

@@ -108,6 +108,11 @@ class _PureSaslClient:
     def getError(self) -> str:
         return self._error
 
+    @property
+    def qop(self) -> str:
+        """The quality of protection the handshake settled on (empty before it ends)."""
+        return bytes(self._client.qop or b"").decode()
+
 
 class EoThriftConnection(happybase.Connection):
     """A ``happybase.Connection`` over SASL/GSSAPI and/or TLS (``security``, see the module)."""
@@ -115,6 +120,7 @@ class EoThriftConnection(happybase.Connection):
     def __init__(self, *args: Any, security: Mapping[str, Any], conn_id: str | None = None, **kwargs: Any):
         self.security = HBaseSecurity.from_dict(security)
         self.conn_id = conn_id or "?"
+        self.sasl_client: _PureSaslClient | None = None  # the current transport's, once opened
         super().__init__(*args, **kwargs)
 
     def _refresh_thrift_client(self) -> None:
@@ -128,7 +134,12 @@ class EoThriftConnection(happybase.Connection):
         self._socket = socket
         if security.kerberos:
             host = security.kerberos_service_host or self.host
-            self.transport = TCySaslClientTransport(lambda: _PureSaslClient(host, security), "GSSAPI", socket)
+
+            def sasl_client() -> _PureSaslClient:
+                self.sasl_client = _PureSaslClient(host, security)
+                return self.sasl_client
+
+            self.transport = TCySaslClientTransport(sasl_client, "GSSAPI", socket)
         else:
             self.transport = self._transport_class(socket)
         protocol = self._protocol_class(self.transport, decode_response=False)

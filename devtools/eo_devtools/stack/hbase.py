@@ -74,6 +74,10 @@ class HBaseService(JavaService):
     def home(self) -> Path:
         return hbase_home(self.state_dir)
 
+    def _port(self, index: int) -> int:
+        """The port of ``port_keys[index]``: 0 the master, 1 the region server, 2 ZooKeeper."""
+        return self.ports[self.port_keys[index]]
+
     @property
     def regionservers(self) -> int:
         """How many region servers the master's JVM runs."""
@@ -87,17 +91,17 @@ class HBaseService(JavaService):
             "hbase.rootdir": (self.home / "root").as_uri(),
             "hbase.tmp.dir": str(self.home / "tmp"),
             "hbase.zookeeper.quorum": LOOPBACK,
-            "hbase.zookeeper.property.clientPort": str(self.ports["hbase-zookeeper"]),
+            "hbase.zookeeper.property.clientPort": str(self._port(2)),
             "hbase.zookeeper.property.dataDir": str(self.home / "zk"),
             "hbase.master.hostname": LOOPBACK,
-            "hbase.master.port": str(self.ports["hbase-master"]),
+            "hbase.master.port": str(self._port(0)),
             "hbase.master.info.port": "-1",
             "hbase.regionserver.hostname": LOOPBACK,
             # Several region servers in one JVM cannot share a port: 0 = an ephemeral one each.
             # (``hbase.localcluster.assign.random.ports`` would only replace HBase's default
             # ports 16000/16020, and the master keeps its fixed port: clients and the health
             # check use it.)
-            "hbase.regionserver.port": str(self.ports["hbase-regionserver"]) if count == 1 else "0",
+            "hbase.regionserver.port": str(self._port(1)) if count == 1 else "0",
             "hbase.regionserver.info.port": "-1",
             # The local filesystem has no hflush/hsync capability flags; HBase refuses to
             # write its WAL there unless told not to check.

@@ -16,25 +16,18 @@ import secrets
 import ssl
 import sys
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from eo_devtools.stack.kafka_oauth import OAUTH_PORT_KEY, OAuthKafkaService, oauth_client_config
 from eo_devtools.stack.pki import Pki, stack_pki
-from eo_devtools.stack.ports import LOOPBACK, find_free_port
-from eo_devtools.stack.process import running_pid
+from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.service import Service
-from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
+from eo_devtools.stack.stack_part import StackPart
 
 ISSUER_PORT_KEY = "oauth-issuer"
 OAUTH_PORT_KEYS = (ISSUER_PORT_KEY, *OAuthKafkaService.port_keys, OAUTH_PORT_KEY)
 CLIENT_ID = "eo-writer"
-
-
-def is_oauth_key(key: str) -> bool:
-    """Is ``key`` a port of this part?"""
-    return key in OAUTH_PORT_KEYS
 
 
 class OAuthIssuerService(Service):
@@ -82,57 +75,16 @@ class OAuthIssuerService(Service):
             return False
 
 
-class KafkaOAuthPart:
+class KafkaOAuthPart(StackPart):
     """The issuer and the OAUTHBEARER node of the stack in ``state_dir``."""
 
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
+    port_keys = OAUTH_PORT_KEYS
 
     def services(self, ports: Mapping[str, int]) -> tuple[OAuthIssuerService, OAuthKafkaService]:
         """The issuer, then the node, in start order."""
         pki = stack_pki(self.state_dir)
         issuer = OAuthIssuerService(self.state_dir, ports, pki)
         return issuer, OAuthKafkaService(self.state_dir, ports, pki, f"{issuer.url}/jwks")
-
-    def start(self, recorded: Mapping[str, int], write_ports: Callable[[Mapping[str, int]], None]) -> None:
-        """Run the issuer, then the node, until both answer; their ports (recorded ones kept)
-        written through ``write_ports`` (and dropped again when the start fails)."""
-        core = {key: port for key, port in recorded.items() if not is_oauth_key(key)}
-        taken = set(core.values())
-        ports: dict[str, int] = {}
-        for key in OAUTH_PORT_KEYS:
-            port = recorded.get(key)
-            while port is None or port in taken:
-                port = find_free_port()
-            taken.add(port)
-            ports[key] = port
-        write_ports({**core, **ports})
-        try:
-            for service in self.services(ports):
-                if running_pid(service.pid_path) is None:
-                    service.preflight()
-                    wait_healthy(service, launch(service))
-        except BaseException:
-            self.down(ports)
-            write_ports(core)
-            raise
-
-    def stop(self, recorded: Mapping[str, int], write_ports: Callable[[Mapping[str, int]], None]) -> None:
-        """Stop the part ``recorded`` names, if any, and write the ports without it."""
-        if ISSUER_PORT_KEY in recorded:
-            self.down(recorded)
-            write_ports({key: port for key, port in recorded.items() if not is_oauth_key(key)})
-
-    def down(self, ports: Mapping[str, int]) -> None:
-        for service in reversed(self.services(ports)):
-            stop_service(service)
-
-    def status(self, recorded: Mapping[str, int]) -> dict[str, dict[str, Any]]:
-        result = {}
-        for service in self.services(recorded):
-            pid = running_pid(service.pid_path)
-            result[service.name] = status_entry(service, pid, healthy=pid is not None and service.healthy())
-        return result
 
     def connection(self, recorded: Mapping[str, int]) -> str:
         """``eo_kafka_oauth``: the node's OAUTHBEARER listener, OIDC client credentials (holds

@@ -17,16 +17,15 @@ import secrets
 import ssl
 import sys
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from eo_devtools.stack.pki import Pki, stack_pki
-from eo_devtools.stack.ports import LOOPBACK, find_free_port
-from eo_devtools.stack.process import running_pid
+from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.schema_registry import CCOMPAT_PATH
 from eo_devtools.stack.service import Service
-from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
+from eo_devtools.stack.stack_part import StackPart
 
 TLS_PORT_KEY = "schema-registry-tls"
 REGISTRY_PORT_KEY = "schema-registry"
@@ -87,45 +86,21 @@ class RegistryTlsProxyService(Service):
             return False
 
 
-class RegistryTlsPart:
+class RegistryTlsPart(StackPart):
     """The registry proxy of the stack in ``state_dir``."""
 
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
+    port_keys = (TLS_PORT_KEY,)
 
     def service(self, ports: Mapping[str, int]) -> RegistryTlsProxyService:
         return RegistryTlsProxyService(self.state_dir, ports, stack_pki(self.state_dir))
 
-    def start(self, recorded: Mapping[str, int], write_ports: Callable[[Mapping[str, int]], None]) -> None:
-        """Run the proxy until it answers; its port (a recorded one kept) written through
-        ``write_ports`` (and dropped again when the start fails)."""
-        core = {key: port for key, port in recorded.items() if key != TLS_PORT_KEY}
-        port = recorded.get(TLS_PORT_KEY)
-        while port is None or port in core.values():
-            port = find_free_port()
-        ports = {**core, TLS_PORT_KEY: port}
-        write_ports(ports)
-        service = self.service(ports)
-        try:
-            if running_pid(service.pid_path) is None:
-                service.preflight()
-                wait_healthy(service, launch(service))
-        except BaseException:
-            stop_service(service)
-            write_ports(core)
-            raise
-
-    def stop(self, recorded: Mapping[str, int], write_ports: Callable[[Mapping[str, int]], None]) -> None:
-        """Stop the proxy ``recorded`` names, if any, and write the ports without it."""
-        if TLS_PORT_KEY in recorded:
-            stop_service(self.service(recorded))
-            write_ports({key: port for key, port in recorded.items() if key != TLS_PORT_KEY})
+    def services(self, ports: Mapping[str, int]) -> tuple[RegistryTlsProxyService]:
+        return (self.service(ports),)
 
     def status(self, recorded: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+        """The proxy's status entry, with its ``url``."""
         service = self.service(recorded)
-        pid = running_pid(service.pid_path)
-        entry = status_entry(service, pid, healthy=pid is not None and service.healthy())
-        return {service.name: {**entry, "url": service.url}}
+        return {name: {**entry, "url": service.url} for name, entry in super().status(recorded).items()}
 
     def connection(self, recorded: Mapping[str, int]) -> str:
         """``schema_registry_tls``: https through the proxy, basic auth, the stack CA in

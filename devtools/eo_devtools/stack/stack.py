@@ -40,8 +40,9 @@ from eo_devtools.stack.airflow_services import API_PORT_KEY
 from eo_devtools.stack.celery_executor import CeleryParts
 from eo_devtools.stack.connections import airflow_api_connection, ledger_tls_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
+from eo_devtools.stack.hbase_kerberos import HBaseKerberosPart
 from eo_devtools.stack.kafka import KafkaService
-from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart, is_oauth_key
+from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart
 from eo_devtools.stack.kdc import KDC_PORT_KEY, Kdc
 from eo_devtools.stack.pki import stack_client_cert, stack_pki
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
@@ -218,8 +219,9 @@ class LocalStack:
         ``tls``: True runs the TLS services (the OAUTHBEARER Kafka node and its OAuth issuer,
         :mod:`.kafka_oauth_part`; the registry's HTTPS basic-auth proxy, :mod:`.registry_tls_part`),
         False stops them, None keeps them as recorded.
-        ``kerberos``: True runs the KDC of the realm ``EO.TEST`` (:mod:`.kdc`), False stops it,
-        None keeps it as recorded.
+        ``kerberos``: True runs the KDC of the realm ``EO.TEST`` (:mod:`.kdc`) and the Kerberized
+        HBase with its SASL Thrift server (:mod:`.hbase_kerberos`), False stops them, None keeps
+        them as recorded.
         ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
         None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
         topology of services still running (``down`` first).
@@ -275,7 +277,9 @@ class LocalStack:
                 KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if kerberos or (kerberos is None and KDC_PORT_KEY in recorded):
                 Kdc(self.state_dir).start(self._recorded_ports(), self._write_ports)
+                HBaseKerberosPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
             elif kerberos is False:
+                HBaseKerberosPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
                 Kdc(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if airflow and executor.is_celery:
                 celery.start_broker(self._recorded_ports(), self._write_ports)
@@ -301,9 +305,10 @@ class LocalStack:
     @staticmethod
     def _kept_port(key: str) -> bool:
         """Ports recorded by the stack's optional parts (Spark, YARN, the Celery broker, the TLS
-        services, the KDC)."""
-        optional = is_spark_key(key) or is_yarn_key(key) or is_oauth_key(key)
-        return optional or key in (REDIS_PORT_KEY, TLS_PORT_KEY, KDC_PORT_KEY)
+        services, the KDC and the Kerberized HBase)."""
+        parts = (KafkaOAuthPart, RegistryTlsPart, HBaseKerberosPart)
+        optional = is_spark_key(key) or is_yarn_key(key) or any(part.is_key(key) for part in parts)
+        return optional or key in (REDIS_PORT_KEY, KDC_PORT_KEY)
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -338,6 +343,7 @@ class LocalStack:
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            HBaseKerberosPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             Kdc(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             CeleryParts(self.state_dir).stop_broker(self._recorded_ports(), self._write_ports)
             services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
@@ -375,6 +381,8 @@ class LocalStack:
             result.update(KafkaOAuthPart(self.state_dir).status(recorded))
         if TLS_PORT_KEY in recorded:
             result.update(RegistryTlsPart(self.state_dir).status(recorded))
+        if HBaseKerberosPart.is_running(recorded):
+            result.update(HBaseKerberosPart(self.state_dir).status(recorded))
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -587,6 +595,8 @@ class LocalStack:
             )
         if TLS_PORT_KEY in recorded:  # eo-stack up --tls
             env["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"] = RegistryTlsPart(self.state_dir).connection(recorded)
+        if HBaseKerberosPart.is_running(recorded):  # eo-stack up --kerberos
+            env["AIRFLOW_CONN_EO_HBASE_KERBEROS"] = HBaseKerberosPart(self.state_dir).connection(recorded)
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():
