@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     stack = LocalStack(args.state_dir)
     airflow = _airflow(stack, args)
-    os.environ.update(stack.conn_env())  # EoKafkaHook reads AIRFLOW_CONN_EO_KAFKA
+    os.environ.update(stack.conn_env())  # the hooks read AIRFLOW_CONN_EO_KAFKA, AIRFLOW_CONN_EO_HBASE
     _say(f"local stack and Airflow up in {stack.state_dir}; Airflow UI at {airflow.url}")
     pipelines_file = airflow.pipelines_file
     specs = load_pipelines(pipelines_file)

@@ -20,6 +20,7 @@ import happybase
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
+from airflow_provider_eo.hooks.hbase import EoHBaseHook
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from eo_devtools.demo.feeds import DemoFeed
@@ -81,7 +82,7 @@ def run_pipeline_demo(
     partitions = ensure_topic(stack.kafka_bootstrap, topic, partitions)
     if spec.dead_letters is not None:  # the commit step publishes there; nothing else creates it
         ensure_topic(stack.kafka_bootstrap, spec.dead_letters.topic, 1)
-    with _thrift(stack) as hbase:
+    with _thrift() as hbase:
         table = ensure_table(
             HBaseTableTool(stack.state_dir),
             hbase,
@@ -120,7 +121,7 @@ def run_pipeline_demo(
 
     everything = read_topic(stack.kafka_bootstrap, topic, partitions)
     oracle = feed.oracle(everything)
-    with _thrift(stack) as hbase:
+    with _thrift() as hbase:
         outcome.report = verify_pipeline(
             spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase, oracle=oracle
         )
@@ -144,9 +145,11 @@ def _check_dead_letter_topic(
 
 
 @contextmanager
-def _thrift(stack: LocalStack) -> Iterator[happybase.Connection]:
-    """A Thrift connection for one step: the Thrift server closes one left idle across DAG runs."""
-    connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
+def _thrift() -> Iterator[happybase.Connection]:
+    """A Thrift connection for one step (the Thrift server closes one left idle across DAG runs),
+    through the pipeline's ``eo_hbase`` as the write tasks open it: SASL/GSSAPI or TLS when the
+    connection says so (``clients/hbase_thrift.py``)."""
+    connection = EoHBaseHook().get_conn()
     try:
         yield connection
     finally:
