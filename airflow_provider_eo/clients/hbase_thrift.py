@@ -173,7 +173,14 @@ class EoThriftConnection(happybase.Connection):
             if not connected:
                 raise  # a server down or unreachable: the writer's retry and failover apply
             cause = getattr(exc, "message", None) or str(exc)  # thrift's exceptions carry a message
-            raise HBaseAuthError(f"{self.where()}: cannot open: {cause}") from exc
+            raise HBaseAuthError(f"{self.where()}: cannot open: {cause}{self._hint(cause)}") from exc
+
+    def _hint(self, cause: str) -> str:
+        """What a cause means for this connection's settings, when MIT's words do not say it."""
+        security = self.security
+        if security.kerberos_keytab and "Can't find client principal" in cause:
+            return f" (the keytab {security.kerberos_keytab} holds no key of {security.kerberos_principal})"
+        return ""
 
 
 def hbase_connection(kwargs: Mapping[str, Any], *, conn_id: str | None = None) -> happybase.Connection:
