@@ -99,7 +99,10 @@ def _parser() -> argparse.ArgumentParser:
         "--kerberos",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="up: run the KDC (MIT krb5kdc, realm EO.TEST); --no-kerberos stops it (default: as it is)",
+        help=(
+            "up: run the KDC (MIT krb5kdc, realm EO.TEST) and a Kerberized HBase with its SASL Thrift "
+            "server; --no-kerberos stops them (default: as it is)"
+        ),
     )
     parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
