@@ -6,7 +6,8 @@ output and returns a ``happybase.Connection``: a plain one without ``security``,
 client transport with pure-sasl's GSSAPI mechanism and the connection's ``sasl_qop`` (the
 server's buffered transport: HBase frames SASL itself). The login is MIT krb5's own: with a
 keytab, ``KRB5_CLIENT_KTNAME`` names it and ``KRB5CCNAME`` a private ticket cache of this
-process and login (GSSAPI gets and re-gets tickets from the keytab when they expire); with a
+process and login, deleted when the process exits (GSSAPI gets and re-gets tickets from the
+keytab when they expire); with a
 ``kerberos_ccache``, that cache. These variables are process-wide: one Kerberos identity per
 process (another one is refused with :class:`HBaseAuthError`). ``ssl: true`` uses thriftpy2's
 TLS socket trusting ``ssl_ca``. Failures to open raise :class:`HBaseAuthError` naming the
@@ -15,6 +16,8 @@ connection, the server and the cause, never a secret (keytab bytes are only read
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import os
 import struct
@@ -63,8 +66,16 @@ def _apply_kerberos_env(conn_id: str, security: HBaseSecurity) -> None:
             f"HBase connection {conn_id!r}: this process already logs in to Kerberos as another "
             "identity (another keytab, ticket cache or krb5.conf); one Kerberos identity per process"
         )
+    if not _applied and wanted.get("KRB5_CLIENT_KTNAME"):  # a private cache: gone when the process ends
+        atexit.register(_remove_private_cache, wanted["KRB5CCNAME"].removeprefix("FILE:"))
     os.environ.update(wanted)
     _applied.update(wanted)
+
+
+def _remove_private_cache(path: str) -> None:
+    """Delete this process's private ticket cache (a process killed outright leaves it behind)."""
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 class _PureSaslClient:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -242,3 +243,33 @@ def test_tickets_outliving_their_lifetime(
         b"long|d:a": [(b"after", 2), (b"before", 1)],
         b"new|d:a": [(b"renewed", 3)],
     }
+
+
+CHILD_LOGIN = """
+import json, os, sys
+from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
+from airflow_provider_eo.clients.connections import EoConnection
+from airflow_provider_eo.clients.hbase_thrift import hbase_connection
+conn = json.loads(sys.stdin.read())
+target = EoConnection("eo_hbase_kerberos", host=conn["host"], port=conn["port"], extra=conn["extra"])
+kwargs = hbase_connection_kwargs(target)
+connection = hbase_connection(kwargs, conn_id="eo_hbase_kerberos")
+connection.tables()
+cache = os.environ["KRB5CCNAME"].removeprefix("FILE:")
+mode = oct(os.stat(cache).st_mode & 0o777)
+print(json.dumps({"cache": cache, "exists": os.path.exists(cache), "mode": mode}))
+"""
+
+
+def test_private_ticket_cache_removed_at_exit(kerberos_conn: dict[str, Any]) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD_LOGIN],
+        input=json.dumps(kerberos_conn),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    seen = json.loads(child.stdout)
+    assert seen["exists"] and seen["mode"] == "0o600"  # MIT writes caches owner-only
+    assert not os.path.exists(seen["cache"])
