@@ -7,7 +7,8 @@ Kafka (``lag``, ``commit``) uses ``AIRFLOW_CONN_<KAFKA_CONN_ID>`` (default ``eo_
 Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for failures,
 2 for refusals (``commit``/``abort`` without ``--yes``, ``prune`` without a pipeline
 selector or a criterion, ``history`` of an unknown pipeline, every ``seek``/``reset``
-refusal: cli/seek_commands.py) and usage errors. ``prune`` without ``--yes`` is a dry
+refusal: cli/seek_commands.py; ``audit``'s: cli/audit_commands.py) and usage errors; ``audit``
+exits 1 when it finds discrepancies. ``prune`` without ``--yes`` is a dry
 run. Every change is recorded in the epochs' history as ``eo-ledger`` ``user@host``
 (``Actor.cli()``).
 """
@@ -22,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_eo.cli import dead_letter_commands, history_commands, seek_commands
+from airflow_provider_eo.cli import audit_commands, dead_letter_commands, history_commands, seek_commands
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.cli.replay_commands import ReplayRefused
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     dead_letter_commands.add_parser(sub)
     history_commands.add_history_parser(sub)
     seek_commands.add_parsers(sub)
+    audit_commands.add_parser(sub)
     return parser
 
 
@@ -154,6 +156,8 @@ def run(args: argparse.Namespace) -> Any:
             return commands.prune(
                 ledger, args.pipeline, prune_policy(args), yes=args.yes, batch=args.batch_size
             )
+        if args.command == audit_commands.COMMAND:
+            return audit_commands.run(args, ledger, Refused)
         if args.command == dead_letter_commands.COMMAND:
             return dead_letter_commands.run(args, ledger, Refused)
         if args.command == "commit":
@@ -177,8 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         print(json.dumps({"error": str(exc), "type": type(exc).__name__}), file=sys.stderr)
         return 1
-    print(json.dumps(result, indent=2))
-    return 0
+    print(result if isinstance(result, str) else json.dumps(result, indent=2))
+    return audit_commands.exit_status(result) if args.command == audit_commands.COMMAND else 0
 
 
 if __name__ == "__main__":

@@ -152,6 +152,13 @@ class LedgerReads(Protocol):
         """Dead letters of ``pipeline`` as JSON-serializable dicts."""
         ...
 
+    def dead_letter_offsets(
+        self, pipeline: str, topic: str, partition: int, start: int, end: int
+    ) -> list[int]:
+        """The offsets in ``[start, end)`` of ``topic``/``partition`` that ``pipeline`` holds a
+        dead letter of, ascending (what the audit compares)."""
+        ...
+
     def pipeline_charts(
         self,
         pipeline: str,

@@ -67,6 +67,18 @@ def count_dead_letters(cur: Any, pipeline: str, epoch_id: int | None = None) -> 
     return int(cur.fetchone()[0])
 
 
+def dead_letter_offsets(
+    cur: Any, pipeline: str, topic: str, partition: int, start: int, end: int
+) -> list[int]:
+    """The dead-lettered offsets of ``pipeline`` in ``[start, end)`` of one partition, ascending."""
+    cur.execute(
+        'SELECT "offset" FROM eo.dead_letters WHERE pipeline = %s AND topic = %s AND "partition" = %s'
+        ' AND "offset" >= %s AND "offset" < %s ORDER BY "offset"',
+        (pipeline, topic, partition, start, end),
+    )
+    return [int(row[0]) for row in cur.fetchall()]
+
+
 def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list[dict[str, Any]]:
     """JSON-serializable dead letters (key/value base64) ordered by topic, partition, offset;
     ``resolved_by_epoch`` / ``resolved_at``: the replay that wrote it (None: unresolved)."""

@@ -83,6 +83,13 @@ class PostgresReads(PostgresEpochLookup):
         with self._db.transaction() as cur:
             return dead_letter_rows.list_dead_letters(cur, pipeline, limit)
 
+    def dead_letter_offsets(
+        self, pipeline: str, topic: str, partition: int, start: int, end: int
+    ) -> list[int]:
+        """Offsets in ``[start, end)`` of one partition holding a dead letter of ``pipeline``."""
+        with self._db.transaction() as cur:
+            return dead_letter_rows.dead_letter_offsets(cur, pipeline, topic, partition, start, end)
+
     def pipeline_charts(
         self,
         pipeline: str,

@@ -1,0 +1,249 @@
+"""Cells: does HBase hold every expected cell and delete, and nothing else? (no I/O)
+
+Contract. :func:`check_batch` compares a batch of expected segments with what HBase showed
+(:class:`~.hbase_view.RowsView`) and adds the batch to the window's :class:`WindowIndex`:
+
+* an expected cell present at its version with its bytes is verified; at its version
+  with other bytes, a ``cell_bytes_differ`` finding; absent at its version but with a newer
+  version of the column visible, covered by that newer version (which, when a committed
+  record of the window wrote it, is checked as an expected cell of its own); absent without
+  a newer one, a candidate, settled by :func:`settle` once the whole window is indexed (a
+  later delete of its family, or a later expected cell of its column, covers it; else
+  ``cell_missing``);
+* an expected family delete at version ``d``: the row must show no cell of the family at
+  or below ``d``; each one shown is a ``delete_not_applied`` finding;
+* every cell a read showed whose ``(row, column, version)`` is not expected is a candidate
+  for :func:`settle`: ``unexpected_cell`` when its version lies inside the window
+  (``in_window``), "later data" above it, ignored below it (older data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from airflow_provider_eo.audit.expected_writes import ExpectedCell, ExpectedSegment
+from airflow_provider_eo.audit.findings import Finding, FindingKind, shown
+from airflow_provider_eo.audit.hbase_view import RowsView
+
+#: True inside the window's versions, False outside, None when only :func:`settle` knows.
+InWindow = Callable[[int], bool | None]
+
+
+@dataclass(frozen=True)
+class RangeRef:
+    """Where a batch comes from: the epoch and the partition of its range."""
+
+    epoch_id: int
+    topic: str
+    partition: int
+
+
+@dataclass
+class WindowIndex:
+    """Every expected cell and delete of the window so far, as 64-bit hashes."""
+
+    cells: set[int] = field(default_factory=set)
+    newest_put: dict[int, int] = field(default_factory=dict)  # hash(row, column) -> version
+    newest_delete: dict[int, int] = field(default_factory=dict)  # hash(row, family) -> version
+    lowest: int | None = None
+    highest: int | None = None
+
+    def add(self, segment: ExpectedSegment) -> None:
+        """Index ``segment``'s cells and deletes."""
+        for cell in segment.cells:
+            self.cells.add(hash((cell.row, cell.column, cell.version)))
+            _keep_max(self.newest_put, hash((cell.row, cell.column)), cell.version)
+            self._span(cell.version)
+        for delete in segment.deletes:
+            _keep_max(self.newest_delete, hash((delete.row, delete.family)), delete.version)
+            self._span(delete.version)
+
+    def expects(self, row: bytes, column: bytes, version: int) -> bool:
+        """True when a committed record of the window wrote ``(row, column)`` at ``version``."""
+        return hash((row, column, version)) in self.cells
+
+    def covers(self, cell: ExpectedCell) -> bool:
+        """True when a later delete of the cell's family or a newer expected cell of its column hides it."""
+        deleted = self.newest_delete.get(hash((cell.row, cell.family)), -1) >= cell.version
+        return deleted or self.newest_put.get(hash((cell.row, cell.column)), -1) > cell.version
+
+    def _span(self, version: int) -> None:
+        self.lowest = version if self.lowest is None else min(self.lowest, version)
+        self.highest = version if self.highest is None else max(self.highest, version)
+
+
+def _keep_max(index: dict[int, int], key: int, version: int) -> None:
+    if index.get(key, -1) < version:
+        index[key] = version
+
+
+@dataclass(frozen=True)
+class Absent:
+    """An expected cell HBase did not show, nor anything newer of its column."""
+
+    ref: RangeRef
+    cell: ExpectedCell
+    held: str
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A cell HBase showed that no committed record of the window had written so far."""
+
+    ref: RangeRef
+    row: bytes
+    column: bytes
+    value: bytes
+    version: int
+
+
+@dataclass
+class CellTally:
+    """What the cell checks counted (findings aside)."""
+
+    verified: int = 0
+    covered_by_newer: int = 0
+    deletes_verified: int = 0
+    later_data: int = 0
+
+
+@dataclass
+class CellCandidates:
+    """What only the whole window can settle (:func:`settle`)."""
+
+    absent: list[Absent] = field(default_factory=list)
+    observed: list[Observed] = field(default_factory=list)
+
+
+def check_batch(
+    ref: RangeRef,
+    segments: Iterable[ExpectedSegment],
+    view: RowsView,
+    index: WindowIndex,
+    in_window: InWindow,
+    tally: CellTally,
+    candidates: CellCandidates,
+) -> list[Finding]:
+    """Check one batch (see the module contract); returns its final findings."""
+    segments = list(segments)
+    for segment in segments:
+        index.add(segment)
+    findings: list[Finding] = []
+    for segment in segments:
+        for cell in segment.cells:
+            found = _check_cell(ref, cell, view, tally, candidates)
+            if found is not None:
+                findings.append(found)
+        for delete in segment.deletes:
+            shown_cells = [
+                (column, held)
+                for column, held in view.at_or_below(delete.version, delete.row).items()
+                if column.split(b":", 1)[0] == delete.family
+            ]
+            tally.deletes_verified += not shown_cells
+            findings += [
+                Finding(
+                    FindingKind.DELETE_NOT_APPLIED,
+                    f"the tombstone's family delete at version {delete.version} does not hide this cell",
+                    ref.epoch_id,
+                    ref.topic,
+                    ref.partition,
+                    delete.offset,
+                    delete.row,
+                    column,
+                    delete.version,
+                    None,
+                    _held(held),
+                )
+                for column, held in shown_cells
+            ]
+    for row, column, value, version in view.observed():
+        if not index.expects(row, column, version) and in_window(version) is not False:
+            candidates.observed.append(Observed(ref, row, column, value, version))
+    return findings
+
+
+def _check_cell(
+    ref: RangeRef, cell: ExpectedCell, view: RowsView, tally: CellTally, candidates: CellCandidates
+) -> Finding | None:
+    held = view.at_or_below(cell.version, cell.row).get(cell.column)
+    if held is not None and held[1] == cell.version:
+        if held[0] == cell.value:
+            tally.verified += 1
+            return None
+        return Finding(
+            FindingKind.CELL_BYTES_DIFFER,
+            "HBase holds other bytes at the expected version",
+            ref.epoch_id,
+            ref.topic,
+            ref.partition,
+            cell.offset,
+            cell.row,
+            cell.column,
+            cell.version,
+            cell.value,
+            _held(held),
+        )
+    newest = view.newest(cell.row, cell.column)
+    if newest is not None and newest[1] > cell.version:
+        tally.covered_by_newer += 1
+        return None
+    candidates.absent.append(Absent(ref, cell, "nothing" if held is None else _held(held)))
+    return None
+
+
+def _held(cell: tuple[bytes, int]) -> str:
+    return f"{shown(cell[0])!r} at version {cell[1]}"
+
+
+def settle(
+    index: WindowIndex, in_window: InWindow, tally: CellTally, candidates: CellCandidates
+) -> list[Finding]:
+    """The window's last cell findings: candidates no later write of the window explains."""
+    findings = [
+        Finding(
+            FindingKind.CELL_MISSING,
+            "no cell at the expected version, nothing newer, no later delete",
+            a.ref.epoch_id,
+            a.ref.topic,
+            a.ref.partition,
+            a.cell.offset,
+            a.cell.row,
+            a.cell.column,
+            a.cell.version,
+            a.cell.value,
+            a.held,
+        )
+        for a in candidates.absent
+        if not index.covers(a.cell)
+    ]
+    tally.covered_by_newer += len(candidates.absent) - len(findings)
+    reported: set[tuple[bytes, bytes, int]] = set()
+    for o in candidates.observed:
+        if index.expects(o.row, o.column, o.version) or (o.row, o.column, o.version) in reported:
+            continue
+        reported.add((o.row, o.column, o.version))
+        inside = in_window(o.version)
+        if inside is None:
+            if index.highest is not None and o.version > index.highest:
+                tally.later_data += 1
+                continue
+            inside = index.lowest is not None and o.version >= index.lowest
+        if inside:
+            findings.append(
+                Finding(
+                    FindingKind.UNEXPECTED_CELL,
+                    "no committed record of the window maps to this cell",
+                    o.ref.epoch_id,
+                    o.ref.topic,
+                    o.ref.partition,
+                    None,
+                    o.row,
+                    o.column,
+                    None,
+                    None,
+                    f"{shown(o.value)!r} at version {o.version}",
+                )
+            )
+    return findings

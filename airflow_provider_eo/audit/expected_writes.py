@@ -1,0 +1,166 @@
+"""What the write task wrote for a range: its cells, family deletes and dead letters,
+recomputed with the write task's own code (no I/O).
+
+Contract of :class:`ExpectedWrites`: fed a task range's records in offset order (those
+Kafka returns; the offsets it does not return are skipped offsets), it maps each with the
+pipeline's :class:`~airflow_provider_eo.spark.task.mapping.RecordMapper` and cuts segments
+with the writer's :class:`~airflow_provider_eo.spark.hbase_sink.segments.SegmentBuilder`
+(same ``batch_size``/``batch_bytes``, a bad record closing the segment as
+``write_task.process_range`` does), so every expected cell has exactly the row, column,
+version and bytes the writer sent, and every family delete the version it was written at.
+Each expected cell and delete names the offset of the record it comes from. Task ranges
+are the write step's own split (:func:`task_ranges`): segments never cross a task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from airflow_provider_eo.errors import BadRecord
+from airflow_provider_eo.spark.driver.task_plan import RangeLike, split_range
+from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder
+from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.task.mapping import RecordMapper
+
+
+@dataclass(frozen=True)
+class ExpectedCell:
+    """A cell the writer put: ``column`` is ``b"family:qualifier"``; ``offset`` its record's."""
+
+    row: bytes
+    column: bytes
+    version: int
+    value: bytes
+    offset: int
+
+    @property
+    def family(self) -> bytes:
+        """The column's family."""
+        return self.column.split(b":", 1)[0]
+
+
+@dataclass(frozen=True)
+class ExpectedDelete:
+    """A family delete the writer sent for a tombstone at ``offset``: no cell of ``family``
+    at a version ``<= version`` stays visible in ``row``."""
+
+    row: bytes
+    family: bytes
+    version: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class BadRecordSeen:
+    """A record the mapping refuses (a dead letter under ``dead_letter``)."""
+
+    offset: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExpectedSegment:
+    """One written segment's expected cells and deletes."""
+
+    cells: tuple[ExpectedCell, ...]
+    deletes: tuple[ExpectedDelete, ...]
+
+
+@dataclass
+class RangeAccount:
+    """The offsets of one task range as re-read: records present, bad ones, the rest skipped."""
+
+    rng: TaskRange
+    present: int = 0
+    bad: list[BadRecordSeen] = field(default_factory=list)
+    #: A record the writer could not have segmented (its version contract broken): why.
+    unmappable: str | None = None
+
+    @property
+    def skipped(self) -> int:
+        """Offsets of the range without a readable record."""
+        return self.rng.end - self.rng.start - self.present
+
+
+def task_ranges(rng: RangeLike, split_size: int) -> list[TaskRange]:
+    """The write step's tasks of ``rng`` (``spark.split_size``): segments never cross them."""
+    return split_range(rng, split_size)
+
+
+class ExpectedWrites:
+    """Recomputes one task range's writes (see the module contract)."""
+
+    def __init__(self, mapper: RecordMapper, rng: TaskRange, batch_size: int, batch_bytes: int) -> None:
+        self.mapper = mapper
+        self.account = RangeAccount(rng)
+        self._builder = SegmentBuilder(batch_size, batch_bytes)
+        #: (row, column) or (row, b"") for a delete -> (version or -1, offset) of its writers so far
+        self._sources: dict[tuple[bytes, bytes], list[tuple[int, int]]] = {}
+
+    def feed(self, record: KafkaRecord) -> Iterator[ExpectedSegment]:
+        """Take the next record; yields the segments it completes. Raises ValueError when the
+        writer's segment builder refuses it (then :attr:`RangeAccount.unmappable` says why)."""
+        self.account.present += 1
+        try:
+            mutation: RowMutation = self.mapper.map(record)
+        except BadRecord as bad:
+            self.account.bad.append(BadRecordSeen(record.offset, bad.reason))
+            yield from map(self._expected, self._builder.skip(record.offset))
+            return
+        self._remember(record.offset, mutation)
+        try:
+            done = self._builder.add(record.offset, mutation)
+        except ValueError as exc:
+            self.account.unmappable = str(exc)
+            raise
+        yield from map(self._expected, done)
+
+    def finish(self) -> Iterator[ExpectedSegment]:
+        """The range's last segment, if any."""
+        last = self._builder.finish()
+        if last is not None:
+            yield self._expected(last)
+
+    def _remember(self, offset: int, mutation: RowMutation) -> None:
+        if isinstance(mutation, RowDelete):
+            self._sources.setdefault((mutation.row, b""), []).append((-1, offset))
+            return
+        version = -1 if mutation.version is None else mutation.version
+        for column in mutation.cells:
+            self._sources.setdefault((mutation.row, column), []).append((version, offset))
+
+    def _source(self, key: tuple[bytes, bytes], segment: Segment) -> int:
+        """The offset of the record whose value the segment kept for ``key`` (the highest
+        version, then the latest offset, inside the segment); forgets older writers."""
+        writers = self._sources.get(key, [])
+        inside = [w for w in writers if segment.first_offset <= w[1] <= segment.last_offset]
+        later = [w for w in writers if w[1] > segment.last_offset]
+        if later:
+            self._sources[key] = later
+        else:
+            self._sources.pop(key, None)
+        return max(inside)[1] if inside else segment.last_offset
+
+    def _expected(self, segment: Segment) -> ExpectedSegment:
+        stamp = segment.timestamp
+        deletes = tuple(
+            ExpectedDelete(row, family, stamp, offset)
+            for row, families in segment.deletes.items()
+            for offset in [self._source((row, b""), segment)]
+            for family in families
+        )
+        cells = [
+            ExpectedCell(row, column, stamp, value, self._source((row, column), segment))
+            for row, columns in segment.puts.items()
+            for column, value in columns.items()
+        ]
+        cells += [
+            ExpectedCell(row, column, version, value, self._source((row, column), segment))
+            for row, columns in segment.versioned_puts.items()
+            for column, (version, value) in columns.items()
+        ]
+        last = segment.last_offset
+        for key in [k for k, writers in self._sources.items() if writers[-1][1] <= last]:
+            del self._sources[key]  # writers of this segment or earlier ones it collapsed away
+        return ExpectedSegment(tuple(cells), deletes)

@@ -1,0 +1,153 @@
+"""One range of a committed epoch, audited: re-read, recomputed, checked in batches.
+
+Contract of :func:`audit_range` (the per-range step of :mod:`.audit_run`): the range is
+read with the write task's own reader and consumer settings (``range_reader.read_range``:
+``read_committed``, assigned, a throwaway group; nothing committed), cut into the write
+step's tasks, mapped and segmented as the writer does (:mod:`.expected_writes`), and
+checked in batches of at most ``batch_bytes`` bytes of expected cells (:mod:`.hbase_view`,
+:mod:`.cell_check`): memory stays bounded by that budget, whatever the range's size. A
+range Kafka or HBase cannot serve (topic or table gone) is one ``range_unreadable``
+finding. It takes everything as arguments and returns plain values, so a later Spark job
+can run it per range (``mapInArrow``, like the write step's tasks) and merge the window
+indexes and candidates on the driver before :func:`~.cell_check.settle`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_eo.audit.cell_check import CellCandidates, RangeRef, WindowIndex, check_batch
+from airflow_provider_eo.audit.dead_letter_check import check_dead_letters
+from airflow_provider_eo.audit.expected_writes import ExpectedSegment, ExpectedWrites, task_ranges
+from airflow_provider_eo.audit.findings import Finding, FindingKind
+from airflow_provider_eo.audit.hbase_reads import HBaseReadError, HBaseRowsReader
+from airflow_provider_eo.audit.hbase_view import read_plan
+from airflow_provider_eo.audit.offset_check import OffsetCounts
+from airflow_provider_eo.audit.report import AuditReport
+from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.formats.decoder_factory import build_decoder
+from airflow_provider_eo.formats.registry.settings import RegistrySettings
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
+from airflow_provider_eo.spark.records import KafkaRecord
+from airflow_provider_eo.spark.task.mapping import RecordMapper, build_mapper
+from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
+from airflow_provider_eo.spark.task.task_schemas import open_schema_cache
+
+#: Bytes of expected cells checked per batch of HBase reads.
+BATCH_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class AuditConnections:
+    """What the audit reads through, resolved as the write step resolves them."""
+
+    kafka_config: Mapping[str, str]
+    read_timeout_s: float
+    hbase_kwargs: Mapping[str, Any]
+    hbase_conn_id: str | None = None
+    schema_registry: RegistrySettings | None = None
+
+
+@dataclass
+class RangeOutcome:
+    """One range's results: final findings and its offsets' counts (None: not read)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    counts: OffsetCounts | None = None
+
+
+def in_window_of(epochs: Sequence[Epoch], field_versions: bool) -> Callable[[int], bool | None]:
+    """Whether a version lies inside the window: under offset versions, inside one of its
+    ranges; under field versions only the window's expected versions tell (None)."""
+    if field_versions:
+        return lambda _version: None
+    spans = sorted((r.start, r.end) for e in epochs for r in e.ranges if r.end > r.start)
+    starts = [start for start, _ in spans]
+
+    def inside(version: int) -> bool:
+        at = bisect.bisect_right(starts, version)
+        return any(start <= version < end for start, end in spans[max(0, at - 8) : at])
+
+    return inside
+
+
+def audit_range(
+    spec: PipelineSpec,
+    epoch: Epoch,
+    rng: PartitionRange,
+    mapper: RecordMapper,
+    connections: AuditConnections,
+    hbase: HBaseRowsReader,
+    ledger_offsets: Sequence[int],
+    state: tuple[WindowIndex, CellCandidates, AuditReport],
+    in_window: Callable[[int], bool | None],
+    batch_bytes: int = BATCH_BYTES,
+) -> RangeOutcome:
+    """Audit one range of one committed epoch (see the module contract)."""
+    index, candidates, report = state
+    ref = RangeRef(epoch.epoch_id, rng.topic, rng.partition)
+    outcome = RangeOutcome()
+    present, bad = 0, []
+    try:
+        for task in task_ranges(rng, spec.spark.split_size):
+            writes = ExpectedWrites(mapper, task, spec.batch_size, spec.batch_bytes)
+            records = read_range(connections.kafka_config, task, spec.batch_size, connections.read_timeout_s)
+            for batch in _batches(writes, records, batch_bytes):
+                report.hbase_calls -= hbase.calls
+                view = hbase.view(read_plan(batch))
+                report.hbase_calls += hbase.calls
+                outcome.findings += check_batch(ref, batch, view, index, in_window, report.cells, candidates)
+            present += writes.account.present
+            bad += writes.account.bad
+    except (RangeReadError, HBaseReadError) as exc:
+        outcome.findings.append(
+            Finding(FindingKind.RANGE_UNREADABLE, str(exc), ref.epoch_id, ref.topic, ref.partition, rng.start)
+        )
+        return outcome
+    except ValueError as exc:  # the writer's segment builder refuses a record: the spec changed
+        outcome.findings.append(
+            Finding(FindingKind.RECORD_UNMAPPABLE, str(exc), ref.epoch_id, ref.topic, ref.partition)
+        )
+        return outcome
+    outcome.counts = OffsetCounts(present, rng.end - rng.start - present, len(bad))
+    outcome.findings += check_dead_letters(epoch.epoch_id, rng, spec.bad_records, bad, ledger_offsets)
+    return outcome
+
+
+def _segments(writes: ExpectedWrites, records: Iterator[KafkaRecord]) -> Iterator[ExpectedSegment]:
+    for record in records:
+        yield from writes.feed(record)
+    yield from writes.finish()
+
+
+def _batches(
+    writes: ExpectedWrites, records: Iterator[KafkaRecord], budget: int
+) -> Iterator[list[ExpectedSegment]]:
+    """The range's expected segments in batches of about ``budget`` bytes of cells."""
+    batch: list[ExpectedSegment] = []
+    weight = 0
+    for segment in _segments(writes, records):
+        batch.append(segment)
+        weight += sum(len(c.row) + len(c.column) + len(c.value) for c in segment.cells) + len(segment.deletes)
+        if weight >= budget:
+            yield batch
+            batch, weight = [], 0
+    if batch:
+        yield batch
+
+
+def build_audit_mapper(spec: PipelineSpec, connections: AuditConnections) -> tuple[RecordMapper, Any]:
+    """The write task's mapper of ``spec`` (``write_task.open_task``'s decoders) and its
+    schema cache (None for plain formats; the caller closes it)."""
+    cache = open_schema_cache(connections.schema_registry)
+    mapper = build_mapper(
+        spec.mapping,
+        spec.column_family,
+        value_decoder=build_decoder(spec.mapping.value_format, "value", cache),
+        key_decoder=build_decoder(spec.mapping.key_format, "key", cache),
+        max_cell_bytes=spec.hbase_keyvalue_maxsize,
+    )
+    return mapper, cache
