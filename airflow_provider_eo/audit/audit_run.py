@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from airflow_provider_eo.audit import group_check
-from airflow_provider_eo.audit.cell_check import CellCandidates, WindowIndex, settle
+from airflow_provider_eo.audit.cell_check import CellCandidates, settle
 from airflow_provider_eo.audit.findings import FindingLog
 from airflow_provider_eo.audit.hbase_reads import HBaseRowsReader
 from airflow_provider_eo.audit.offset_check import OffsetCounts, check_offsets, vote_counts
@@ -29,6 +29,7 @@ from airflow_provider_eo.audit.range_audit import (
     in_window_of,
 )
 from airflow_provider_eo.audit.report import AuditReport
+from airflow_provider_eo.audit.window_index import WindowIndex
 from airflow_provider_eo.config.mapping_syntax import parse_version
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange, ranges_text

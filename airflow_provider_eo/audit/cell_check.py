@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from airflow_provider_eo.audit.expected_writes import ExpectedCell, ExpectedSegment
 from airflow_provider_eo.audit.findings import Finding, FindingKind, shown
 from airflow_provider_eo.audit.hbase_view import RowsView
+from airflow_provider_eo.audit.window_index import WindowIndex
 
 #: True inside the window's versions, False outside, None when only :func:`settle` knows.
 InWindow = Callable[[int], bool | None]
@@ -37,45 +38,6 @@ class RangeRef:
     epoch_id: int
     topic: str
     partition: int
-
-
-@dataclass
-class WindowIndex:
-    """Every expected cell and delete of the window so far, as 64-bit hashes."""
-
-    cells: set[int] = field(default_factory=set)
-    newest_put: dict[int, int] = field(default_factory=dict)  # hash(row, column) -> version
-    newest_delete: dict[int, int] = field(default_factory=dict)  # hash(row, family) -> version
-    lowest: int | None = None
-    highest: int | None = None
-
-    def add(self, segment: ExpectedSegment) -> None:
-        """Index ``segment``'s cells and deletes."""
-        for cell in segment.cells:
-            self.cells.add(hash((cell.row, cell.column, cell.version)))
-            _keep_max(self.newest_put, hash((cell.row, cell.column)), cell.version)
-            self._span(cell.version)
-        for delete in segment.deletes:
-            _keep_max(self.newest_delete, hash((delete.row, delete.family)), delete.version)
-            self._span(delete.version)
-
-    def expects(self, row: bytes, column: bytes, version: int) -> bool:
-        """True when a committed record of the window wrote ``(row, column)`` at ``version``."""
-        return hash((row, column, version)) in self.cells
-
-    def covers(self, cell: ExpectedCell) -> bool:
-        """True when a later delete of the cell's family or a newer expected cell of its column hides it."""
-        deleted = self.newest_delete.get(hash((cell.row, cell.family)), -1) >= cell.version
-        return deleted or self.newest_put.get(hash((cell.row, cell.column)), -1) > cell.version
-
-    def _span(self, version: int) -> None:
-        self.lowest = version if self.lowest is None else min(self.lowest, version)
-        self.highest = version if self.highest is None else max(self.highest, version)
-
-
-def _keep_max(index: dict[int, int], key: int, version: int) -> None:
-    if index.get(key, -1) < version:
-        index[key] = version
 
 
 @dataclass(frozen=True)
@@ -130,6 +92,7 @@ def check_batch(
     for segment in segments:
         index.add(segment)
     findings: list[Finding] = []
+    named: set[tuple[bytes, bytes, int]] = set()  # cells a delete did not hide: named once
     for segment in segments:
         for cell in segment.cells:
             found = _check_cell(ref, cell, view, tally, candidates)
@@ -142,6 +105,7 @@ def check_batch(
                 if column.split(b":", 1)[0] == delete.family
             ]
             tally.deletes_verified += not shown_cells
+            named.update((delete.row, column, held[1]) for column, held in shown_cells)
             findings += [
                 Finding(
                     FindingKind.DELETE_NOT_APPLIED,
@@ -159,6 +123,8 @@ def check_batch(
                 for column, held in shown_cells
             ]
     for row, column, value, version in view.observed():
+        if (row, column, version) in named:  # a delete that did not apply: named already
+            continue
         if not index.expects(row, column, version) and in_window(version) is not False:
             candidates.observed.append(Observed(ref, row, column, value, version))
     return findings

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_eo.audit.cell_check import CellCandidates, RangeRef, WindowIndex, check_batch
+from airflow_provider_eo.audit.cell_check import CellCandidates, RangeRef, check_batch
 from airflow_provider_eo.audit.dead_letter_check import check_dead_letters
 from airflow_provider_eo.audit.expected_writes import ExpectedSegment, ExpectedWrites, task_ranges
 from airflow_provider_eo.audit.findings import Finding, FindingKind
@@ -27,6 +27,7 @@ from airflow_provider_eo.audit.hbase_reads import HBaseReadError, HBaseRowsReade
 from airflow_provider_eo.audit.hbase_view import read_plan
 from airflow_provider_eo.audit.offset_check import OffsetCounts
 from airflow_provider_eo.audit.report import AuditReport
+from airflow_provider_eo.audit.window_index import WindowIndex
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.registry.settings import RegistrySettings

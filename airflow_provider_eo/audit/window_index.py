@@ -1,0 +1,65 @@
+"""The window's index of expected writes: what settles a cell check (no I/O).
+
+Contract of :class:`WindowIndex`: every expected cell of the window as a 64-bit hash of
+``(row, column, version)`` (:func:`cell_key`, stable across processes, so indexes built
+apart can be merged), the newest expected version per column and per family delete,
+and the lowest and highest expected versions; its memory grows with the window's distinct
+cells (a few dozen bytes each), never with their values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from airflow_provider_eo.audit.expected_writes import ExpectedCell, ExpectedSegment
+
+
+@dataclass
+class WindowIndex:
+    """Every expected cell and delete of the window so far, as 64-bit hashes."""
+
+    cells: set[int] = field(default_factory=set)
+    newest_put: dict[int, int] = field(default_factory=dict)  # cell_key(row, column) -> version
+    newest_delete: dict[int, int] = field(default_factory=dict)  # cell_key(row, family) -> version
+    lowest: int | None = None
+    highest: int | None = None
+
+    def add(self, segment: ExpectedSegment) -> None:
+        """Index ``segment``'s cells and deletes."""
+        for cell in segment.cells:
+            self.cells.add(cell_key(cell.row, cell.column, cell.version))
+            _keep_max(self.newest_put, cell_key(cell.row, cell.column), cell.version)
+            self._span(cell.version)
+        for delete in segment.deletes:
+            _keep_max(self.newest_delete, cell_key(delete.row, delete.family), delete.version)
+            self._span(delete.version)
+
+    def expects(self, row: bytes, column: bytes, version: int) -> bool:
+        """True when a committed record of the window wrote ``(row, column)`` at ``version``."""
+        return cell_key(row, column, version) in self.cells
+
+    def covers(self, cell: ExpectedCell) -> bool:
+        """True when a later delete of the cell's family or a newer expected cell of its column hides it."""
+        deleted = self.newest_delete.get(cell_key(cell.row, cell.family), -1) >= cell.version
+        return deleted or self.newest_put.get(cell_key(cell.row, cell.column), -1) > cell.version
+
+    def _span(self, version: int) -> None:
+        self.lowest = version if self.lowest is None else min(self.lowest, version)
+        self.highest = version if self.highest is None else max(self.highest, version)
+
+
+def cell_key(row: bytes, column: bytes, version: int | None = None) -> int:
+    """A 64-bit key of ``(row, column[, version])`` (BLAKE2b, lengths included)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for part in (row, column):
+        digest.update(len(part).to_bytes(4, "big"))
+        digest.update(part)
+    if version is not None:
+        digest.update(version.to_bytes(8, "big", signed=True))
+    return int.from_bytes(digest.digest(), "big")
+
+
+def _keep_max(index: dict[int, int], key: int, version: int) -> None:
+    if index.get(key, -1) < version:
+        index[key] = version
