@@ -73,9 +73,10 @@ def audit_window(
         report.findings = FindingLog(max_findings)
     specs = [spec_of(e) for e in epochs]
     field_versions = any(parse_version(s.mapping.version) for s in specs)
-    in_window = in_window_of(epochs, field_versions)
     tps = sorted({r.tp for e in epochs for r in e.ranges})
     lows = _low_watermarks(offsets, tps)
+    audited = [r for e in epochs for r in e.ranges if not group_check.not_auditable(r, lows.get(r.tp))]
+    in_window = in_window_of(audited, field_versions)
     index, candidates = WindowIndex(), CellCandidates()
     readers: dict[str, HBaseRowsReader] = {}
     mappers: dict[int, tuple[RecordMapper, Any]] = {}

@@ -15,7 +15,7 @@ indexes and candidates on the driver before :func:`~.cell_check.settle`.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,17 +60,22 @@ class RangeOutcome:
     counts: OffsetCounts | None = None
 
 
-def in_window_of(epochs: Sequence[Epoch], field_versions: bool) -> Callable[[int], bool | None]:
-    """Whether a version lies inside the window: under offset versions, inside one of its
-    ranges; under field versions only the window's expected versions tell (None)."""
+def in_window_of(ranges: Iterable[PartitionRange], field_versions: bool) -> Callable[[int], bool | None]:
+    """Whether a version lies inside the audited ``ranges``: under offset versions, inside
+    one of them (any partition); under field versions only the expected versions tell (None)."""
     if field_versions:
         return lambda _version: None
-    spans = sorted((r.start, r.end) for e in epochs for r in e.ranges if r.end > r.start)
-    starts = [start for start, _ in spans]
+    merged: list[list[int]] = []
+    for start, end in sorted((r.start, r.end) for r in ranges if r.end > r.start):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = [start for start, _ in merged]
 
     def inside(version: int) -> bool:
-        at = bisect.bisect_right(starts, version)
-        return any(start <= version < end for start, end in spans[max(0, at - 8) : at])
+        at = bisect.bisect_right(starts, version) - 1
+        return at >= 0 and version < merged[at][1]
 
     return inside
 

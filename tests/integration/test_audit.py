@@ -3,7 +3,8 @@ record dead-lettered), a clean audit with exact counts, then the faults a real i
 leaves (a cell's bytes changed at its version, a cell deleted, a row deleted, a cell put
 at a version no record has, a dead-letter row deleted, the group moved back, a vote whose
 counts do not add up): the audit names exactly each of them and nothing else. Bad input
-exits 2 and reads nothing.
+exits 2 and reads nothing. Ranges retention deleted are not auditable (never a failure);
+a table that is gone is one ``range_unreadable`` finding per range.
 
 Records (``batch_size`` 2, epochs of at most 4 offsets), the versions the writer gives:
 epoch 1 [0,4): u1, u2 at 1; u3 at 2 (the bad record 3 closes its segment);
@@ -26,7 +27,7 @@ from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import World, dead_letter_world
 from tests.integration.epoch_round_trip import EpochRoundTrip, pipeline_spec
 from tests.integration.ledger_support import fresh_database
-from tests.kafka_helpers import produce
+from tests.kafka_helpers import delete_records_before, produce
 
 pytestmark = pytest.mark.integration
 
@@ -58,16 +59,20 @@ def world(stack: StackInfo) -> Iterator[World]:
 OPTIONS: dict[str, Any] = {"batch_size": 2, "caps": {"max_records_per_partition": 4}}
 
 
-@pytest.fixture(scope="module")
-def pipelines_file(world: World, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def pipelines_yaml(world: World, folder: Path) -> Path:
     """The pipelines YAML declaring the world's pipeline exactly as its epochs were written."""
     entry = {
         "name": world.spec.name, "topics": [world.source], "hbase": {"table": world.spec.hbase_table},
         "bad_records": "dead_letter", "dead_letters": {"topic": world.dlq}, **OPTIONS,
     }  # fmt: skip
-    file = tmp_path_factory.mktemp("audit") / "pipelines.yaml"
+    file = folder / "pipelines.yaml"
     file.write_text(json.dumps({"pipelines": [entry]}))
     return file
+
+
+@pytest.fixture(scope="module")
+def pipelines_file(world: World, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pipelines_yaml(world, tmp_path_factory.mktemp("audit"))
 
 
 def audit(
@@ -164,3 +169,41 @@ def test_bad_input_exits_2(
     )
     assert (code, error["type"]) == (2, "Refused")
     assert "not pipeline" in error["error"]
+
+
+def test_retention_ranges_are_not_auditable_and_a_gone_table_is_reported_per_range(
+    stack: StackInfo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with fresh_database(stack.ledger_dsn) as dsn, dead_letter_world(stack, dsn, **OPTIONS) as other:
+        produce(stack.kafka_bootstrap, other.source, RECORDS, partition=0)
+        assert [other.trip.run_stream_epoch() is None for _ in range(4)] == [False, False, False, True]
+        first, second, third = epoch_ids(other)
+        assert delete_records_before(stack.kafka_bootstrap, other.source, 0, 2) == 2
+        file = pipelines_yaml(other, tmp_path)
+
+        code, answer = audit(other, file, "--pipeline", other.spec.name, capsys=capsys)
+        assert (code, answer["verdict"], answer["findings"]) == (0, "clean", [])
+        assert answer["not_auditable"] == [
+            {"epoch_id": first, "topic": other.source, "partition": 0, "start": 0, "end": 4, "records": 4,
+             "low_watermark": 2, "vote": {"records": 4, "skipped_offsets": 0, "bad_records": 1}},
+        ]  # fmt: skip
+        assert answer["offsets"] == {
+            "ranges": 2, "offsets": 6, "records_written": 6, "dead_letters": 0, "skipped_offsets": 0,
+        }  # fmt: skip
+        assert answer["cells"] == {
+            "verified": 5,
+            "covered_by_newer": 0,
+            "deletes_verified": 1,
+            "later_data": 0,
+        }
+
+        hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
+        hbase.delete_table(other.spec.hbase_table, disable=True)
+        code, answer = audit(other, file, "--pipeline", other.spec.name, capsys=capsys)
+        assert code == 1
+        assert [(f["kind"], f["epoch_id"], f["offset"]) for f in answer["findings"]] == [
+            ("range_unreadable", second, 4), ("range_unreadable", third, 8),
+        ]  # fmt: skip
+        assert other.spec.hbase_table in answer["findings"][0]["detail"]
+        hbase.create_table(other.spec.hbase_table, {"d": {}})  # for the world's teardown
+        hbase.close()

@@ -129,13 +129,14 @@ def test_field_versions_newer_than_the_window_are_later_data() -> None:
         latest={b"p": {b"d:c": (b"v", 1000), b"d:x": (b"z", 5000)}, b"q": {b"d:c": (b"v", 2000)}},
         at={1000: {b"p": {b"d:c": (b"v", 1000)}}, 2000: {b"q": {b"d:c": (b"v", 2000)}}},
     )
-    found, tally = run([segment], view, in_window_of([], field_versions=True))
+    found, tally = run([segment], view, in_window_of([], True))
     assert (found, tally.later_data, tally.verified) == ([], 1, 2)
 
 
 def test_offset_windows_are_their_ranges() -> None:
-    inside = in_window_of([epoch(1, (PartitionRange(T, 0, 10, 20), PartitionRange(T, 1, 40, 41)))], False)
-    assert [inside(v) for v in (9, 10, 19, 20, 40, 41)] == [False, True, True, False, True, False]
+    ranges = [PartitionRange(T, 0, 10, 20), PartitionRange(T, 1, 40, 41), PartitionRange(T, 2, 0, 12)]
+    inside = in_window_of(ranges, False)
+    assert [inside(v) for v in (0, 9, 19, 20, 39, 40, 41)] == [True, True, True, False, False, True, False]
 
 
 def epoch(
