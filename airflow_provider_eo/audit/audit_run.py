@@ -13,7 +13,7 @@ This slice runs in-process; every range's step is :func:`~.range_audit.audit_ran
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_eo.audit import group_check
@@ -38,6 +38,9 @@ from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartitio
 from airflow_provider_eo.spark.task.mapping import RecordMapper
 
 log = logging.getLogger(__name__)
+
+#: A replay epoch's offsets per partition (``EpochProtocol.replay_selection``), None for others.
+ReplaySelection = Callable[[int], Mapping[TopicPartition, Sequence[int]] | None]
 
 
 def _low_watermarks(offsets: OffsetSource, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
@@ -65,8 +68,10 @@ def audit_window(
     *,
     batch_bytes: int = BATCH_BYTES,
     max_findings: int | None = None,
+    replay_selection: ReplaySelection = lambda _epoch_id: None,
 ) -> AuditReport:
-    """Audit the committed ``epochs`` of one pipeline (see the module contract)."""
+    """Audit the committed ``epochs`` of one pipeline (see the module contract);
+    ``replay_selection`` answers a replay epoch's selected offsets (None: a plain epoch)."""
     pipeline = epochs[0].pipeline
     report = AuditReport(pipeline, [e.epoch_id for e in epochs])
     if max_findings is not None:
@@ -89,6 +94,7 @@ def audit_window(
                     connections.hbase_kwargs, spec.hbase_table, conn_id=connections.hbase_conn_id
                 ),
             )
+            selection = replay_selection(epoch.epoch_id)
             for rng, voted in vote_counts(epoch).items():
                 if rng.end <= rng.start:
                     continue
@@ -103,6 +109,7 @@ def audit_window(
                     connections,
                     hbase,
                     ledger,
+                    selection,
                     (index, candidates, report),
                     in_window,
                     batch_bytes,
@@ -134,6 +141,7 @@ def _audit_one(
     connections: AuditConnections,
     hbase: HBaseRowsReader,
     ledger: LedgerReads,
+    selection: Mapping[TopicPartition, Sequence[int]] | None,
     state: tuple[WindowIndex, CellCandidates, AuditReport],
     in_window: Callable[[int], bool | None],
     batch_bytes: int,
@@ -150,9 +158,16 @@ def _audit_one(
             }
         )
         return
-    ledger_offsets = ledger.dead_letter_offsets(epoch.pipeline, rng.topic, rng.partition, rng.start, rng.end)
+    ledger_offsets = ledger.dead_letter_offsets(  # a replay answers for what it did not write
+        epoch.pipeline,
+        rng.topic,
+        rng.partition,
+        rng.start,
+        rng.end,
+        not_resolved_by=None if selection is None else epoch.epoch_id,
+    )
     outcome = audit_range(
-        spec, epoch, rng, mapper, connections, hbase, ledger_offsets, state, in_window, batch_bytes
+        spec, epoch, rng, mapper, connections, hbase, ledger_offsets, selection, state, in_window, batch_bytes
     )
     report.findings.extend(outcome.findings)
     if outcome.counts is not None:

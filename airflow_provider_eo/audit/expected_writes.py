@@ -9,16 +9,18 @@ with the writer's :class:`~airflow_provider_eo.spark.hbase_sink.segments.Segment
 ``write_task.process_range`` does), so every expected cell has exactly the row, column,
 version and bytes the writer sent, and every family delete the version it was written at.
 Each expected cell and delete names the offset of the record it comes from. Task ranges
-are the write step's own split (:func:`task_ranges`): segments never cross a task.
+are the write step's own split (:func:`task_ranges`): segments never cross a task. A replay
+epoch's task (``TaskRange.offsets``) writes only its selected offsets: any other record
+closes the segment being built and is neither counted nor mapped, as the writer does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from airflow_provider_eo.errors import BadRecord
-from airflow_provider_eo.spark.driver.task_plan import RangeLike, split_range
+from airflow_provider_eo.spark.driver.task_plan import RangeLike, plan_tasks
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.task.mapping import RecordMapper
@@ -83,9 +85,12 @@ class RangeAccount:
         return self.rng.end - self.rng.start - self.present
 
 
-def task_ranges(rng: RangeLike, split_size: int) -> list[TaskRange]:
-    """The write step's tasks of ``rng`` (``spark.split_size``): segments never cross them."""
-    return split_range(rng, split_size)
+def task_ranges(
+    rng: RangeLike, split_size: int, selection: Mapping[tuple[str, int], Sequence[int]] | None = None
+) -> list[TaskRange]:
+    """The write step's tasks of ``rng`` (``spark.split_size``; a replay epoch's
+    ``selection``): segments never cross them."""
+    return plan_tasks([rng], split_size, selection)
 
 
 class ExpectedWrites:
@@ -94,6 +99,7 @@ class ExpectedWrites:
     def __init__(self, mapper: RecordMapper, rng: TaskRange, batch_size: int, batch_bytes: int) -> None:
         self.mapper = mapper
         self.account = RangeAccount(rng)
+        self._selected = None if rng.offsets is None else frozenset(rng.offsets)
         self._builder = SegmentBuilder(batch_size, batch_bytes)
         #: (row, column) or (row, b"") for a delete -> (version or -1, offset) of its writers so far
         self._sources: dict[tuple[bytes, bytes], list[tuple[int, int]]] = {}
@@ -101,6 +107,9 @@ class ExpectedWrites:
     def feed(self, record: KafkaRecord) -> Iterator[ExpectedSegment]:
         """Take the next record; yields the segments it completes. Raises ValueError when the
         writer's segment builder refuses it (then :attr:`RangeAccount.unmappable` says why)."""
+        if self._selected is not None and record.offset not in self._selected:
+            yield from map(self._expected, self._builder.skip(record.offset))  # the replay does not write it
+            return
         self.account.present += 1
         try:
             mutation: RowMutation = self.mapper.map(record)

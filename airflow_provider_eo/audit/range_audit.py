@@ -88,6 +88,7 @@ def audit_range(
     connections: AuditConnections,
     hbase: HBaseRowsReader,
     ledger_offsets: Sequence[int],
+    selection: Mapping[tuple[str, int], Sequence[int]] | None,
     state: tuple[WindowIndex, CellCandidates, AuditReport],
     in_window: Callable[[int], bool | None],
     batch_bytes: int = BATCH_BYTES,
@@ -98,7 +99,7 @@ def audit_range(
     outcome = RangeOutcome()
     present, bad = 0, []
     try:
-        for task in task_ranges(rng, spec.spark.split_size):
+        for task in task_ranges(rng, spec.spark.split_size, selection):
             writes = ExpectedWrites(mapper, task, spec.batch_size, spec.batch_bytes)
             records = read_range(connections.kafka_config, task, spec.batch_size, connections.read_timeout_s)
             for batch in _batches(writes, records, batch_bytes):
@@ -119,6 +120,9 @@ def audit_range(
         )
         return outcome
     outcome.counts = OffsetCounts(present, rng.end - rng.start - present, len(bad))
+    if selection is not None:  # a replay answers for its selected offsets only
+        chosen = set(selection.get(rng.tp, ()))
+        ledger_offsets = [offset for offset in ledger_offsets if offset in chosen]
     outcome.findings += check_dead_letters(epoch.epoch_id, rng, spec.bad_records, bad, ledger_offsets)
     return outcome
 

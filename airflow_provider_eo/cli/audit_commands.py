@@ -28,6 +28,7 @@ from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochState
+from airflow_provider_eo.ledger.store.postgres_ledger import Ledger
 
 COMMAND = "audit"
 #: Epochs audited without ``--epochs`` or ``--last``.
@@ -92,7 +93,7 @@ def window(ledger: LedgerReads, args: argparse.Namespace, refused: type[Exceptio
     return epochs
 
 
-def run(args: argparse.Namespace, ledger: LedgerReads, refused: type[Exception]) -> dict[str, Any] | str:
+def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> dict[str, Any] | str:
     """Refuse bad input (``refused``), then audit the window; the report as JSON or text."""
     from airflow_provider_eo.audit.audit_run import audit_window
     from airflow_provider_eo.audit.epoch_spec import spec_for_epoch
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace, ledger: LedgerReads, refused: type[Exception])
     from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs, kafka_client_config
     from airflow_provider_eo.clients.connections import connection_from_env
     from airflow_provider_eo.config import PipelineConfigError, load_pipelines
+    from airflow_provider_eo.ledger.protocol import EpochProtocol
     from airflow_provider_eo.spark.driver.task_settings import schema_registry_from_env
 
     try:
@@ -128,6 +130,7 @@ def run(args: argparse.Namespace, ledger: LedgerReads, refused: type[Exception])
         ledger,
         kafka_hook(args.kafka_conn_id),
         connections,
+        replay_selection=EpochProtocol(ledger).replay_selection,
     )
     log.info(
         "audit done pipeline=%s verdict=%s findings=%d", args.pipeline, report.verdict, report.findings.total

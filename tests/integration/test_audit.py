@@ -4,7 +4,8 @@ leaves (a cell's bytes changed at its version, a cell deleted, a row deleted, a 
 at a version no record has, a dead-letter row deleted, the group moved back, a vote whose
 counts do not add up): the audit names exactly each of them and nothing else. Bad input
 exits 2 and reads nothing. Ranges retention deleted are not auditable (never a failure);
-a table that is gone is one ``range_unreadable`` finding per range.
+a table that is gone is one ``range_unreadable`` finding per range; replay epochs are
+audited over their selected offsets.
 
 Records (``batch_size`` 2, epochs of at most 4 offsets), the versions the writer gives:
 epoch 1 [0,4): u1, u2 at 1; u3 at 2 (the bad record 3 closes its segment);
@@ -25,8 +26,10 @@ import pytest
 from airflow_provider_eo.cli.eo_ledger import main
 from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import World, dead_letter_world
-from tests.integration.epoch_round_trip import EpochRoundTrip, pipeline_spec
+from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection, pipeline_spec
 from tests.integration.ledger_support import fresh_database
+from tests.integration.test_replay_dead_letters import RECORDS as REPLAYED
+from tests.integration.test_replay_dead_letters import replay_in_process, replay_world
 from tests.kafka_helpers import delete_records_before, produce
 
 pytestmark = pytest.mark.integration
@@ -207,3 +210,29 @@ def test_retention_ranges_are_not_auditable_and_a_gone_table_is_reported_per_ran
         assert other.spec.hbase_table in answer["findings"][0]["detail"]
         hbase.create_table(other.spec.hbase_table, {"d": {}})  # for the world's teardown
         hbase.close()
+
+
+def test_replay_epochs_are_audited_over_their_selection(
+    stack: StackInfo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with replay_world(stack, tmp_path, REPLAYED) as built:
+        params = {"topics": [], "start_offset": None, "replay_dead_letters": {"epoch": built.stream.epoch_id}}
+        replays = replay_in_process(built, params)
+        assert [[(r.start, r.end) for r in e.ranges] for e in replays] == [[(1, 4)], [(4, 5)]]
+        capsys.readouterr()
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in {
+                **stack.conn_env,
+                "AIRFLOW_CONN_EO_LEDGER": ledger_connection(built.dsn),
+            }.items():
+                patch.setenv(name, value)
+            window = f"{replays[0].epoch_id}-{replays[-1].epoch_id}"
+            code = main(["--dsn", built.dsn, "audit", "--pipelines-file", str(built.fixed_file),
+                         "--pipeline", built.name, "--epochs", window])  # fmt: skip
+        answer = json.loads(capsys.readouterr().out)
+        assert (code, answer["findings"]) == (0, []), json.dumps(answer["findings"], indent=1)
+        # offsets 1 and 4 written, 3 still refused (its dead letter re-recorded), 2 not selected
+        assert answer["offsets"] == {
+            "ranges": 2, "offsets": 4, "records_written": 2, "dead_letters": 1, "skipped_offsets": 1,
+        }  # fmt: skip
+        assert answer["cells"]["verified"] == 4  # k1 and k4: "i" and "pad" each

@@ -153,10 +153,18 @@ class LedgerReads(Protocol):
         ...
 
     def dead_letter_offsets(
-        self, pipeline: str, topic: str, partition: int, start: int, end: int
+        self,
+        pipeline: str,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        *,
+        not_resolved_by: int | None = None,
     ) -> list[int]:
         """The offsets in ``[start, end)`` of ``topic``/``partition`` that ``pipeline`` holds a
-        dead letter of, ascending (what the audit compares)."""
+        dead letter of (``not_resolved_by``: without those that replay epoch wrote), ascending (what
+        the audit compares)."""
         ...
 
     def pipeline_charts(

@@ -68,13 +68,22 @@ def count_dead_letters(cur: Any, pipeline: str, epoch_id: int | None = None) -> 
 
 
 def dead_letter_offsets(
-    cur: Any, pipeline: str, topic: str, partition: int, start: int, end: int
+    cur: Any,
+    pipeline: str,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    *,
+    not_resolved_by: int | None = None,
 ) -> list[int]:
-    """The dead-lettered offsets of ``pipeline`` in ``[start, end)`` of one partition, ascending."""
+    """The dead-lettered offsets of ``pipeline`` in ``[start, end)`` of one partition,
+    ascending (``not_resolved_by``: without those that replay epoch wrote)."""
     cur.execute(
         'SELECT "offset" FROM eo.dead_letters WHERE pipeline = %s AND topic = %s AND "partition" = %s'
-        ' AND "offset" >= %s AND "offset" < %s ORDER BY "offset"',
-        (pipeline, topic, partition, start, end),
+        ' AND "offset" >= %s AND "offset" < %s'
+        ' AND (%s::bigint IS NULL OR resolved_by_epoch IS DISTINCT FROM %s) ORDER BY "offset"',
+        (pipeline, topic, partition, start, end, not_resolved_by, not_resolved_by),
     )
     return [int(row[0]) for row in cur.fetchall()]
 

@@ -84,11 +84,21 @@ class PostgresReads(PostgresEpochLookup):
             return dead_letter_rows.list_dead_letters(cur, pipeline, limit)
 
     def dead_letter_offsets(
-        self, pipeline: str, topic: str, partition: int, start: int, end: int
+        self,
+        pipeline: str,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        *,
+        not_resolved_by: int | None = None,
     ) -> list[int]:
-        """Offsets in ``[start, end)`` of one partition holding a dead letter of ``pipeline``."""
+        """Offsets in ``[start, end)`` of one partition holding a dead letter of ``pipeline``
+        (``not_resolved_by``: without those that replay epoch wrote), ascending."""
         with self._db.transaction() as cur:
-            return dead_letter_rows.dead_letter_offsets(cur, pipeline, topic, partition, start, end)
+            return dead_letter_rows.dead_letter_offsets(
+                cur, pipeline, topic, partition, start, end, not_resolved_by=not_resolved_by
+            )
 
     def pipeline_charts(
         self,
