@@ -28,7 +28,8 @@ from airflow_provider_eo.audit.group_check import check_group, not_auditable, st
 from airflow_provider_eo.audit.hbase_view import RowsView, read_plan
 from airflow_provider_eo.audit.offset_check import OffsetCounts, check_offsets, vote_counts
 from airflow_provider_eo.audit.range_audit import in_window_of
-from airflow_provider_eo.cli.audit_commands import epoch_bounds
+from airflow_provider_eo.audit.report import AuditReport
+from airflow_provider_eo.cli.audit_commands import epoch_bounds, exit_status
 from airflow_provider_eo.config.specs import MappingSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
@@ -224,3 +225,25 @@ def test_epoch_window_syntax() -> None:
     for bad in ("7-3", "x", "3-", "-3"):
         with pytest.raises(ValueError):
             epoch_bounds(bad, ValueError)
+
+
+def test_a_replay_task_writes_only_its_selection() -> None:
+    mapper = build_mapper(MappingSpec(), "d")
+    writes = ExpectedWrites(mapper, TaskRange(T, 0, 0, 4, (0, 2)), 10, 1 << 20)
+    records = [record(o, "a", b'{"x":%d}' % o) for o in range(4)]
+    segments = [s for r in records for s in writes.feed(r)] + list(writes.finish())
+    # offset 1 is not selected: it closes the segment of 0 (version 0); 2 goes alone (version 2)
+    assert [(c.version, c.value) for s in segments for c in s.cells] == [(0, b"0"), (2, b"2")]
+    assert (writes.account.present, writes.account.skipped) == (2, 2)
+
+
+def test_report_verdict_text_and_exit_status() -> None:
+    report = AuditReport("p", [3, 4])
+    assert (report.verdict, exit_status(report.to_json()), exit_status(report.text())) == ("clean", 0, 0)
+    report.findings.add(Finding(FindingKind.GROUP_BEHIND, "behind", 4, T, 0, 10))
+    answer = report.to_json()
+    assert (answer["verdict"], answer["findings_by_kind"], exit_status(answer)) == (
+        "discrepancies", {"group_behind": 1}, 1,
+    )  # fmt: skip
+    assert report.text().splitlines()[-1] == "group_behind: t/0@10: behind"
+    assert exit_status(report.text()) == 1
