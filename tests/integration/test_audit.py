@@ -5,7 +5,8 @@ at a version no record has, a dead-letter row deleted, the group moved back, a v
 counts do not add up): the audit names exactly each of them and nothing else. Bad input
 exits 2 and reads nothing. Ranges retention deleted are not auditable (never a failure);
 a table that is gone is one ``range_unreadable`` finding per range; replay epochs are
-audited over their selected offsets.
+audited over their selected offsets; under field versions, cells newer than the window
+are later data, never unexpected.
 
 Records (``batch_size`` 2, epochs of at most 4 offsets), the versions the writer gives:
 epoch 1 [0,4): u1, u2 at 1; u3 at 2 (the bad record 3 closes its segment);
@@ -48,6 +49,9 @@ RECORDS: list[tuple[str, bytes | None]] = [
 ]
 
 
+OPTIONS: dict[str, Any] = {"batch_size": 2, "caps": {"max_records_per_partition": 4}}
+
+
 @pytest.fixture(scope="module")
 def world(stack: StackInfo) -> Iterator[World]:
     with (
@@ -59,14 +63,11 @@ def world(stack: StackInfo) -> Iterator[World]:
         yield found
 
 
-OPTIONS: dict[str, Any] = {"batch_size": 2, "caps": {"max_records_per_partition": 4}}
-
-
-def pipelines_yaml(world: World, folder: Path) -> Path:
+def pipelines_yaml(world: World, folder: Path, options: dict[str, Any] = OPTIONS) -> Path:
     """The pipelines YAML declaring the world's pipeline exactly as its epochs were written."""
     entry = {
         "name": world.spec.name, "topics": [world.source], "hbase": {"table": world.spec.hbase_table},
-        "bad_records": "dead_letter", "dead_letters": {"topic": world.dlq}, **OPTIONS,
+        "bad_records": "dead_letter", "dead_letters": {"topic": world.dlq}, **options,
     }  # fmt: skip
     file = folder / "pipelines.yaml"
     file.write_text(json.dumps({"pipelines": [entry]}))
@@ -236,3 +237,47 @@ def test_replay_epochs_are_audited_over_their_selection(
             "ranges": 2, "offsets": 4, "records_written": 2, "dead_letters": 1, "skipped_offsets": 1,
         }  # fmt: skip
         assert answer["cells"]["verified"] == 4  # k1 and k4: "i" and "pad" each
+
+
+FIELD_RECORDS: list[tuple[str, bytes | None]] = [
+    ("u1", b'{"ts":100,"name":"a"}'),  # epoch 1
+    ("u2", b'{"ts":200,"name":"b"}'),
+    ("u1", b'{"ts":300,"name":"c"}'),  # epoch 2: newer
+    ("u2", b'{"ts":150,"name":"old"}'),  # epoch 2: older than what u2 shows
+]
+FIELD_OPTIONS: dict[str, Any] = {
+    "batch_size": 2, "caps": {"max_records_per_partition": 2}, "mapping": {"version": "field:ts"},
+}  # fmt: skip
+
+
+def test_field_versions_newer_than_the_window_are_later_data(
+    stack: StackInfo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with fresh_database(stack.ledger_dsn) as dsn, dead_letter_world(stack, dsn, **FIELD_OPTIONS) as built:
+        produce(stack.kafka_bootstrap, built.source, FIELD_RECORDS, partition=0)
+        assert [built.trip.run_stream_epoch() is None for _ in range(3)] == [False, False, True]
+        first, _second = epoch_ids(built)
+        file = pipelines_yaml(built, tmp_path, FIELD_OPTIONS)
+
+        code, answer = audit(
+            built, file, "--pipeline", built.spec.name, "--epochs", f"{first}-{first}", capsys=capsys
+        )
+        assert (code, answer["findings"]) == (0, [])
+        # u1's name and ts at 300 (epoch 2) are newer than the window: later data, not unexpected
+        assert answer["cells"] == {
+            "verified": 4,
+            "covered_by_newer": 0,
+            "deletes_verified": 0,
+            "later_data": 2,
+        }
+
+        code, answer = audit(built, file, "--pipeline", built.spec.name, capsys=capsys)
+        assert (code, answer["findings"]) == (0, [])
+        # u2's older values at 150 are in HBase at their version, below the visible 200
+        assert answer["cells"] == {
+            "verified": 8,
+            "covered_by_newer": 0,
+            "deletes_verified": 0,
+            "later_data": 0,
+        }
+        assert (answer["window"]["epochs"], answer["offsets"]["records_written"]) == (2, 4)
