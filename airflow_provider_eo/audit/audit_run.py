@@ -17,19 +17,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_eo.audit import group_check
-from airflow_provider_eo.audit.cell_check import CellCandidates, settle
+from airflow_provider_eo.audit.cell_check import settle
 from airflow_provider_eo.audit.findings import FindingLog
 from airflow_provider_eo.audit.hbase_reads import HBaseRowsReader
 from airflow_provider_eo.audit.offset_check import OffsetCounts, check_offsets, vote_counts
 from airflow_provider_eo.audit.range_audit import (
     BATCH_BYTES,
     AuditConnections,
+    WindowState,
     audit_range,
     build_audit_mapper,
     in_window_of,
 )
 from airflow_provider_eo.audit.report import AuditReport
-from airflow_provider_eo.audit.window_index import WindowIndex
 from airflow_provider_eo.config.mapping_syntax import parse_version
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange, ranges_text
@@ -82,7 +82,7 @@ def audit_window(
     lows = _low_watermarks(offsets, tps)
     audited = [r for e in epochs for r in e.ranges if not group_check.not_auditable(r, lows.get(r.tp))]
     in_window = in_window_of(audited, field_versions)
-    index, candidates = WindowIndex(), CellCandidates()
+    state = WindowState(cells=report.cells)
     readers: dict[str, HBaseRowsReader] = {}
     mappers: dict[int, tuple[RecordMapper, Any]] = {}
     try:
@@ -110,11 +110,11 @@ def audit_window(
                     hbase,
                     ledger,
                     selection,
-                    (index, candidates, report),
+                    state,
                     in_window,
                     batch_bytes,
                 )
-        report.findings.extend(settle(index, in_window, report.cells, candidates))
+        report.findings.extend(settle(state.index, in_window, state.cells, state.candidates))
         group = specs[-1].group_id
         ends = group_check.stream_ends(epochs)
         if ends:
@@ -122,6 +122,7 @@ def audit_window(
                 group_check.check_group(group, ends, offsets.committed_offsets(group, sorted(ends)))
             )
     finally:
+        report.hbase_calls = sum(reader.calls for reader in readers.values())
         for reader in readers.values():
             reader.close()
         for _mapper, cache in mappers.values():
@@ -142,7 +143,7 @@ def _audit_one(
     hbase: HBaseRowsReader,
     ledger: LedgerReads,
     selection: Mapping[TopicPartition, Sequence[int]] | None,
-    state: tuple[WindowIndex, CellCandidates, AuditReport],
+    state: WindowState,
     in_window: Callable[[int], bool | None],
     batch_bytes: int,
 ) -> None:

@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_eo.audit.cell_check import CellCandidates, RangeRef, check_batch
+from airflow_provider_eo.audit.cell_check import CellCandidates, CellTally, RangeRef, check_batch
 from airflow_provider_eo.audit.dead_letter_check import check_dead_letters
 from airflow_provider_eo.audit.expected_writes import ExpectedSegment, ExpectedWrites, task_ranges
 from airflow_provider_eo.audit.findings import Finding, FindingKind
 from airflow_provider_eo.audit.hbase_reads import HBaseReadError, HBaseRowsReader
 from airflow_provider_eo.audit.hbase_view import read_plan
 from airflow_provider_eo.audit.offset_check import OffsetCounts
-from airflow_provider_eo.audit.report import AuditReport
 from airflow_provider_eo.audit.window_index import WindowIndex
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.formats.decoder_factory import build_decoder
@@ -36,6 +35,7 @@ from airflow_provider_eo.spark.records import KafkaRecord
 from airflow_provider_eo.spark.task.mapping import RecordMapper, build_mapper
 from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.task.task_schemas import open_schema_cache
+from airflow_provider_eo.spark.task.write_task import READ_AHEAD_SEGMENTS
 
 #: Bytes of expected cells checked per batch of HBase reads.
 BATCH_BYTES = 8 << 20
@@ -50,6 +50,16 @@ class AuditConnections:
     hbase_kwargs: Mapping[str, Any]
     hbase_conn_id: str | None = None
     schema_registry: RegistrySettings | None = None
+
+
+@dataclass
+class WindowState:
+    """What the ranges of one window share: the index of expected writes, the candidates
+    only the whole window settles, the cell counts."""
+
+    index: WindowIndex = field(default_factory=WindowIndex)
+    candidates: CellCandidates = field(default_factory=CellCandidates)
+    cells: CellTally = field(default_factory=CellTally)
 
 
 @dataclass
@@ -89,24 +99,28 @@ def audit_range(
     hbase: HBaseRowsReader,
     ledger_offsets: Sequence[int],
     selection: Mapping[tuple[str, int], Sequence[int]] | None,
-    state: tuple[WindowIndex, CellCandidates, AuditReport],
+    state: WindowState,
     in_window: Callable[[int], bool | None],
     batch_bytes: int = BATCH_BYTES,
 ) -> RangeOutcome:
     """Audit one range of one committed epoch (see the module contract)."""
-    index, candidates, report = state
     ref = RangeRef(epoch.epoch_id, rng.topic, rng.partition)
     outcome = RangeOutcome()
     present, bad = 0, []
+    read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * spec.batch_bytes)  # the write task's bound
+    writes: ExpectedWrites | None = None
     try:
         for task in task_ranges(rng, spec.spark.split_size, selection):
             writes = ExpectedWrites(mapper, task, spec.batch_size, spec.batch_bytes)
-            records = read_range(connections.kafka_config, task, spec.batch_size, connections.read_timeout_s)
+            timeout_s = connections.read_timeout_s
+            records = read_range(
+                connections.kafka_config, task, spec.batch_size, timeout_s, queue_bytes=read_ahead
+            )
             for batch in _batches(writes, records, batch_bytes):
-                report.hbase_calls -= hbase.calls
                 view = hbase.view(read_plan(batch))
-                report.hbase_calls += hbase.calls
-                outcome.findings += check_batch(ref, batch, view, index, in_window, report.cells, candidates)
+                outcome.findings += check_batch(
+                    ref, batch, view, state.index, in_window, state.cells, state.candidates
+                )
             present += writes.account.present
             bad += writes.account.bad
     except (RangeReadError, HBaseReadError) as exc:
@@ -114,7 +128,10 @@ def audit_range(
             Finding(FindingKind.RANGE_UNREADABLE, str(exc), ref.epoch_id, ref.topic, ref.partition, rng.start)
         )
         return outcome
-    except ValueError as exc:  # the writer's segment builder refuses a record: the spec changed
+    except ValueError as exc:
+        if writes is None or writes.account.unmappable is None:
+            raise
+        # the writer's segment builder refuses a record (its version contract): the spec changed
         outcome.findings.append(
             Finding(FindingKind.RECORD_UNMAPPABLE, str(exc), ref.epoch_id, ref.topic, ref.partition)
         )
