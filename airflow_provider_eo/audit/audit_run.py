@@ -18,7 +18,7 @@ from typing import Any
 
 from airflow_provider_eo.audit import group_check
 from airflow_provider_eo.audit.cell_check import settle
-from airflow_provider_eo.audit.findings import FindingLog
+from airflow_provider_eo.audit.findings import Finding, FindingKind, FindingLog
 from airflow_provider_eo.audit.hbase_reads import HBaseRowsReader
 from airflow_provider_eo.audit.offset_check import OffsetCounts, check_offsets, vote_counts
 from airflow_provider_eo.audit.range_audit import (
@@ -115,12 +115,7 @@ def audit_window(
                     batch_bytes,
                 )
         report.findings.extend(settle(state.index, in_window, state.cells, state.candidates))
-        group = specs[-1].group_id
-        ends = group_check.stream_ends(epochs)
-        if ends:
-            report.findings.extend(
-                group_check.check_group(group, ends, offsets.committed_offsets(group, sorted(ends)))
-            )
+        report.findings.extend(_group_findings(specs[-1].group_id, epochs, offsets))
     finally:
         report.hbase_calls = sum(reader.calls for reader in readers.values())
         for reader in readers.values():
@@ -129,6 +124,19 @@ def audit_window(
             if cache is not None:
                 cache.close()
     return report
+
+
+def _group_findings(group: str, epochs: Sequence[Epoch], offsets: OffsetSource) -> list[Finding]:
+    """The group's findings; one ``group_unreadable`` when Kafka cannot answer for it."""
+    ends = group_check.stream_ends(epochs)
+    if not ends:
+        return []
+    try:
+        committed = offsets.committed_offsets(group, sorted(ends))
+    except Exception as exc:  # a topic gone, the coordinator unreachable: reported, not a crash
+        detail = f"cannot read consumer group {group!r}'s committed offsets: {exc}"
+        return [Finding(FindingKind.GROUP_UNREADABLE, detail)]
+    return group_check.check_group(group, ends, committed)
 
 
 def _audit_one(

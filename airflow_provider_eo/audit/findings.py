@@ -32,6 +32,7 @@ class FindingKind(StrEnum):
     DEAD_LETTER_MISSING = "dead_letter_missing"
     DEAD_LETTER_EXTRA = "dead_letter_extra"
     GROUP_BEHIND = "group_behind"
+    GROUP_UNREADABLE = "group_unreadable"
     RANGE_UNREADABLE = "range_unreadable"
 
 

@@ -4,7 +4,7 @@ leaves (a cell's bytes changed at its version, a cell deleted, a row deleted, a 
 at a version no record has, a dead-letter row deleted, the group moved back, a vote whose
 counts do not add up): the audit names exactly each of them and nothing else. Bad input
 exits 2 and reads nothing. Ranges retention deleted are not auditable (never a failure);
-a table that is gone is one ``range_unreadable`` finding per range; replay epochs are
+a table or topic that is gone is one ``range_unreadable`` finding per range; replay epochs are
 audited over their selected offsets; under field versions, cells newer than the window
 are later data, never unexpected.
 
@@ -23,11 +23,17 @@ from typing import Any
 import happybase
 import psycopg2
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.cli.eo_ledger import main
 from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import World, dead_letter_world
-from tests.integration.epoch_round_trip import EpochRoundTrip, ledger_connection, pipeline_spec
+from tests.integration.epoch_round_trip import (
+    EpochRoundTrip,
+    kafka_connection,
+    ledger_connection,
+    pipeline_spec,
+)
 from tests.integration.ledger_support import fresh_database
 from tests.integration.test_replay_dead_letters import RECORDS as REPLAYED
 from tests.integration.test_replay_dead_letters import replay_in_process, replay_world
@@ -211,6 +217,22 @@ def test_retention_ranges_are_not_auditable_and_a_gone_table_is_reported_per_ran
         assert other.spec.hbase_table in answer["findings"][0]["detail"]
         hbase.create_table(other.spec.hbase_table, {"d": {}})  # for the world's teardown
         hbase.close()
+
+        # the topic gone too (short Kafka timeouts): each range says so, the group is reported
+        admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+        admin.delete_topics([other.source])[other.source].result(timeout=15)
+        other.trip.env["AIRFLOW_CONN_EO_KAFKA"] = kafka_connection(
+            stack.kafka_bootstrap, {"eo.timeout.ms": 3000}
+        )
+        code, answer = audit(other, file, "--pipeline", other.spec.name, capsys=capsys)
+        # no low watermark either: epoch 1's range is tried and unreadable too; the group's
+        # offsets went with the topic
+        assert (code, [(f["kind"], f["epoch_id"], f["offset"]) for f in answer["findings"]]) == (
+            1,
+            [("range_unreadable", first, 0), ("range_unreadable", second, 4), ("range_unreadable", third, 8),
+             ("group_behind", third, 10)],
+        )  # fmt: skip
+        assert f"topic {other.source!r} does not exist" in answer["findings"][0]["detail"]
 
 
 def test_replay_epochs_are_audited_over_their_selection(
