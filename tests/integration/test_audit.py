@@ -6,7 +6,8 @@ counts do not add up): the audit names exactly each of them and nothing else. Ba
 exits 2 and reads nothing. Ranges retention deleted are not auditable (never a failure);
 a table or topic that is gone is one ``range_unreadable`` finding per range; replay epochs are
 audited over their selected offsets; under field versions, cells newer than the window
-are later data, never unexpected.
+are later data, never unexpected; a backfill after a major compaction that brings a
+deleted cell back is the one delete not applied.
 
 Records (``batch_size`` 2, epochs of at most 4 offsets), the versions the writer gives:
 epoch 1 [0,4): u1, u2 at 1; u3 at 2 (the bad record 3 closes its segment);
@@ -26,6 +27,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eo.cli.eo_ledger import main
+from airflow_provider_eo.ledger import PartitionRange
+from eo_devtools.stack.hbase_admin import HBaseTableTool
 from tests.conftest import StackInfo
 from tests.integration.dead_letter_support import World, dead_letter_world
 from tests.integration.epoch_round_trip import (
@@ -303,3 +306,30 @@ def test_field_versions_newer_than_the_window_are_later_data(
             "later_data": 0,
         }
         assert (answer["window"]["epochs"], answer["offsets"]["records_written"]) == (2, 4)
+
+
+def test_a_backfill_after_a_major_compaction_brings_back_a_deleted_cell(
+    stack: StackInfo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without ``KEEP_DELETED_CELLS`` a major compaction drops the tombstone's marker; the
+    backfill of the older range then writes the put again, visible: the incident
+    docs/spark.md warns of, named by the audit as the one delete that is not applied."""
+    records: list[tuple[str, bytes | None]] = [
+        ("u1", b'{"name":"ann"}'),
+        ("u1", None),
+        ("u2", b'{"name":"bo"}'),
+    ]
+    with fresh_database(stack.ledger_dsn) as dsn, dead_letter_world(stack, dsn, **OPTIONS) as built:
+        produce(stack.kafka_bootstrap, built.source, records, partition=0)
+        assert built.trip.run_stream_epoch() is not None  # [0, 3): u1's put collapses into its delete at 1
+        file = pipelines_yaml(built, tmp_path)
+        assert audit(built, file, "--pipeline", built.spec.name, capsys=capsys)[0] == 0
+
+        HBaseTableTool(stack.state_dir).major_compact(built.spec.hbase_table)
+        built.trip.write_and_commit(built.trip.reserve_backfill([PartitionRange(built.source, 0, 0, 1)]))
+        code, answer = audit(built, file, "--pipeline", built.spec.name, capsys=capsys)
+        assert (code, findings(answer)) == (
+            1,
+            {("delete_not_applied", 1, "u1", "d:name", 1, "'ann' at version 0")},
+        )
+        assert answer["cells"]["verified"] == 2  # u2's name, and the backfill's u1 name at 0
