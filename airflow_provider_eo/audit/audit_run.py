@@ -70,8 +70,11 @@ def audit_window(
     max_findings: int | None = None,
     replay_selection: ReplaySelection = lambda _epoch_id: None,
 ) -> AuditReport:
-    """Audit the committed ``epochs`` of one pipeline (see the module contract);
-    ``replay_selection`` answers a replay epoch's selected offsets (None: a plain epoch)."""
+    """Audit the committed ``epochs`` of one pipeline, oldest first (see the module contract);
+    ``replay_selection`` answers a replay epoch's selected offsets (None: a plain epoch).
+    Raises ``ValueError`` for no epoch."""
+    if not epochs:
+        raise ValueError("an audit needs at least one committed epoch")
     pipeline = epochs[0].pipeline
     report = AuditReport(pipeline, [e.epoch_id for e in epochs])
     if max_findings is not None:
