@@ -12,7 +12,8 @@ Contract. :func:`check_batch` compares a batch of expected segments with what HB
   ``cell_missing``);
 * an expected family delete at version ``d``: the row must show no cell of the family at
   or below ``d``; each one shown is a ``delete_not_applied`` finding;
-* every cell a read showed whose ``(row, column, version)`` is not expected is a candidate
+* every other cell a read showed whose ``(row, column, version)`` is not expected (a cell
+  a delete did not hide is named once, as that) is a candidate
   for :func:`settle`: ``unexpected_cell`` when its version lies inside the window
   (``in_window``), "later data" above it, ignored below it (older data).
 """

@@ -35,6 +35,17 @@ class WindowIndex:
             _keep_max(self.newest_delete, cell_key(delete.row, delete.family), delete.version)
             self._span(delete.version)
 
+    def merge(self, other: WindowIndex) -> None:
+        """Add ``other``'s writes (an index built apart, e.g. by another Spark task)."""
+        self.cells |= other.cells
+        for key, version in other.newest_put.items():
+            _keep_max(self.newest_put, key, version)
+        for key, version in other.newest_delete.items():
+            _keep_max(self.newest_delete, key, version)
+        for bound in (other.lowest, other.highest):
+            if bound is not None:
+                self._span(bound)
+
     def expects(self, row: bytes, column: bytes, version: int) -> bool:
         """True when a committed record of the window wrote ``(row, column)`` at ``version``."""
         return cell_key(row, column, version) in self.cells

@@ -247,3 +247,12 @@ def test_report_verdict_text_and_exit_status() -> None:
     )  # fmt: skip
     assert report.text().splitlines()[-1] == "group_behind: t/0@10: behind"
     assert exit_status(report.text()) == 1
+
+
+def test_indexes_built_apart_merge() -> None:
+    one, two = WindowIndex(), WindowIndex()
+    one.add(ExpectedSegment((cell(b"r", 3),), ()))
+    two.add(ExpectedSegment((cell(b"r", 9),), (ExpectedDelete(b"s", b"d", 7, 7),)))
+    one.merge(two)
+    assert one.expects(b"r", b"d:c", 9) and one.covers(cell(b"r", 3)) and one.covers(cell(b"s", 7))
+    assert (one.lowest, one.highest) == (3, 9)
