@@ -15,8 +15,10 @@ without a committed epoch.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.clients.connections import (
@@ -93,7 +95,20 @@ def window(ledger: LedgerReads, args: argparse.Namespace, refused: type[Exceptio
     return epochs
 
 
-def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> dict[str, Any] | str:
+@dataclass(frozen=True)
+class AuditOutput:
+    """What ``eo-ledger audit`` prints (``text``, or JSON of ``answer``) and its exit status."""
+
+    answer: dict[str, Any]
+    text: str | None
+    status: int
+
+    def printed(self) -> str:
+        """The text report, or the JSON answer."""
+        return self.text if self.text is not None else json.dumps(self.answer, indent=2)
+
+
+def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> AuditOutput:
     """Refuse bad input (``refused``), then audit the window; the report as JSON or text."""
     from airflow_provider_eo.audit.audit_run import audit_window
     from airflow_provider_eo.audit.epoch_spec import spec_for_epoch
@@ -135,11 +150,10 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> d
     log.info(
         "audit done pipeline=%s verdict=%s findings=%d", args.pipeline, report.verdict, report.findings.total
     )
-    return report.text() if args.format == "text" else report.to_json()
+    text = report.text() if args.format == "text" else None
+    return AuditOutput(report.to_json(), text, exit_status(report.to_json()))
 
 
-def exit_status(answer: dict[str, Any] | str) -> int:
+def exit_status(answer: dict[str, Any]) -> int:
     """0 for a clean window, 1 when the report names discrepancies."""
-    if isinstance(answer, str):
-        return 0 if "\nverdict: clean " in answer else 1
     return 0 if answer.get("verdict") == "clean" else 1

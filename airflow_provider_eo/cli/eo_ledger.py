@@ -181,8 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         print(json.dumps({"error": str(exc), "type": type(exc).__name__}), file=sys.stderr)
         return 1
-    print(result if isinstance(result, str) else json.dumps(result, indent=2))
-    return audit_commands.exit_status(result) if args.command == audit_commands.COMMAND else 0
+    if isinstance(result, audit_commands.AuditOutput):
+        print(result.printed())
+        return result.status
+    print(json.dumps(result, indent=2))
+    return 0
 
 
 if __name__ == "__main__":

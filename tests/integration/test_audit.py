@@ -163,6 +163,12 @@ def test_bad_input_exits_2(
     world: World, pipelines_file: Path, stack: StackInfo, capsys: pytest.CaptureFixture[str]
 ) -> None:
     name = world.spec.name
+    capsys.readouterr()
+    with world.trip.connections():  # the text report of the faulty window (the test above)
+        args = ["--dsn", world.ledger_dsn, "audit", "--pipelines-file", str(pipelines_file)]
+        code = main([*args, "--pipeline", name, "--last", "3", "--format", "text"])
+    text = capsys.readouterr().out
+    assert (code, text.splitlines()[-8]) == (1, "verdict: discrepancies (7 findings)")
     assert audit(world, pipelines_file, "--pipeline", "nope", capsys=capsys)[0] == 2
     assert audit(world, pipelines_file, "--pipeline", name, "--epochs", "9000-9001", capsys=capsys)[0] == 2
     assert audit(world, pipelines_file, "--pipeline", name, "--epochs", "x", capsys=capsys)[0] == 2

@@ -239,14 +239,14 @@ def test_a_replay_task_writes_only_its_selection() -> None:
 
 def test_report_verdict_text_and_exit_status() -> None:
     report = AuditReport("p", [3, 4])
-    assert (report.verdict, exit_status(report.to_json()), exit_status(report.text())) == ("clean", 0, 0)
+    assert (report.verdict, exit_status(report.to_json())) == ("clean", 0)
+    assert "verdict: clean (0 findings)" in report.text()
     report.findings.add(Finding(FindingKind.GROUP_BEHIND, "behind", 4, T, 0, 10))
     answer = report.to_json()
     assert (answer["verdict"], answer["findings_by_kind"], exit_status(answer)) == (
         "discrepancies", {"group_behind": 1}, 1,
     )  # fmt: skip
     assert report.text().splitlines()[-1] == "group_behind: t/0@10: behind"
-    assert exit_status(report.text()) == 1
 
 
 def test_indexes_built_apart_merge() -> None:
