@@ -39,7 +39,7 @@ from tests.integration.epoch_round_trip import (
 )
 from tests.integration.ledger_support import fresh_database
 from tests.integration.test_replay_dead_letters import RECORDS as REPLAYED
-from tests.integration.test_replay_dead_letters import replay_in_process, replay_world
+from tests.integration.test_replay_dead_letters import replay_in_process, replay_world, timed_scan
 from tests.kafka_helpers import delete_records_before, produce
 
 pytestmark = pytest.mark.integration
@@ -118,7 +118,12 @@ def test_clean_window_then_every_fault_named(
     world: World, pipelines_file: Path, stack: StackInfo, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first, second, third = epoch_ids(world)
+    before = timed_scan(stack, world.spec.hbase_table)
     code, answer = audit(world, pipelines_file, "--pipeline", world.spec.name, capsys=capsys)
+    # the audit only reads: HBase, the group and the ledger's epochs are as they were
+    assert timed_scan(stack, world.spec.hbase_table) == before
+    assert world.trip.group_offsets() == {0: 10}
+    assert epoch_ids(world) == [first, second, third]
     assert answer["findings"] == [], json.dumps(answer["findings"], indent=1)
     assert (code, answer["verdict"], answer["window"]) == (
         0, "clean", {"first_epoch": first, "last_epoch": third, "epochs": 3},
