@@ -21,6 +21,7 @@ raises thriftpy2's ``TTransportException`` (retryable: the writer's retry and fa
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import socket
 import ssl
@@ -32,6 +33,8 @@ from typing import Any
 import happybase
 from Hbase_thrift import Hbase
 from thriftpy2.http import THttpClient
+from thriftpy2.protocol.binary import TBinaryProtocol
+from thriftpy2.protocol.compact import TCompactProtocol
 from thriftpy2.thrift import TClient
 from thriftpy2.transport import TSocket, TTransportException
 from thriftpy2.transport.sasl import TCySaslClientTransport
@@ -116,6 +119,30 @@ class _PureSaslClient:
         return self._error
 
 
+class _HttpClient(THttpClient):
+    """thriftpy2's ``THttpClient`` with its failures named: an answer that is not HTTP (a plain
+    HTTP client at an HTTPS port) raises :class:`HBaseAuthError`, a status other than 200 a
+    ``TTransportException``, both starting with ``where``."""
+
+    def __init__(self, uri: str, where: str, **kwargs: Any) -> None:
+        super().__init__(uri, **kwargs)
+        self.where = where
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except http.client.HTTPException as exc:
+            self.close()
+            raise HBaseAuthError(
+                f"{self.where}: the answer is not HTTP ({type(exc).__name__}); "
+                "an HTTPS server needs extra.ssl true"
+            ) from exc
+        code: Any = getattr(self, "code", 200)
+        if code != 200:
+            message: Any = getattr(self, "message", "")
+            raise TTransportException(TTransportException.UNKNOWN, f"{self.where}: HTTP {code} {message}")
+
+
 class EoThriftConnection(happybase.Connection):
     """A ``happybase.Connection`` over SASL/GSSAPI or HTTP(S) (``security``, see the module)."""
 
@@ -138,21 +165,25 @@ class EoThriftConnection(happybase.Connection):
         security = self.security
         self._socket: Any = None
         if security.http:
-            self.transport = THttpClient(
+            self.transport = _HttpClient(
                 self.url(),
+                self.where(),
                 timeout=self.timeout,
                 ssl_context_factory=self.ssl_context if security.ssl else None,
                 keep_alive=True,
             )
+            # happybase's Cython protocols take Cython transports only: the pure-Python ones here
+            pure = TCompactProtocol if "Compact" in self._protocol_class.__name__ else TBinaryProtocol
+            self.client = TClient(Hbase, pure(self.transport, decode_response=False))
+            return
+        self._socket = TSocket(host=self.host, port=self.port, socket_timeout=self.timeout)
+        if security.kerberos:
+            host = security.kerberos_service_host or self.host
+            self.transport = TCySaslClientTransport(
+                lambda: _PureSaslClient(host, security), "GSSAPI", self._socket
+            )
         else:
-            self._socket = TSocket(host=self.host, port=self.port, socket_timeout=self.timeout)
-            if security.kerberos:
-                host = security.kerberos_service_host or self.host
-                self.transport = TCySaslClientTransport(
-                    lambda: _PureSaslClient(host, security), "GSSAPI", self._socket
-                )
-            else:
-                self.transport = self._transport_class(self._socket)
+            self.transport = self._transport_class(self._socket)
         protocol = self._protocol_class(self.transport, decode_response=False)
         self.client = TClient(Hbase, protocol)
 

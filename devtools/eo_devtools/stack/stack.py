@@ -40,6 +40,7 @@ from eo_devtools.stack.airflow_services import API_PORT_KEY
 from eo_devtools.stack.celery_executor import CeleryParts
 from eo_devtools.stack.connections import airflow_api_connection, ledger_tls_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
+from eo_devtools.stack.hbase_thrift_tls import THRIFT_TLS_PORT_KEY, HBaseThriftTlsPart
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart, is_oauth_key
 from eo_devtools.stack.kdc import KDC_PORT_KEY, Kdc
@@ -216,7 +217,8 @@ class LocalStack:
         (:meth:`spark_up`), 0 stops it, None keeps a cluster already recorded as it is.
         ``yarn``: True runs YARN (:meth:`yarn_up`), False stops it, None keeps it as recorded.
         ``tls``: True runs the TLS services (the OAUTHBEARER Kafka node and its OAuth issuer,
-        :mod:`.kafka_oauth_part`; the registry's HTTPS basic-auth proxy, :mod:`.registry_tls_part`),
+        :mod:`.kafka_oauth_part`; the registry's HTTPS basic-auth proxy, :mod:`.registry_tls_part`;
+        HBase's Thrift server over HTTPS, :mod:`.hbase_thrift_tls`),
         False stops them, None keeps them as recorded.
         ``kerberos``: True runs the KDC of the realm ``EO.TEST`` (:mod:`.kdc`), False stops it,
         None keeps it as recorded.
@@ -270,7 +272,9 @@ class LocalStack:
             if tls or (tls is None and ISSUER_PORT_KEY in recorded):
                 KafkaOAuthPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
                 RegistryTlsPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
+                HBaseThriftTlsPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
             elif tls is False:
+                HBaseThriftTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
                 RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
                 KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if kerberos or (kerberos is None and KDC_PORT_KEY in recorded):
@@ -303,7 +307,7 @@ class LocalStack:
         """Ports recorded by the stack's optional parts (Spark, YARN, the Celery broker, the TLS
         services, the KDC)."""
         optional = is_spark_key(key) or is_yarn_key(key) or is_oauth_key(key)
-        return optional or key in (REDIS_PORT_KEY, TLS_PORT_KEY, KDC_PORT_KEY)
+        return optional or key in (REDIS_PORT_KEY, TLS_PORT_KEY, THRIFT_TLS_PORT_KEY, KDC_PORT_KEY)
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -336,6 +340,7 @@ class LocalStack:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            HBaseThriftTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             Kdc(self.state_dir).stop(self._recorded_ports(), self._write_ports)
@@ -375,6 +380,8 @@ class LocalStack:
             result.update(KafkaOAuthPart(self.state_dir).status(recorded))
         if TLS_PORT_KEY in recorded:
             result.update(RegistryTlsPart(self.state_dir).status(recorded))
+        if THRIFT_TLS_PORT_KEY in recorded:
+            result.update(HBaseThriftTlsPart(self.state_dir).status(recorded))
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -587,6 +594,8 @@ class LocalStack:
             )
         if TLS_PORT_KEY in recorded:  # eo-stack up --tls
             env["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"] = RegistryTlsPart(self.state_dir).connection(recorded)
+        if THRIFT_TLS_PORT_KEY in recorded:  # eo-stack up --tls
+            env["AIRFLOW_CONN_EO_HBASE_TLS"] = HBaseThriftTlsPart(self.state_dir).connection(recorded)
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():
