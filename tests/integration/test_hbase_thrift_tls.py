@@ -18,15 +18,17 @@ from pathlib import Path
 
 import happybase
 import pytest
+from thriftpy2.transport import TTransportException
 
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
 from airflow_provider_eo.clients.connections import parse_connection
 from airflow_provider_eo.clients.hbase_thrift import HBaseAuthError, hbase_connection
 from airflow_provider_eo.hooks.hbase import EoHBaseHook
-from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter
+from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, SegmentWriter
 from airflow_provider_eo.spark.hbase_sink.segments import Segment
 from eo_devtools.stack.hbase_thrift_tls import PASSWORD_KEY, THRIFT_TLS_PORT_KEY, HBaseThriftTlsPart
 from eo_devtools.stack.pki import stack_pki
+from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.stack import LocalStack
 from tests.conftest import StackInfo
 
@@ -150,3 +152,36 @@ def test_keystore_and_site_are_private(stack: StackInfo, tls_conn: str) -> None:
     assert password not in tls_conn
     cmdline = Path(f"/proc/{service.pid_path.read_text().strip()}/cmdline").read_bytes()
     assert password.encode() not in cmdline
+
+
+def test_a_server_down_stays_a_transport_error(tls_conn: str) -> None:
+    """Nothing listening: thriftpy2's TTransportException (the writer retries and fails over)."""
+    value = json.loads(tls_conn)
+    value["port"] = find_free_port()
+    kwargs = hbase_connection_kwargs(parse_connection(CONN_ID, json.dumps(value)))
+    with pytest.raises(TTransportException) as caught:
+        hbase_connection(kwargs, conn_id=CONN_ID)
+    assert str(caught.value.message).startswith(
+        f"HBase connection {CONN_ID!r}: Thrift server 127.0.0.1:{value['port']} (HTTPS): could not connect: "
+    )
+
+
+def test_the_writer_does_not_retry_a_refused_certificate(
+    stack: StackInfo, tls_conn: str, table: happybase.Table
+) -> None:
+    value = json.loads(tls_conn)
+    value["extra"]["ssl_ca"] = str(stack_pki(stack.state_dir).other_ca)
+    kwargs = hbase_connection_kwargs(parse_connection(CONN_ID, json.dumps(value)))
+    writer = SegmentWriter(kwargs, table.name.decode(), attempts=3, backoff_s=0, connection_id=CONN_ID)
+    try:
+        with pytest.raises(HBaseWriteError, match=r"is not retried: .*certificate verify failed"):
+            writer.write(Segment(1, 1, 1, puts={b"w": {b"d:x": b"1"}}))
+    finally:
+        writer.close()
+    assert table.row(b"w") == {}
+
+
+def test_status_shows_the_part_healthy(stack: StackInfo, tls_conn: str) -> None:
+    port = json.loads(tls_conn)["port"]
+    entry = LocalStack(stack.state_dir).status()["hbase-thrift-https"]
+    assert (entry["healthy"], entry["port"], entry["url"]) == (True, port, f"https://127.0.0.1:{port}/")
