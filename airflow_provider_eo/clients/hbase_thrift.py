@@ -133,14 +133,15 @@ class _HttpClient(THttpClient):
             super().flush()
         except http.client.HTTPException as exc:
             self.close()
+            if isinstance(exc, OSError):  # RemoteDisconnected: the server went away, retryable
+                raise
             raise HBaseAuthError(
                 f"{self.where}: the answer is not HTTP ({type(exc).__name__}); "
                 "an HTTPS server needs extra.ssl true"
             ) from exc
         code: Any = getattr(self, "code", 200)
         if code != 200:
-            message: Any = getattr(self, "message", "")
-            raise TTransportException(TTransportException.UNKNOWN, f"{self.where}: HTTP {code} {message}")
+            raise TTransportException(TTransportException.UNKNOWN, f"{self.where}: HTTP status {code}")
 
 
 class EoThriftConnection(happybase.Connection):
