@@ -52,8 +52,8 @@ def get_provider_info() -> dict[str, Any]:
                 "conn-fields": {
                     "transport": {
                         "label": "Transport",
-                        "description": "Thrift transport of the server: buffered or framed",
-                        "schema": {"type": ["string", "null"], "enum": ["buffered", "framed", None]},
+                        "description": "Thrift transport: buffered, framed or http (HTTPS with ssl)",
+                        "schema": {"type": ["string", "null"], "enum": ["buffered", "framed", "http", None]},
                     },
                     "protocol": {
                         "label": "Protocol",

@@ -188,7 +188,8 @@ def hbase_connection_kwargs(conn: EoConnection) -> dict[str, Any]:
     ``host``/``port``: the first Thrift server of :func:`hbase_endpoints` (by default
     host/port, else ``localhost``:9090); ``extra``: ``servers`` (every Thrift server, see
     :func:`hbase_endpoints`; validated here, used by the Spark writer to spread tasks and
-    fail over), ``transport`` (buffered|framed, default buffered), ``protocol``
+    fail over), ``transport`` (buffered|framed|http, default buffered; http is
+    Thrift over HTTP, HTTPS with ``ssl``), ``protocol``
     (binary|compact, default binary), ``table_prefix``, ``table_prefix_separator``
     (default ``_``), ``timeout_ms`` (socket timeout, default none), ``compat`` (default
     0.98); the security keys (``auth``, ``kerberos_*``, ``krb5_conf``, ``sasl_qop``, ``ssl``,
@@ -199,8 +200,8 @@ def hbase_connection_kwargs(conn: EoConnection) -> dict[str, Any]:
     extra = _hbase_extra(conn)
     transport = str(extra.get("transport", "buffered"))
     protocol = str(extra.get("protocol", "binary"))
-    if transport not in ("buffered", "framed"):
-        raise ValueError(f"HBase connection {conn.conn_id!r}: transport must be buffered or framed")
+    if transport not in ("buffered", "framed", "http"):
+        raise ValueError(f"HBase connection {conn.conn_id!r}: transport must be buffered, framed or http")
     if protocol not in ("binary", "compact"):
         raise ValueError(f"HBase connection {conn.conn_id!r}: protocol must be binary or compact")
     timeout = extra.get("timeout_ms")

@@ -13,8 +13,13 @@ key, never a secret (the keys hold paths and names only, no keytab bytes, no pas
 - ``sasl_qop``: ``auth-conf`` (default), ``auth-int`` or ``auth``;
 - ``ssl``: ``true``/``false`` (default false), ``ssl_ca`` (a CA file, needs ``ssl``).
 
-SASL with ``transport: framed`` is refused: HBase's Thrift server takes SASL on the buffered
-transport only.
+The connection's ``transport: http`` (Thrift over HTTP, HBase's
+``hbase.regionserver.thrift.http`` mode) sets :attr:`HBaseSecurity.http`; with ``ssl`` it is
+HTTPS, verifying the server's certificate and host name against ``ssl_ca``. Refused, naming
+the connection: ``ssl`` on the buffered or framed transport (HBase's Thrift server serves TLS
+only in its HTTP mode); SASL on the framed transport (HBase takes SASL on the buffered
+transport only); ``auth: kerberos`` with ``transport: http`` (HBase authenticates HTTP with
+SPNEGO, which is not built).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class HBaseSecurity:
     sasl_qop: str = "auth-conf"
     ssl: bool = False
     ssl_ca: str | None = None
+    http: bool = False
 
     @property
     def kerberos(self) -> bool:
@@ -56,7 +62,7 @@ class HBaseSecurity:
 
     @property
     def is_default(self) -> bool:
-        """No SASL and no TLS: a plain happybase connection."""
+        """No SASL, no TLS, no HTTP: a plain happybase connection."""
         return self == HBaseSecurity()
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +114,11 @@ def hbase_security(conn_id: str, extra: Mapping[str, Any], transport: str) -> HB
                     f"HBase connection {conn_id!r}: extra.{key} is set but extra.auth is not kerberos"
                 )
     else:
+        if transport == "http":
+            raise ValueError(
+                f"HBase connection {conn_id!r}: extra.auth kerberos cannot be used with extra.transport "
+                "http (HBase's HTTP mode authenticates with SPNEGO, which is not built); use buffered"
+            )
         if transport != "buffered":
             raise ValueError(
                 f"HBase connection {conn_id!r}: extra.transport {transport} cannot carry SASL "
@@ -124,6 +135,11 @@ def hbase_security(conn_id: str, extra: Mapping[str, Any], transport: str) -> HB
             )
     if ssl_ca and not ssl:
         raise ValueError(f"HBase connection {conn_id!r}: extra.ssl_ca is set but extra.ssl is not true")
+    if ssl and transport != "http":
+        raise ValueError(
+            f"HBase connection {conn_id!r}: extra.ssl needs extra.transport http (HBase's Thrift server "
+            f"serves TLS only in its HTTP mode, not on the {transport} transport)"
+        )
     return HBaseSecurity(
         auth=auth,
         kerberos_principal=texts["kerberos_principal"],
@@ -135,4 +151,5 @@ def hbase_security(conn_id: str, extra: Mapping[str, Any], transport: str) -> HB
         sasl_qop=qop,
         ssl=ssl,
         ssl_ca=ssl_ca,
+        http=transport == "http",
     )

@@ -1,4 +1,4 @@
-"""happybase connections that speak SASL/GSSAPI (Kerberos) and TLS to HBase's Thrift1 server.
+"""happybase connections that speak SASL/GSSAPI (Kerberos) or HTTP(S) to HBase's Thrift1 server.
 
 Contract: :func:`hbase_connection` takes :func:`.connection_settings.hbase_connection_kwargs`'
 output and returns a ``happybase.Connection``: a plain one without ``security``, else an
@@ -9,9 +9,14 @@ keytab, ``KRB5_CLIENT_KTNAME`` names it and ``KRB5CCNAME`` a private ticket cach
 process and login, deleted when the process exits (GSSAPI gets and re-gets tickets from the
 keytab when they expire); with a
 ``kerberos_ccache``, that cache. These variables are process-wide: one Kerberos identity per
-process (another one is refused with :class:`HBaseAuthError`). ``ssl: true`` uses thriftpy2's
-TLS socket trusting ``ssl_ca``. Failures to open raise :class:`HBaseAuthError` naming the
-connection, the server and the cause, never a secret (keytab bytes are only read by libkrb5).
+process (another one is refused with :class:`HBaseAuthError`). ``transport: http`` talks Thrift
+(binary protocol) over HTTP with thriftpy2's ``THttpClient`` to ``http(s)://host:port/``, HBase's
+``hbase.regionserver.thrift.http`` mode; ``ssl: true`` makes it HTTPS verifying the server's
+certificate and host name against ``ssl_ca`` (else the system's CAs): :meth:`EoThriftConnection.open`
+connects and, for HTTPS, completes a TLS handshake first, so a bad certificate fails there.
+Failures to open raise :class:`HBaseAuthError` naming the connection, the server and the cause,
+never a secret (keytab bytes are only read by libkrb5); a server that is down or unreachable
+raises thriftpy2's ``TTransportException`` (retryable: the writer's retry and failover apply).
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import http.client
 import os
+import socket
+import ssl
 import struct
 import tempfile
 from collections.abc import Mapping
@@ -27,10 +35,12 @@ from typing import Any
 
 import happybase
 from Hbase_thrift import Hbase
+from thriftpy2.http import THttpClient
+from thriftpy2.protocol.binary import TBinaryProtocol
+from thriftpy2.protocol.compact import TCompactProtocol
 from thriftpy2.thrift import TClient
-from thriftpy2.transport import TSocket
+from thriftpy2.transport import TSocket, TTransportException
 from thriftpy2.transport.sasl import TCySaslClientTransport
-from thriftpy2.transport.sslsocket import TSSLSocket
 
 from airflow_provider_eo.clients.hbase_security import HBaseSecurity
 
@@ -125,24 +135,66 @@ class _PureSaslClient:
         return bytes(self._client.qop or b"").decode()
 
 
+class _HttpClient(THttpClient):
+    """thriftpy2's ``THttpClient`` with its failures named: an answer that is not HTTP (a plain
+    HTTP client at an HTTPS port) raises :class:`HBaseAuthError`, a status other than 200 a
+    ``TTransportException``, both starting with ``where``."""
+
+    def __init__(self, uri: str, where: str, **kwargs: Any) -> None:
+        super().__init__(uri, **kwargs)
+        self.where = where
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except http.client.HTTPException as exc:
+            self.close()
+            if isinstance(exc, OSError):  # RemoteDisconnected: the server went away, retryable
+                raise
+            raise HBaseAuthError(
+                f"{self.where}: the answer is not HTTP ({type(exc).__name__}); "
+                "an HTTPS server needs extra.ssl true"
+            ) from exc
+        code: Any = getattr(self, "code", 200)
+        if code != 200:
+            raise TTransportException(TTransportException.UNKNOWN, f"{self.where}: HTTP status {code}")
+
+
 class EoThriftConnection(happybase.Connection):
-    """A ``happybase.Connection`` over SASL/GSSAPI and/or TLS (``security``, see the module)."""
+    """A ``happybase.Connection`` over SASL/GSSAPI or HTTP(S) (``security``, see the module)."""
 
     def __init__(self, *args: Any, security: Mapping[str, Any], conn_id: str | None = None, **kwargs: Any):
         self.security = HBaseSecurity.from_dict(security)
         self.conn_id = conn_id or "?"
         self.sasl_client: _PureSaslClient | None = None  # the current transport's, once opened
+        if kwargs.get("transport") == "http":
+            kwargs["transport"] = "buffered"  # happybase knows no http; _refresh_thrift_client builds it
         super().__init__(*args, **kwargs)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """Verifies the server's certificate chain (against ``ssl_ca``) and its host name."""
+        return ssl.create_default_context(cafile=self.security.ssl_ca)
+
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.security.ssl else 'http'}://{host}:{self.port}/"
 
     def _refresh_thrift_client(self) -> None:
         security = self.security
-        if security.ssl:
-            socket: Any = TSSLSocket(
-                self.host, self.port, socket_timeout=self.timeout, cafile=security.ssl_ca, validate=True
+        self._socket: Any = None
+        if security.http:
+            self.transport = _HttpClient(
+                self.url(),
+                self.where(),
+                timeout=self.timeout,
+                ssl_context_factory=self.ssl_context if security.ssl else None,
+                keep_alive=True,
             )
-        else:
-            socket = TSocket(host=self.host, port=self.port, socket_timeout=self.timeout)
-        self._socket = socket
+            # happybase's Cython protocols take Cython transports only: the pure-Python ones here
+            pure = TCompactProtocol if "Compact" in self._protocol_class.__name__ else TBinaryProtocol
+            self.client = TClient(Hbase, pure(self.transport, decode_response=False))
+            return
+        self._socket = TSocket(host=self.host, port=self.port, socket_timeout=self.timeout)
         if security.kerberos:
             host = security.kerberos_service_host or self.host
 
@@ -150,9 +202,9 @@ class EoThriftConnection(happybase.Connection):
                 self.sasl_client = _PureSaslClient(host, security)
                 return self.sasl_client
 
-            self.transport = TCySaslClientTransport(sasl_client, "GSSAPI", socket)
+            self.transport = TCySaslClientTransport(sasl_client, "GSSAPI", self._socket)
         else:
-            self.transport = self._transport_class(socket)
+            self.transport = self._transport_class(self._socket)
         protocol = self._protocol_class(self.transport, decode_response=False)
         self.client = TClient(Hbase, protocol)
 
@@ -165,14 +217,40 @@ class EoThriftConnection(happybase.Connection):
                 f"SASL/GSSAPI as {security.kerberos_principal or 'the ticket cache'}"
                 f" to {security.kerberos_service}/{host}, qop {security.sasl_qop}"
             )
-        if security.ssl:
-            parts.append("TLS")
+        if security.http:
+            parts.append("HTTPS" if security.ssl else "HTTP")
         return (
             f"HBase connection {self.conn_id!r}: Thrift server {self.host}:{self.port} ({', '.join(parts)})"
         )
 
+    def _check_http_server(self) -> None:
+        """Connect (and complete a TLS handshake): separates a server down from a refused one."""
+        timeout = self.timeout / 1000.0 if self.timeout else None
+        try:
+            raw = socket.create_connection((self.host, self.port), timeout=timeout)
+        except OSError as exc:
+            raise TTransportException(
+                TTransportException.NOT_OPEN, f"{self.where()}: could not connect: {exc}"
+            ) from exc
+        try:
+            if self.security.ssl:
+                with self.ssl_context().wrap_socket(raw, server_hostname=self.host):
+                    pass
+        except ssl.SSLError as exc:
+            raise HBaseAuthError(f"{self.where()}: TLS handshake failed: {exc}") from exc
+        except OSError as exc:  # reset or closed mid-handshake: the server went away
+            raise TTransportException(
+                TTransportException.NOT_OPEN, f"{self.where()}: TLS handshake broke off: {exc}"
+            ) from exc
+        finally:
+            raw.close()
+
     def open(self) -> None:
         if self.transport.is_open():
+            return
+        if self.security.http:
+            self._check_http_server()
+            self.transport.open()
             return
         if self.security.kerberos:
             _apply_kerberos_env(self.conn_id, self.security)

@@ -18,9 +18,9 @@ class EoHBaseHook(EoHook):
 
     host/port of the Thrift server; ``extra``: ``servers`` (every Thrift server, for the
     Spark writer's spreading and failover; the hook uses the first), ``transport``
-    (buffered|framed), ``protocol`` (binary|compact), ``table_prefix``,
-    ``table_prefix_separator``, ``timeout_ms``, ``compat``. Any conn_type is accepted
-    for the connection id.
+    (buffered|framed|http; http with ``ssl``/``ssl_ca`` is HTTPS), ``protocol``
+    (binary|compact), ``table_prefix``, ``table_prefix_separator``, ``timeout_ms``,
+    ``compat``. Any conn_type is accepted for the connection id.
 
     :param hbase_conn_id: connection id (default ``eo_hbase``).
     """
@@ -49,13 +49,13 @@ class EoHBaseHook(EoHook):
     def get_pool(self, size: int = 4) -> happybase.ConnectionPool:
         """A happybase connection pool of ``size`` connections (opened lazily by happybase).
 
-        Raises :class:`ConfigError` for a secured connection (``auth: kerberos`` or ``ssl``):
-        happybase's pool opens plain sockets only; use :meth:`get_conn`."""
+        Raises :class:`ConfigError` for a secured connection (``auth: kerberos``, ``ssl`` or
+        ``transport: http``): happybase's pool opens plain sockets only; use :meth:`get_conn`."""
         kwargs = self.connection_kwargs
         if "security" in kwargs:
             raise ConfigError(
-                f"HBase connection {self.hbase_conn_id!r}: a connection pool cannot use its Kerberos or "
-                "TLS settings; use get_conn()"
+                f"HBase connection {self.hbase_conn_id!r}: a connection pool cannot use its Kerberos, TLS or "
+                "HTTP settings; use get_conn()"
             )
         return happybase.ConnectionPool(size, **kwargs)
 

@@ -74,6 +74,6 @@ def test_table_prefix_from_extra(hbase_env, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_invalid_transport_is_a_clear_error(hbase_env, monkeypatch: pytest.MonkeyPatch) -> None:
-    _set_conn(monkeypatch, "eo_hbase_bad", hbase_env, transport="http")
-    with pytest.raises(ValueError, match="'eo_hbase_bad': transport must be buffered or framed"):
+    _set_conn(monkeypatch, "eo_hbase_bad", hbase_env, transport="carrier-pigeon")
+    with pytest.raises(ValueError, match="'eo_hbase_bad': transport must be buffered, framed or http"):
         EoHBaseHook(hbase_conn_id="eo_hbase_bad").get_conn()

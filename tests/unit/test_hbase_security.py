@@ -28,8 +28,8 @@ def test_defaults_add_no_security() -> None:
     assert hbase_security("h", {}, "buffered") == HBaseSecurity()
 
 
-def test_kerberos_and_tls_settings() -> None:
-    extra = {**KERBEROS, "extra__eo_hbase__sasl_qop": "auth-int", "ssl": "true", "ssl_ca": "/p/ca.pem"}
+def test_kerberos_settings() -> None:
+    extra = {**KERBEROS, "extra__eo_hbase__sasl_qop": "auth-int"}
     kwargs = hbase_connection_kwargs(EoConnection("h", host="t", port=1, extra=extra))
     assert kwargs["security"] == {
         "auth": "kerberos",
@@ -40,11 +40,30 @@ def test_kerberos_and_tls_settings() -> None:
         "kerberos_service_host": "localhost",
         "krb5_conf": "/k/krb5.conf",
         "sasl_qop": "auth-int",
-        "ssl": True,
-        "ssl_ca": "/p/ca.pem",
+        "ssl": False,
+        "ssl_ca": None,
+        "http": False,
     }
     assert HBaseSecurity.from_dict(kwargs["security"]).kerberos
     assert hbase_security("h", {"auth": "kerberos"}, "buffered").sasl_qop == "auth-conf"
+
+
+def test_https_settings() -> None:
+    """``transport: http`` + ``ssl``: HTTPS against the CA; the kwargs keep transport http."""
+    extra = {"transport": "http", "ssl": True, "ssl_ca": "/p/ca.pem"}
+    kwargs = hbase_connection_kwargs(EoConnection("h", host="t", port=9443, extra=extra))
+    assert kwargs["transport"] == "http"
+    security = HBaseSecurity.from_dict(kwargs["security"])
+    assert (security.http, security.ssl, security.ssl_ca) == (True, True, "/p/ca.pem")
+    assert not security.kerberos
+    assert not security.is_default
+
+
+def test_plain_http_is_secured_settings_too() -> None:
+    """Plain HTTP is not happybase's: it needs EoThriftConnection, so it carries ``security``."""
+    kwargs = hbase_connection_kwargs(EoConnection("h", extra={"extra__eo_hbase__transport": "http"}))
+    assert kwargs["security"]["http"] is True
+    assert kwargs["security"]["ssl"] is False
 
 
 @pytest.mark.parametrize(
@@ -56,6 +75,22 @@ def test_kerberos_and_tls_settings() -> None:
             "HBase connection 'h': extra.sasl_qop must be auth-conf or auth-int or auth, not 'privacy'",
         ),
         ({"ssl": "yes"}, "HBase connection 'h': extra.ssl must be true or false, not 'yes'"),
+        (
+            {"ssl": True},
+            "HBase connection 'h': extra.ssl needs extra.transport http (HBase's Thrift server "
+            "serves TLS only in its HTTP mode, not on the buffered transport)",
+        ),
+        (
+            {"ssl": "true", "transport": "framed"},
+            "HBase connection 'h': extra.ssl needs extra.transport http (HBase's Thrift server "
+            "serves TLS only in its HTTP mode, not on the framed transport)",
+        ),
+        (
+            {**KERBEROS, "transport": "http", "ssl": True},
+            "HBase connection 'h': extra.auth kerberos cannot be used with extra.transport http "
+            "(HBase's HTTP mode authenticates with SPNEGO, which is not built); use buffered",
+        ),
+        ({"transport": "https"}, "HBase connection 'h': transport must be buffered, framed or http"),
         ({"ssl_ca": "/p/ca.pem"}, "HBase connection 'h': extra.ssl_ca is set but extra.ssl is not true"),
         (
             {**KERBEROS, "kerberos_principal": " "},
@@ -87,13 +122,20 @@ def test_refusals_name_the_connection_and_the_key(extra: dict[str, Any], message
     assert str(caught.value) == message
 
 
-def test_a_pool_refuses_a_secured_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    """happybase's pool opens plain sockets: a secured connection is refused, not downgraded."""
-    extra = {"auth": "kerberos", "kerberos_principal": "eo-writer@EO.TEST"}
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"auth": "kerberos", "kerberos_principal": "eo-writer@EO.TEST"},
+        {"transport": "http", "ssl": True, "ssl_ca": "/p/ca.pem"},
+        {"transport": "http"},
+    ],
+)
+def test_a_pool_refuses_a_secured_connection(monkeypatch: pytest.MonkeyPatch, extra: dict[str, Any]) -> None:
+    """happybase's pool opens plain sockets: a secured or HTTP connection is refused, not downgraded."""
     monkeypatch.setenv("AIRFLOW_CONN_EO_HBASE_SECURED", json.dumps({"conn_type": "hbase", "extra": extra}))
     with pytest.raises(ConfigError) as info:
         EoHBaseHook(hbase_conn_id="eo_hbase_secured").get_pool(size=2)
     assert str(info.value) == (
-        "HBase connection 'eo_hbase_secured': a connection pool cannot use its Kerberos or TLS settings; "
-        "use get_conn()"
+        "HBase connection 'eo_hbase_secured': a connection pool cannot use its Kerberos, TLS or HTTP "
+        "settings; use get_conn()"
     )

@@ -43,16 +43,19 @@ log4j.logger.org.apache.hadoop.hbase.metrics=WARN
 BALANCER_PERIOD_MS = 20_000
 
 
-def _write_site(conf: Path, site: dict[str, str]) -> None:
-    """``<conf>/hbase-site.xml`` holding ``site``."""
-    conf.mkdir(parents=True, exist_ok=True)
+def site_xml(site: dict[str, str]) -> str:
+    """A Hadoop-style configuration file (``hbase-site.xml``, ``core-site.xml``) holding ``site``."""
     properties = "".join(
         f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
         for k, v in site.items()
     )
-    (conf / "hbase-site.xml").write_text(
-        f'<?xml version="1.0"?>\n<configuration>\n{properties}</configuration>\n'
-    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{properties}</configuration>\n'
+
+
+def _write_site(conf: Path, site: dict[str, str]) -> None:
+    """``<conf>/hbase-site.xml`` holding ``site``."""
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "hbase-site.xml").write_text(site_xml(site))
 
 
 class HBaseService(JavaService):

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eo_devtools.stack.hbase import HBaseService, HBaseThriftService, _write_site
+from eo_devtools.stack.hbase import HBaseService, HBaseThriftService, _write_site, site_xml
 from eo_devtools.stack.hbase_layout import JDK17_OPTIONS
 from eo_devtools.stack.kdc import REALM, Kdc
 from eo_devtools.stack.ports import LOOPBACK, accepts_connections
@@ -46,11 +46,7 @@ KERBEROS_HBASE_PORT_KEYS = (
     THRIFT_PORT_KEY,
 )
 
-_CORE_SITE = """<?xml version="1.0"?>
-<configuration>
-  <property><name>hadoop.security.authentication</name><value>kerberos</value></property>
-</configuration>
-"""
+_CORE_SITE = site_xml({"hadoop.security.authentication": "kerberos"})
 
 
 def kerberos_home(state_dir: Path) -> Path:

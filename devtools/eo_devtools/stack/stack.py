@@ -41,6 +41,7 @@ from eo_devtools.stack.celery_executor import CeleryParts
 from eo_devtools.stack.connections import airflow_api_connection, ledger_tls_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
 from eo_devtools.stack.hbase_kerberos import HBaseKerberosPart
+from eo_devtools.stack.hbase_thrift_tls import THRIFT_TLS_PORT_KEY, HBaseThriftTlsPart
 from eo_devtools.stack.kafka import KafkaService
 from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart
 from eo_devtools.stack.kdc import KDC_PORT_KEY, Kdc
@@ -217,7 +218,8 @@ class LocalStack:
         (:meth:`spark_up`), 0 stops it, None keeps a cluster already recorded as it is.
         ``yarn``: True runs YARN (:meth:`yarn_up`), False stops it, None keeps it as recorded.
         ``tls``: True runs the TLS services (the OAUTHBEARER Kafka node and its OAuth issuer,
-        :mod:`.kafka_oauth_part`; the registry's HTTPS basic-auth proxy, :mod:`.registry_tls_part`),
+        :mod:`.kafka_oauth_part`; the registry's HTTPS basic-auth proxy, :mod:`.registry_tls_part`;
+        HBase's Thrift server over HTTPS, :mod:`.hbase_thrift_tls`),
         False stops them, None keeps them as recorded.
         ``kerberos``: True runs the KDC of the realm ``EO.TEST`` (:mod:`.kdc`) and the Kerberized
         HBase with its SASL Thrift server (:mod:`.hbase_kerberos`), False stops them, None keeps
@@ -272,7 +274,9 @@ class LocalStack:
             if tls or (tls is None and ISSUER_PORT_KEY in recorded):
                 KafkaOAuthPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
                 RegistryTlsPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
+                HBaseThriftTlsPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
             elif tls is False:
+                HBaseThriftTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
                 RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
                 KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             if kerberos or (kerberos is None and KDC_PORT_KEY in recorded):
@@ -306,7 +310,7 @@ class LocalStack:
     def _kept_port(key: str) -> bool:
         """Ports recorded by the stack's optional parts (Spark, YARN, the Celery broker, the TLS
         services, the KDC and the Kerberized HBase)."""
-        parts = (KafkaOAuthPart, RegistryTlsPart, HBaseKerberosPart)
+        parts = (KafkaOAuthPart, RegistryTlsPart, HBaseThriftTlsPart, HBaseKerberosPart)
         optional = is_spark_key(key) or is_yarn_key(key) or any(part.is_key(key) for part in parts)
         return optional or key in (REDIS_PORT_KEY, KDC_PORT_KEY)
 
@@ -341,6 +345,7 @@ class LocalStack:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            HBaseThriftTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             HBaseKerberosPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
@@ -383,6 +388,8 @@ class LocalStack:
             result.update(RegistryTlsPart(self.state_dir).status(recorded))
         if HBaseKerberosPart.is_running(recorded):
             result.update(HBaseKerberosPart(self.state_dir).status(recorded))
+        if THRIFT_TLS_PORT_KEY in recorded:
+            result.update(HBaseThriftTlsPart(self.state_dir).status(recorded))
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -597,6 +604,8 @@ class LocalStack:
             env["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"] = RegistryTlsPart(self.state_dir).connection(recorded)
         if HBaseKerberosPart.is_running(recorded):  # eo-stack up --kerberos
             env["AIRFLOW_CONN_EO_HBASE_KERBEROS"] = HBaseKerberosPart(self.state_dir).connection(recorded)
+        if THRIFT_TLS_PORT_KEY in recorded:  # eo-stack up --tls
+            env["AIRFLOW_CONN_EO_HBASE_TLS"] = HBaseThriftTlsPart(self.state_dir).connection(recorded)
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():
