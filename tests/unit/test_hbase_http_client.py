@@ -16,6 +16,31 @@ from airflow_provider_eo.clients.hbase_security import HBaseSecurity
 from airflow_provider_eo.clients.hbase_thrift import HBaseAuthError, hbase_connection
 
 
+def _read_request(conn: socket.socket) -> None:
+    """Read one whole HTTP request (headers, then ``Content-Length`` bytes of body): closing with
+    any of it unread would make the kernel reset the connection before the client reads our answer."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
 def _serve(answer: bytes | None) -> Iterator[int]:
     """A listener answering every connection's request with ``answer`` (None: closes at once)."""
     server = socket.socket()
@@ -31,7 +56,7 @@ def _serve(answer: bytes | None) -> Iterator[int]:
                 return
             with conn:
                 if answer is not None:
-                    conn.recv(65536)
+                    _read_request(conn)
                     conn.sendall(answer)
 
     thread = threading.Thread(target=loop, daemon=True)
