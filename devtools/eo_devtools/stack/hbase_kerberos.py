@@ -169,6 +169,7 @@ class HBaseKerberosPart(StackPart):
     """The Kerberized HBase and its SASL Thrift server of the stack in ``state_dir``."""
 
     port_keys = KERBEROS_HBASE_PORT_KEYS
+    conn_var = "AIRFLOW_CONN_EO_HBASE_KERBEROS"
 
     def services(self, ports: Mapping[str, int]) -> tuple[KerberosHBaseService, KerberosThriftService]:
         return KerberosHBaseService(self.state_dir, ports), KerberosThriftService(self.state_dir, ports)

@@ -142,6 +142,7 @@ class HBaseThriftTlsPart(StackPart):
     """The HTTPS Thrift server of the stack in ``state_dir``."""
 
     port_keys = (THRIFT_TLS_PORT_KEY,)
+    conn_var = "AIRFLOW_CONN_EO_HBASE_TLS"
 
     def service(self, ports: Mapping[str, int]) -> HBaseThriftTlsService:
         return HBaseThriftTlsService(self.state_dir, ports, stack_pki(self.state_dir))

@@ -79,6 +79,7 @@ class KafkaOAuthPart(StackPart):
     """The issuer and the OAUTHBEARER node of the stack in ``state_dir``."""
 
     port_keys = OAUTH_PORT_KEYS
+    conn_var = "AIRFLOW_CONN_EO_KAFKA_OAUTH"
 
     def services(self, ports: Mapping[str, int]) -> tuple[OAuthIssuerService, OAuthKafkaService]:
         """The issuer, then the node, in start order."""

@@ -90,6 +90,7 @@ class RegistryTlsPart(StackPart):
     """The registry proxy of the stack in ``state_dir``."""
 
     port_keys = (TLS_PORT_KEY,)
+    conn_var = "AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"
 
     def service(self, ports: Mapping[str, int]) -> RegistryTlsProxyService:
         return RegistryTlsProxyService(self.state_dir, ports, stack_pki(self.state_dir))

@@ -40,18 +40,14 @@ from eo_devtools.stack.airflow_services import API_PORT_KEY
 from eo_devtools.stack.celery_executor import CeleryParts
 from eo_devtools.stack.connections import airflow_api_connection, ledger_tls_connection, stack_conn_env
 from eo_devtools.stack.hbase import HBaseService, HBaseThriftService
-from eo_devtools.stack.hbase_kerberos import HBaseKerberosPart
-from eo_devtools.stack.hbase_thrift_tls import THRIFT_TLS_PORT_KEY, HBaseThriftTlsPart
 from eo_devtools.stack.kafka import KafkaService
-from eo_devtools.stack.kafka_oauth_part import ISSUER_PORT_KEY, KafkaOAuthPart
-from eo_devtools.stack.kdc import KDC_PORT_KEY, Kdc
 from eo_devtools.stack.pki import stack_client_cert, stack_pki
 from eo_devtools.stack.ports import LOOPBACK, ensure_port_free, find_free_port
 from eo_devtools.stack.postgres import DATABASE, TLS_ROLE, PostgresService
 from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.redis_broker import REDIS_PORT_KEY
-from eo_devtools.stack.registry_tls_part import TLS_PORT_KEY, RegistryTlsPart
 from eo_devtools.stack.schema_registry import SchemaRegistryService, registry_url
+from eo_devtools.stack.secured_parts import SecuredParts, is_secured_key
 from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
@@ -271,25 +267,15 @@ class LocalStack:
                 YarnCluster(self.state_dir).start(self._recorded_ports(), self._write_ports)
             elif yarn is False:
                 YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-            if tls or (tls is None and ISSUER_PORT_KEY in recorded):
-                KafkaOAuthPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
-                RegistryTlsPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
-                HBaseThriftTlsPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
-            elif tls is False:
-                HBaseThriftTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-                RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-                KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-            if kerberos or (kerberos is None and KDC_PORT_KEY in recorded):
-                Kdc(self.state_dir).start(self._recorded_ports(), self._write_ports)
-                HBaseKerberosPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
-            elif kerberos is False:
-                HBaseKerberosPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-                Kdc(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            self._secured().switch(tls=tls, kerberos=kerberos)
             if airflow and executor.is_celery:
                 celery.start_broker(self._recorded_ports(), self._write_ports)
             if airflow:
                 self._airflow(self._recorded_ports()).up()
         return self.status()
+
+    def _secured(self) -> SecuredParts:
+        return SecuredParts(self.state_dir, self._recorded_ports, self._write_ports)
 
     def _check_executor(self, executor: AirflowExecutor | None) -> AirflowExecutor:
         """``executor``, or the recorded one when None; :class:`ExecutorError` when it differs
@@ -310,9 +296,8 @@ class LocalStack:
     def _kept_port(key: str) -> bool:
         """Ports recorded by the stack's optional parts (Spark, YARN, the Celery broker, the TLS
         services, the KDC and the Kerberized HBase)."""
-        parts = (KafkaOAuthPart, RegistryTlsPart, HBaseThriftTlsPart, HBaseKerberosPart)
-        optional = is_spark_key(key) or is_yarn_key(key) or any(part.is_key(key) for part in parts)
-        return optional or key in (REDIS_PORT_KEY, KDC_PORT_KEY)
+        optional = is_spark_key(key) or is_yarn_key(key) or is_secured_key(key)
+        return optional or key == REDIS_PORT_KEY
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -345,11 +330,7 @@ class LocalStack:
                 self._airflow(recorded).down()
             SparkCluster(self.state_dir).stop(recorded, self._write_ports)
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-            HBaseThriftTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-            RegistryTlsPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-            KafkaOAuthPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-            HBaseKerberosPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
-            Kdc(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            self._secured().switch(tls=False, kerberos=False)
             CeleryParts(self.state_dir).stop_broker(self._recorded_ports(), self._write_ports)
             services = [cls(self.state_dir, recorded) for cls in reversed(self._classes().values())]
             for group in launch_groups(services):
@@ -382,14 +363,7 @@ class LocalStack:
             result.update(SparkCluster(self.state_dir).status(recorded))
         if RM_PORT_KEYS[0] in recorded:
             result.update(YarnCluster(self.state_dir).status(recorded))
-        if ISSUER_PORT_KEY in recorded:
-            result.update(KafkaOAuthPart(self.state_dir).status(recorded))
-        if TLS_PORT_KEY in recorded:
-            result.update(RegistryTlsPart(self.state_dir).status(recorded))
-        if HBaseKerberosPart.is_running(recorded):
-            result.update(HBaseKerberosPart(self.state_dir).status(recorded))
-        if THRIFT_TLS_PORT_KEY in recorded:
-            result.update(HBaseThriftTlsPart(self.state_dir).status(recorded))
+        result.update(self._secured().status())
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -588,8 +562,6 @@ class LocalStack:
             schema_registry_port=recorded.get("schema-registry"),
             yarn_webapp_url=self._yarn_webapp(recorded),
         )
-        if ISSUER_PORT_KEY in recorded:  # eo-stack up --tls
-            env["AIRFLOW_CONN_EO_KAFKA_OAUTH"] = KafkaOAuthPart(self.state_dir).connection(recorded)
         if "postgres" in recorded:  # the stack's PostgreSQL always serves TLS
             client = stack_client_cert(self.state_dir, TLS_ROLE)
             env["AIRFLOW_CONN_EO_LEDGER_TLS"] = ledger_tls_connection(
@@ -600,12 +572,7 @@ class LocalStack:
                 client.cert,
                 client.key,
             )
-        if TLS_PORT_KEY in recorded:  # eo-stack up --tls
-            env["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"] = RegistryTlsPart(self.state_dir).connection(recorded)
-        if HBaseKerberosPart.is_running(recorded):  # eo-stack up --kerberos
-            env["AIRFLOW_CONN_EO_HBASE_KERBEROS"] = HBaseKerberosPart(self.state_dir).connection(recorded)
-        if THRIFT_TLS_PORT_KEY in recorded:  # eo-stack up --tls
-            env["AIRFLOW_CONN_EO_HBASE_TLS"] = HBaseThriftTlsPart(self.state_dir).connection(recorded)
+        env.update(self._secured().conn_env())  # eo-stack up --tls, --kerberos
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():

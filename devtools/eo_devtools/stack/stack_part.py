@@ -27,6 +27,8 @@ class StackPart(ABC):
 
     #: Every port the part's services bind; the first one recorded means the part runs.
     port_keys: tuple[str, ...] = ()
+    #: The ``AIRFLOW_CONN_*`` variable of the connection the part serves (:meth:`connection`).
+    conn_var: str = ""
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
@@ -34,6 +36,10 @@ class StackPart(ABC):
     @abstractmethod
     def services(self, ports: Mapping[str, int]) -> Sequence[Service]:
         """The part's services, in start order."""
+
+    @abstractmethod
+    def connection(self, recorded: Mapping[str, int]) -> str:
+        """The value of :attr:`conn_var` for the part running on ``recorded``'s ports."""
 
     @classmethod
     def is_key(cls, key: str) -> bool:
