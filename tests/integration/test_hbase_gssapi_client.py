@@ -28,21 +28,17 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def kdc(tmp_path: Path) -> Iterator[Kdc]:
+def kdc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kdc]:
     ports: dict[str, int] = {}
     server = Kdc(tmp_path)
     server.start(ports, lambda p: ports.update(p))
-    saved = {name: os.environ.get(name) for name in ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME")}
+    for name in ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME"):
+        monkeypatch.delenv(name, raising=False)  # monkeypatch puts back what was there
     try:
         yield server
     finally:
         server.stop(dict(ports), lambda p: None)
         hbase_thrift._applied.clear()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @pytest.fixture

@@ -54,17 +54,13 @@ def _logout() -> None:
 
 
 @pytest.fixture(autouse=True)
-def fresh_login() -> Iterator[None]:
+def fresh_login(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test logs in afresh: the client's process-wide Kerberos variables are restored after it."""
-    saved = {name: os.environ.get(name) for name in KRB5_VARIABLES}
-    _logout()
+    for name in KRB5_VARIABLES:
+        monkeypatch.delenv(name, raising=False)  # monkeypatch puts back what was there
+    hbase_thrift._applied.clear()
     yield
-    _logout()
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    hbase_thrift._applied.clear()
 
 
 @pytest.fixture
