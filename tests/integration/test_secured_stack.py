@@ -38,6 +38,7 @@ from typing import Any
 
 import happybase
 import pytest
+from airflow.sdk.exceptions import AirflowException
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -93,7 +94,8 @@ class SecuredStack:
 
     def secret_strings(self) -> list[str]:
         """Every secret's text forms (a command line or a log is text)."""
-        return [form.decode() for forms in self.secrets.values() for form in forms if form.isascii()]
+        text = [form for forms in self.secrets.values() for form in forms if form.isascii()]
+        return [form.decode() for form in text if form.decode().isprintable()]
 
 
 def keytab_keys(data: bytes) -> list[bytes]:
@@ -163,6 +165,8 @@ def secured(stack: StackInfo) -> Iterator[SecuredStack]:
         )
     finally:
         local.up(tls=None if had_tls else False, kerberos=None if had_kdc else False)
+    parts = {ISSUER_PORT_KEY: had_tls, TLS_PORT_KEY: had_tls, KDC_PORT_KEY: had_kdc}
+    assert {key: key in local._recorded_ports() for key in parts} == parts  # the stack as it was
 
 
 @pytest.fixture(scope="module", name="secured_hbase")
@@ -176,8 +180,8 @@ def secured_hbase_fixture(secured: SecuredStack) -> tuple[str, str]:
 def secured_env(
     secured: SecuredStack, secured_hbase: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every connection of the secured stack in this process's environment (Airflow resolves
-    ``AIRFLOW_CONN_*``), and the Python of the spark-submits this one."""
+    """Every connection of the secured stack in this process's environment, where Airflow
+    resolves ``AIRFLOW_CONN_*`` (the write operator hands them on to spark-submit's)."""
     for name, value in secured.conn_env.items():
         monkeypatch.setenv(name, value)
     conn_id, value = secured_hbase
@@ -463,7 +467,8 @@ def test_a_stream_epoch_and_a_backfill_chunk_through_spark_submit_on_the_secured
         # -- the secrets scan ------------------------------------------------------------
         assert scanner.leaks == [] and scanner.watched  # both spark-submits seen, no secret in any argv
         task_log = caplog.text + outputs.out + outputs.err
-        assert f"epoch_id={summary['epoch_id']}: voted WRITTEN" in task_log  # spark-submit's output is in it
+        for epoch_id in (summary["epoch_id"], backfill["epoch_id"]):  # both spark-submits' output is in it
+            assert f"epoch_id={epoch_id}: voted WRITTEN" in task_log
         # Spark's event log: its SparkListenerEnvironmentUpdate event is the data of the Spark UI's
         # (and the History Server's) Environment page: Spark properties, system properties, the
         # JVM's, the classpath. The epochs run with spark.ui.enabled=false: the event is the page.
@@ -508,8 +513,8 @@ def test_a_stream_epoch_and_a_backfill_chunk_through_spark_submit_on_the_secured
 
 
 def test_a_wrong_registry_password_and_a_wrong_ledger_ca_fail_the_write_and_change_nothing(
-    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-    capfd: pytest.CaptureFixture[str],
+    world: World, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     """The write step of a reserved epoch, first with ``schema_registry_tls``'s password wrong:
     the operator's check of the mapping's fields is refused (401) before spark-submit; then with
@@ -518,7 +523,8 @@ def test_a_wrong_registry_password_and_a_wrong_ledger_ca_fail_the_write_and_chan
     history unchanged, the group has no offsets, the table no cell, and neither secret shows."""
     caplog.set_level(logging.DEBUG)
     secured = world.secured
-    name, spec = world.pipeline(tmp_path)
+    name, spec = world.pipeline(tmp_path_factory.mktemp("negative-event-log"))
+    wrong = "wrong-" + uuid.uuid4().hex
     try:
         context = task_context()
         summary = reserve_op(spec).execute(context)  # type: ignore[arg-type]
@@ -526,28 +532,34 @@ def test_a_wrong_registry_password_and_a_wrong_ledger_ca_fail_the_write_and_chan
             before = [(t.from_state, t.to_state) for t in ledger.history(summary["epoch_id"])]
 
         registry = json.loads(secured.conn_env["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"])
-        monkeypatch.setenv(
-            "AIRFLOW_CONN_SCHEMA_REGISTRY_TLS",
-            json.dumps({**registry, "password": "wrong-" + uuid.uuid4().hex}),
-        )
+        monkeypatch.setenv("AIRFLOW_CONN_SCHEMA_REGISTRY_TLS", json.dumps({**registry, "password": wrong}))
         with pytest.raises(RegistryRefused) as refused:
             write_op(spec, summary, world.hbase_conn_id).execute(context)
-        assert f"(connection {REGISTRY_CONN!r}) refused" in str(refused.value)
-        assert "HTTP 401" in str(refused.value)
+        assert str(refused.value) == (
+            f"Schema Registry {registry['extra']['url']} (connection {REGISTRY_CONN!r}) refused versions "
+            f"of '{world.topic}-value': HTTP 401, error code 401: Unauthorized"
+        )
+        assert "Spark-Submit cmd" not in caplog.text  # refused before spark-submit
+        registry_log = caplog.text + "".join(capfd.readouterr())
         monkeypatch.setenv(
             "AIRFLOW_CONN_SCHEMA_REGISTRY_TLS", secured.conn_env["AIRFLOW_CONN_SCHEMA_REGISTRY_TLS"]
         )
+        caplog.clear()
 
         ledger_conn = json.loads(secured.conn_env["AIRFLOW_CONN_EO_LEDGER_TLS"])
         ledger_conn["extra"]["sslrootcert"] = str(stack_pki(secured.state_dir).other_ca)
         monkeypatch.setenv("AIRFLOW_CONN_EO_LEDGER_TLS", json.dumps(ledger_conn))
-        with pytest.raises(Exception) as failed:  # the Spark provider's AirflowException
+        with pytest.raises(AirflowException) as failed:  # the Spark provider's: spark-submit failed
             write_op(spec, summary, world.hbase_conn_id).execute(context)
-        outputs = capfd.readouterr()
-        task_log = caplog.text + outputs.out + outputs.err
-        assert "spark-submit" in str(failed.value) or "Cannot execute" in str(failed.value)
-        assert f"of connection {LEDGER_CONN!r} (nothing was changed): " in task_log
-        assert "certificate verify failed" in task_log
+        assert str(failed.value).startswith("Cannot execute: spark-submit --master local[2] ")
+        task_log = caplog.text + "".join(capfd.readouterr())
+        where = f"127.0.0.1:{ledger_conn['port']}/eo"
+        port = ledger_conn["port"]
+        assert (  # the driver's error, in spark-submit's output as the task logs it
+            f"epoch_id={summary['epoch_id']}: write failed, epoch not voted: LedgerUnavailable: epoch ledger "
+            f"unavailable at {where} of connection {LEDGER_CONN!r} (nothing was changed): connection to "
+            f'server at "127.0.0.1", port {port} failed: SSL error: certificate verify failed'
+        ) in task_log
 
         with Ledger(world.stack.ledger_dsn) as ledger:
             epoch = ledger.get_epoch(summary["epoch_id"])
@@ -555,6 +567,8 @@ def test_a_wrong_registry_password_and_a_wrong_ledger_ca_fail_the_write_and_chan
         assert (epoch.state, after) == (EpochState.RESERVED, before)
         assert group_offsets(world, spec) == {(world.topic, p): None for p in range(PARTITIONS)}
         assert world.cells(name) == {}
-        assert holding(secured.secrets, {"task log": task_log.encode()}) == {n: [] for n in secured.secrets}
+        logs = {"task log": (registry_log + task_log).encode()}
+        every = {**secured.secrets, "the wrong password": [wrong.encode()]}
+        assert holding(every, logs) == {secret: [] for secret in every}
     finally:
         world.drop(name)
