@@ -33,6 +33,8 @@ LIBPQ_EXTRA_KEYS = (
     "sslkey",
     "sslrootcert",
     "sslcrl",
+    "gssencmode",
+    "krbsrvname",
     "sslpassword",
     "connect_timeout",
     "application_name",

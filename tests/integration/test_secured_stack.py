@@ -6,7 +6,9 @@ SASL_SSL with OAUTHBEARER (``eo_kafka_oauth``: the OAuth issuer's token endpoint
 node of its own whose PLAINTEXT listener is the test's admin), the ledger over verify-full TLS
 with a client certificate (``eo_ledger_tls``, role ``eo_tls``), the Schema Registry over HTTPS
 with basic auth (``schema_registry_tls``) and the KDC of the realm ``EO.TEST`` (its keytabs).
-HBase is the one fixture :func:`secured_hbase_fixture` (today the plain ``eo_hbase``).
+HBase is the stack's Kerberized HBase (``eo_hbase_kerberos``: its Thrift server at SASL/GSSAPI
+``auth-conf``, the pipeline logging in as ``eo-writer`` from its keytab), the one fixture
+:func:`secured_hbase_fixture`; the test's own table set-up and reads go through it too.
 
 The pipeline reads Confluent-framed Avro values whose schema was registered through the HTTPS
 proxy. The epochs go the operators' way: ``ReserveEpochOperator`` -> ``WriteEpochOperator``
@@ -26,8 +28,10 @@ them, each mode 600.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
+import os
 import stat
 import struct
 import uuid
@@ -44,6 +48,10 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from airflow_provider_eo.clients import hbase_thrift
+from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
+from airflow_provider_eo.clients.connections import EoConnection
+from airflow_provider_eo.clients.hbase_thrift import hbase_connection
 from airflow_provider_eo.config import PipelineSpec, load_pipeline
 from airflow_provider_eo.formats.registry import RegistryRefused
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
@@ -70,6 +78,7 @@ KAFKA_CONN = "eo_kafka_oauth"
 LEDGER_CONN = "eo_ledger_tls"
 REGISTRY_CONN = "schema_registry_tls"
 PARTITIONS = 2
+KRB5_VARIABLES = ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME")  # a Kerberos login's
 STREAM_COUNTS = [3, 2]  # records per partition before the stream epoch
 LATER = 2  # records produced to partition 0 after it, written by the backfill chunk only
 READING = {
@@ -172,20 +181,24 @@ def secured(stack: StackInfo) -> Iterator[SecuredStack]:
 @pytest.fixture(scope="module", name="secured_hbase")
 def secured_hbase_fixture(secured: SecuredStack) -> tuple[str, str]:
     """The pipeline's HBase connection: (connection id, its ``AIRFLOW_CONN_*`` value)."""
-    # eo_hbase_kerberos replaces this once the Kerberized Thrift server is in the stack
-    return "eo_hbase", secured.conn_env["AIRFLOW_CONN_EO_HBASE"]
+    return "eo_hbase_kerberos", secured.conn_env["AIRFLOW_CONN_EO_HBASE_KERBEROS"]
 
 
 @pytest.fixture(autouse=True)
 def secured_env(
     secured: SecuredStack, secured_hbase: tuple[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Iterator[None]:
     """Every connection of the secured stack in this process's environment, where Airflow
-    resolves ``AIRFLOW_CONN_*`` (the write operator hands them on to spark-submit's)."""
+    resolves ``AIRFLOW_CONN_*`` (the write operator hands them on to spark-submit's); this
+    process's Kerberos login (the test's own HBase reads) is undone afterwards."""
     for name, value in secured.conn_env.items():
         monkeypatch.setenv(name, value)
     conn_id, value = secured_hbase
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", value)
+    for name in KRB5_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    yield
+    hbase_thrift._applied.clear()
 
 
 # -- the pipeline's world: topic, schema, records, table -------------------------------------
@@ -200,6 +213,26 @@ class World:
     serializer: AvroSerializer
     tmp: Path
     hbase_conn_id: str
+    hbase_conn: str  # its AIRFLOW_CONN_* value
+
+    @contextlib.contextmanager
+    def hbase(self) -> Iterator[happybase.Connection]:
+        """A connection to the pipeline's HBase as the pipeline opens it (SASL/GSSAPI), for the
+        test's own set-up and reads. Its Kerberos login (process-wide variables) is undone after:
+        spark-submit inherits this process's environment, and with a ticket cache there libpq
+        would try GSSAPI encryption to the ledger first."""
+        found = json.loads(self.hbase_conn)
+        target = EoConnection(
+            self.hbase_conn_id, host=found["host"], port=found["port"], extra=found["extra"]
+        )
+        connection = hbase_connection(hbase_connection_kwargs(target), conn_id=self.hbase_conn_id)
+        try:
+            yield connection
+        finally:
+            connection.close()
+            hbase_thrift._applied.clear()
+            for name in KRB5_VARIABLES:
+                os.environ.pop(name, None)
 
     def value(self, n: int, label: str) -> bytes:
         """A Confluent-framed Avro value (magic byte, the schema id, the Avro body)."""
@@ -238,25 +271,18 @@ class World:
         }
         file = self.tmp / f"{name}.yaml"
         file.write_text(json.dumps({"pipelines": [full]}))  # JSON is YAML
-        hbase = happybase.Connection(self.stack.hbase_host, self.stack.hbase_port)
-        hbase.create_table(name, {"d": {"max_versions": 3}})
-        hbase.close()
+        with self.hbase() as hbase:
+            hbase.create_table(name, {"d": {"max_versions": 3}})
         return name, load_pipeline(name, str(file))
 
     def cells(self, table: str) -> dict[bytes, dict[bytes, tuple[bytes, int]]]:
         """Every row's cells as (value, version)."""
-        hbase = happybase.Connection(self.stack.hbase_host, self.stack.hbase_port)
-        try:
+        with self.hbase() as hbase:
             return dict(hbase.table(table).scan(include_timestamp=True))
-        finally:
-            hbase.close()
 
     def drop(self, table: str) -> None:
-        hbase = happybase.Connection(self.stack.hbase_host, self.stack.hbase_port)
-        try:
+        with self.hbase() as hbase:
             hbase.delete_table(table, disable=True)
-        finally:
-            hbase.close()
 
 
 def registry_client(secured: SecuredStack) -> SchemaRegistryClient:
@@ -289,7 +315,7 @@ def world(
     conf = {"auto.register.schemas": False, "use.latest.version": False}
     serializer = AvroSerializer(client, json.dumps(READING), conf=conf)
     built = World(
-        secured, stack, topic, schema_id, serializer, tmp_path_factory.mktemp("secured"), secured_hbase[0]
+        secured, stack, topic, schema_id, serializer, tmp_path_factory.mktemp("secured"), *secured_hbase
     )
     for p, count in enumerate(STREAM_COUNTS):
         built.produce(p, range(count))
