@@ -70,11 +70,16 @@ class ProtocolStore(ScriptTransactions, LagSampleSink, Protocol):
         ...
 
     def vote_written(
-        self, epoch_id: int, fencing_token: str, metrics: Mapping[str, Any] | None = None
+        self,
+        epoch_id: int,
+        fencing_token: str,
+        metrics: Mapping[str, Any] | None = None,
+        spec_digest: str | None = None,
     ) -> Epoch:
-        """RESERVED -> WRITTEN with ``metrics``, only with the epoch's fencing token; a
-        repeated vote with the same token: the WRITTEN epoch, unchanged. Raises
-        ``FencedOut`` (nothing changed) otherwise, ``EpochNotFound``."""
+        """RESERVED -> WRITTEN with ``metrics``, only with the epoch's fencing token (and its
+        mapping when ``spec_digest`` is given); a repeated vote with the same token: the
+        WRITTEN epoch, unchanged. Raises ``FencedOut`` (nothing changed) otherwise,
+        ``EpochNotFound``."""
         ...
 
     def mark_committed(

@@ -35,6 +35,7 @@ from airflow_provider_eo.ledger.planning.stream_plan import (
 )
 from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch, lock_pipeline
+from airflow_provider_eo.ledger.store.spec_rows import record_spec
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,10 @@ def reserve_stream(
     epoch: Epoch | None = None
     if plan.has_data:
         token = str(uuid.uuid4())
-        epoch = insert_epoch(cur, spec.name, EpochKind.STREAM, token, run.dag_id, run.run_id, plan.ranges)
+        digest = record_spec(cur, spec)
+        epoch = insert_epoch(
+            cur, spec.name, EpochKind.STREAM, token, run.dag_id, run.run_id, plan.ranges, spec_digest=digest
+        )
     record_gaps(cur, spec.name, plan.gaps, None if epoch is None else epoch.epoch_id, "retention")
     for gap in plan.gaps:
         log.warning(
