@@ -172,6 +172,10 @@ class LedgerReads(Protocol):
         the audit compares)."""
         ...
 
+    def pipeline_spec(self, digest: str) -> dict[str, Any] | None:
+        """The spec recorded under a mapping digest (``PipelineSpec.to_dict()``'s view), or None."""
+        ...
+
     def pipeline_charts(
         self,
         pipeline: str,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_provider_eo.config.spec_digest import short_digest
 from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.states import EpochState
 
@@ -51,7 +50,7 @@ class Fenced:
     def reason(self) -> str:
         """Why, in words (for logs and errors)."""
         if self.writer_digest is not None and self.epoch.spec_digest is not None:
-            reserved, running = short_digest(self.epoch.spec_digest), short_digest(self.writer_digest)
+            reserved, running = self.epoch.spec_digest[:12], self.writer_digest[:12]  # as spec_digest.SHORT
             epoch_id = self.epoch.epoch_id
             return f"epoch {epoch_id} was reserved with mapping {reserved}, this writer runs {running}"
         if self.token_mismatch:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
@@ -108,7 +109,10 @@ def reserve_backfill(
     existing = run_epoch_or_none(pipeline, fetch_epochs(cur, mine), plain, watermarks)
     if existing is not None:
         return existing
-    digest = None if spec is None else record_spec(cur, spec)
+    digest = None
+    if spec is not None:
+        digest = spec_digest(spec)
+        record_spec(cur, pipeline, digest, spec.to_dict())
     epoch = insert_epoch(
         cur,
         pipeline,

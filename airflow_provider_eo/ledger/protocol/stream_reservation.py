@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo import protocol_points
+from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, Pin, TopicPartition
@@ -98,7 +99,8 @@ def reserve_stream(
     epoch: Epoch | None = None
     if plan.has_data:
         token = str(uuid.uuid4())
-        digest = record_spec(cur, spec)
+        digest = spec_digest(spec)
+        record_spec(cur, spec.name, digest, spec.to_dict())
         epoch = insert_epoch(
             cur, spec.name, EpochKind.STREAM, token, run.dag_id, run.run_id, plan.ranges, spec_digest=digest
         )

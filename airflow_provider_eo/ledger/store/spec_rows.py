@@ -10,19 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from airflow_provider_eo.config.spec_digest import spec_digest
-from airflow_provider_eo.config.specs import PipelineSpec
 
-
-def record_spec(cur: Any, spec: PipelineSpec) -> str:
-    """Record ``spec`` under its digest (once per digest); return the digest."""
-    digest = spec_digest(spec)
+def record_spec(cur: Any, pipeline: str, digest: str, spec: dict[str, Any]) -> None:
+    """Record ``spec`` (``PipelineSpec.to_dict()``) under ``digest``, once per digest."""
     cur.execute(
         "INSERT INTO eo.pipeline_specs (digest, pipeline, spec) VALUES (%s, %s, %s)"
         " ON CONFLICT (digest) DO NOTHING",
-        (digest, spec.name, json.dumps(spec.to_dict(), sort_keys=True)),
+        (digest, pipeline, json.dumps(spec, sort_keys=True)),
     )
-    return digest
 
 
 def fetch_spec(cur: Any, digest: str) -> dict[str, Any] | None:
