@@ -101,12 +101,16 @@ class MemoryProtocolStore:
         ]
 
     def vote_written(
-        self, epoch_id: int, fencing_token: str, metrics: Mapping[str, Any] | None = None
+        self,
+        epoch_id: int,
+        fencing_token: str,
+        metrics: Mapping[str, Any] | None = None,
+        spec_digest: str | None = None,
     ) -> Epoch:
-        """RESERVED -> WRITTEN with the epoch's token; the same vote again: unchanged.
-        Raises ``FencedOut`` (nothing changed), ``EpochNotFound``."""
+        """RESERVED -> WRITTEN with the epoch's token (and mapping); the same vote again:
+        unchanged. Raises ``FencedOut`` (nothing changed), ``EpochNotFound``."""
         epoch = self.get_epoch(epoch_id)
-        verdict = write_permission(epoch, fencing_token)
+        verdict = write_permission(epoch, fencing_token, spec_digest)
         if isinstance(verdict, AlreadyDone):
             return epoch
         if isinstance(verdict, Fenced):

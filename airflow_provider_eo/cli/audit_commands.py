@@ -127,7 +127,7 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> A
     if args.pipeline not in pipelines:
         raise refused(f"pipeline {args.pipeline!r} is not declared in the pipelines file")
     epochs = window(ledger, args, refused)
-    spec = spec_for_epoch(epochs[-1], pipelines)
+    spec = spec_for_epoch(epochs[-1], pipelines, ledger.pipeline_spec)
     kafka = kafka_client_config(connection_from_env(args.kafka_conn_id))
     connections = AuditConnections(
         kafka_config=kafka.config,
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> A
     )
     report = audit_window(
         epochs,
-        lambda epoch: spec_for_epoch(epoch, pipelines),
+        lambda epoch: spec_for_epoch(epoch, pipelines, ledger.pipeline_spec),
         ledger,
         kafka_hook(args.kafka_conn_id),
         connections,

@@ -70,8 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     epochs.add_argument("--min-id", type=int)
     epochs.add_argument("--max-id", type=int)
     epochs.add_argument("--limit", type=int, help="only the N newest matching epochs")
-    show = sub.add_parser("epoch", help="one epoch with its ranges and history")
+    show = sub.add_parser("epoch", help="one epoch with its ranges, mapping digest and history")
     show.add_argument("epoch_id", type=int)
+    spec = sub.add_parser("spec", help="the pipeline spec the ledger recorded under a mapping digest")
+    spec.add_argument("digest")
     lag = sub.add_parser("lag", help="cursor, watermarks and lag per partition")
     lag.add_argument("--pipeline", required=True)
     lag.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
@@ -148,6 +150,8 @@ def run(args: argparse.Namespace) -> Any:
             return commands.epochs(ledger, epoch_filter(args))
         if args.command == "epoch":
             return history_commands.epoch(ledger, args.epoch_id)
+        if args.command == "spec":
+            return history_commands.recorded_spec(ledger, args.digest, Refused)
         if args.command == "history":
             return history_commands.pipeline_history(ledger, args, Refused)
         if args.command == "lag":

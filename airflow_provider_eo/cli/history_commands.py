@@ -33,10 +33,21 @@ def add_history_parser(sub: Any) -> None:
 
 
 def epoch(ledger: LedgerReads, epoch_id: int) -> dict[str, Any]:
-    """``eo-ledger epoch ID``: the epoch's summary and its ``history`` (oldest first);
-    ``EpochNotFound`` for an unknown id."""
-    summary = ledger.get_epoch(epoch_id).to_summary()
-    return {**summary, "history": [transition.to_json() for transition in ledger.history(epoch_id)]}
+    """``eo-ledger epoch ID``: the epoch's summary, the digest of the mapping it was reserved
+    with (``spec_digest``; ``eo-ledger spec DIGEST`` prints that spec) and its ``history``
+    (oldest first); ``EpochNotFound`` for an unknown id."""
+    found = ledger.get_epoch(epoch_id)
+    history = [transition.to_json() for transition in ledger.history(epoch_id)]
+    return {**found.to_summary(), "spec_digest": found.spec_digest, "history": history}
+
+
+def recorded_spec(ledger: LedgerReads, digest: str, refused: type[Exception]) -> dict[str, Any]:
+    """``eo-ledger spec DIGEST``: ``{digest, spec}``, the spec the ledger recorded under a mapping
+    digest; raises ``refused`` (exit 2) for a digest it does not hold."""
+    spec = ledger.pipeline_spec(digest)
+    if spec is None:
+        raise refused(f"no spec recorded under digest {digest!r} (eo-ledger epoch ID shows an epoch's)")
+    return {"digest": digest, "spec": spec}
 
 
 def pipeline_history(

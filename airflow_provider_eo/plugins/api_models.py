@@ -118,9 +118,20 @@ class Transition(Answer):
 
 
 class EpochDetail(Epoch):
-    """One epoch with its ranges and ``history`` (``eo-ledger epoch ID``)."""
+    """One epoch with its ranges, mapping digest and ``history`` (``eo-ledger epoch ID``)."""
 
+    spec_digest: str | None = Field(
+        description="sha256 of the mapping it was reserved with (GET /api/specs/{digest}); "
+        "null for epochs reserved before the ledger recorded it"
+    )
     history: list[Transition] = Field(description="its state changes, oldest first (its creation first)")
+
+
+class RecordedSpec(Answer):
+    """The pipeline spec the ledger recorded under a mapping digest (``eo-ledger spec DIGEST``)."""
+
+    digest: str = Field(description="sha256 of the spec's mapping (config/spec_digest.py)")
+    spec: dict[str, Any] = Field(description="the parsed spec as first reserved (PipelineSpec.to_dict())")
 
 
 class ErrorBody(Answer):

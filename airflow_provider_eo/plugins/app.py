@@ -164,6 +164,19 @@ def create_app(
         return views.epoch(ledger, epoch_id, access)
 
     @app.get(
+        "/api/specs/{digest}",
+        response_model=api_models.RecordedSpec,
+        responses={**api_models.NOT_FOUND_RESPONSE, **api_models.ERROR_RESPONSES},
+    )
+    def get_spec(ledger: LedgerDep, access: AccessDep, digest: str) -> dict[str, Any] | JSONResponse:
+        """The spec recorded under a mapping digest (404 if unknown or of a pipeline the
+        caller may not see)."""
+        found = views.recorded_spec(ledger, digest, access)
+        if found is None:
+            return _error(404, f"no spec recorded under digest {digest!r}", "SpecNotFound")
+        return found
+
+    @app.get(
         "/api/pipelines/{name}/charts",
         response_model=chart_models.Charts,
         responses={**api_models.PIPELINE_NOT_FOUND_RESPONSE, **api_models.ERROR_RESPONSES},

@@ -77,10 +77,18 @@ def _links(e: dict[str, Any]) -> str:
     )
 
 
+def _mapping(digest: str | None) -> str:
+    """The mapping digest's first 12 hex digits, linked to the recorded spec."""
+    if not digest:
+        return "not recorded"
+    return f'<a href="../api/specs/{esc(digest)}"><code>{esc(digest[:12])}</code></a>'
+
+
 def _facts(e: dict[str, Any]) -> str:
     rows = [
         ("pipeline", esc(e["pipeline"])), ("kind", esc(e["kind"])), ("state", state_badge(e["state"])),
         ("DAG", f"<code>{esc(e['dag_id'])}</code>"), ("run", f"<code>{esc(e['run_id'])}</code>"),
+        ("mapping", _mapping(e.get("spec_digest"))),
         ("offsets", esc(e["records_total"])), ("reserved", when(e["created_at"])),
         ("written", when(e["written_at"])), ("committed", when(e["committed_at"])),
         ("aborted", when(e["aborted_at"])),

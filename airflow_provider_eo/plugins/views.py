@@ -115,7 +115,17 @@ def epoch(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) -> dict[st
     found = ledger.get_epoch(epoch_id)
     if found.pipeline not in access.visible([found.pipeline]):
         raise EpochNotFound(epoch_id)
-    return {**found.to_summary(), "history": [t.to_json() for t in ledger.history(epoch_id)]}
+    history = [t.to_json() for t in ledger.history(epoch_id)]
+    return {**found.to_summary(), "spec_digest": found.spec_digest, "history": history}
+
+
+def recorded_spec(ledger: LedgerReads, digest: str, access: PipelineAccess) -> dict[str, Any] | None:
+    """``eo-ledger spec DIGEST``: ``{digest, spec}``; None for a digest the ledger does not hold
+    or whose pipeline the caller may not see (its existence is not revealed)."""
+    spec = ledger.pipeline_spec(digest)
+    if spec is None or spec["name"] not in access.visible([spec["name"]]):
+        return None
+    return {"digest": digest, "spec": spec}
 
 
 def epoch_page_data(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) -> dict[str, Any]:

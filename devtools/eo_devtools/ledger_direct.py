@@ -49,7 +49,10 @@ def reserve_backfill_epoch(
     pipeline = spec if isinstance(spec, str) else spec.name
     checked = validate_backfill_ranges(ranges)
     with ledger.transaction() as cur:
-        return reserve_backfill(cur, pipeline, checked, RunIdentity(dag_id, run_id), watermarks)
+        run = RunIdentity(dag_id, run_id)
+        return reserve_backfill(
+            cur, pipeline, checked, run, watermarks, spec=None if isinstance(spec, str) else spec
+        )
 
 
 def rotate_fencing_token(ledger: Ledger, epoch_id: int) -> str:

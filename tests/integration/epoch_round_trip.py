@@ -22,6 +22,7 @@ import pytest
 from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.config import PipelineSpec, parse_pipelines_text
+from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.errors import EoError
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Epoch, Ledger, PartitionRange
@@ -154,15 +155,20 @@ class EpochRoundTrip:
                 ledger, self.spec, ranges, dag_id="b", run_id=uuid.uuid4().hex, watermarks=watermarks
             )
 
-    def write(self, epoch_id: int, runner: SparkRunner = in_process_runner) -> ExitCode:
-        """The write step as the application runs it, tasks in-process (``runner``)."""
+    def write(
+        self, epoch_id: int, runner: SparkRunner = in_process_runner, *, spec: PipelineSpec | None = None
+    ) -> ExitCode:
+        """The write step as the application runs it (naming its mapping's digest), tasks
+        in-process (``runner``); ``spec``: the one the writer runs, else the pipeline's."""
+        running = spec or self.spec
         with self.connections(), Ledger(self.ledger_dsn) as ledger:
             return write_epoch(
                 ledger,
-                self.spec.name,
+                running.name,
                 epoch_id,
-                lambda: task_settings(self.spec, epoch_id),
-                self.spec.spark.split_size,
+                lambda: task_settings(running, epoch_id),
+                running.spark.split_size,
+                spec_digest=spec_digest(running),
                 runner=runner,
             )
 

@@ -206,6 +206,7 @@ def test_manual_commit_and_abort_are_recorded_as_eo_ledger(
         stamps = [t.at.isoformat() for t in reader.history(doomed)]
     assert shown == {
         **json.loads(json.dumps(aborted.to_summary())),
+        "spec_digest": aborted.spec_digest,
         "history": [
             {
                 "from": None,

@@ -109,7 +109,9 @@ def test_epochs_json_filters_and_by_id(client: TestClient, ledgered: Ledgered) -
     assert client.get("/api/epochs", params={"state": "ABORTED"}).json() == [detail(ledgered.aborted)]
     assert client.get("/api/epochs", params={"kind": "backfill"}).json() == [detail(ledgered.backfill)]
     first = client.get(f"/api/epochs/{ledgered.committed.epoch_id}").json()
-    assert first == {**detail(ledgered.committed), "history": raw_history(ledgered.dsn, first["epoch_id"])}
+    committed = ledgered.committed
+    history = raw_history(ledgered.dsn, first["epoch_id"])
+    assert first == {**detail(committed), "spec_digest": committed.spec_digest, "history": history}
     assert first["ranges"] == [
         {"topic": ledgered.topic, "partition": 0, "start": 0, "end": 5, "records": 5},
         {"topic": ledgered.topic, "partition": 1, "start": 0, "end": 0, "records": 0},
@@ -347,7 +349,8 @@ def test_real_api_server_serves_the_page_per_user(ledgered: Ledgered, stack: Sta
         assert status == 200 and rows(html, "epoch") == [] and rows(html, "pipeline") == []
         assert '<option value="orders"' not in html and '<option value="evil">evil</option>' in html
         # admin: everything
-        evil = {**detail(ledgered.evil), "history": raw_history(ledgered.dsn, ledgered.evil.epoch_id)}
+        evil_history = raw_history(ledgered.dsn, ledgered.evil.epoch_id)
+        evil = {**detail(ledgered.evil), "spec_digest": ledgered.evil.spec_digest, "history": evil_history}
         assert get(f"/api/epochs/{ledgered.evil.epoch_id}", "admin") == (200, evil)
         assert get("/api/epochs", "admin") == (200, [detail(e) for e in [*orders, ledgered.evil]])
         schema = json.loads(http(f"{base}/eo/api/openapi.json")[1])

@@ -44,8 +44,8 @@ def detail(epoch: Epoch) -> dict[str, Any]:
 
 
 def test_migrate(ledger_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli(capsys, "migrate") == (0, {"applied": [1, 2, 3, 4, 5], "versions": [1, 2, 3, 4, 5]})
-    assert cli(capsys, "migrate") == (0, {"applied": [], "versions": [1, 2, 3, 4, 5]})
+    assert cli(capsys, "migrate") == (0, {"applied": [1, 2, 3, 4, 5, 6], "versions": [1, 2, 3, 4, 5, 6]})
+    assert cli(capsys, "migrate") == (0, {"applied": [], "versions": [1, 2, 3, 4, 5, 6]})
 
 
 def test_pipelines_and_epochs(
@@ -117,7 +117,7 @@ def test_pipelines_and_epochs(
             "reason": "reserved",
         }
     ]
-    assert (code, shown) == (0, {**detail(second), "history": history})
+    assert (code, shown) == (0, {**detail(second), "spec_digest": second.spec_digest, "history": history})
     assert ranges_of(second) == [(topic, 0, 5, 7)]
 
 
@@ -289,7 +289,7 @@ def test_dsn_from_an_airflow_connection(
     monkeypatch.setenv("AIRFLOW_CONN_MY_LEDGER", json.dumps(connection))
     assert cli(capsys, "--conn-id", "my_ledger", "migrate") == (
         0,
-        {"applied": [1, 2, 3, 4, 5], "versions": [1, 2, 3, 4, 5]},
+        {"applied": [1, 2, 3, 4, 5, 6], "versions": [1, 2, 3, 4, 5, 6]},
     )
     monkeypatch.delenv("AIRFLOW_CONN_EO_LEDGER")
     code, error = cli(capsys, "pipelines")

@@ -21,6 +21,7 @@ SHIPPED = [
     (3, "operator_abort"),
     (4, "operations"),
     (5, "epoch_observations"),
+    (6, "pipeline_specs"),
 ]
 
 
@@ -41,9 +42,9 @@ def test_migrating_twice_applies_once(stack: StackInfo) -> None:
         conn = psycopg2.connect(dsn)
         try:
             assert applied_versions(conn) == []
-            assert apply_migrations(conn) == [1, 2, 3, 4, 5]
+            assert apply_migrations(conn) == [1, 2, 3, 4, 5, 6]
             assert apply_migrations(conn) == []
-            assert applied_versions(conn) == [1, 2, 3, 4, 5]
+            assert applied_versions(conn) == [1, 2, 3, 4, 5, 6]
         finally:
             conn.close()
         assert migration_rows(dsn) == SHIPPED
@@ -63,7 +64,7 @@ def test_concurrent_migrations_are_safe(stack: StackInfo) -> None:
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             results = sorted(pool.map(lambda _: migrate(), range(4)))
-        assert results == [[], [], [], [1, 2, 3, 4, 5]]
+        assert results == [[], [], [], [1, 2, 3, 4, 5, 6]]
         assert migration_rows(dsn) == SHIPPED
 
 

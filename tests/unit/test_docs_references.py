@@ -358,7 +358,7 @@ def test_the_signature_check_catches_wrong_quotes() -> None:
         "doc.md:8: `commit(epoch_id, group_id, pipeline=None)`:"
         " positional parameters ['epoch_id', 'group_id', 'pipeline'] are not the code's first ['epoch_id']",
         "doc.md:10: `Fenced(token_mismatch)`: positional parameters ['token_mismatch'] are not"
-        " the code's first ['epoch', 'token_mismatch']",
+        " the code's first ['epoch', 'token_mismatch', 'writer_digest']",
         "doc.md:12: `Ledger(dsn, conn_id=None)`: positional parameters ['dsn', 'conn_id'] are not the code's"
         " first ['dsn']",
         "doc.md:12: `get_epoch()`: leaves out ['epoch_id'], which have no default",

@@ -189,8 +189,8 @@ def test_the_cli_and_the_ui_views_print_the_summary() -> None:
     tools: Any = _CommittingTools()
     assert ledger_commands.epochs(ledger, EpochFilter()) == [SUMMARY]
     assert ledger_commands.commit(tools, 42, lambda name: None)["epoch"] == SUMMARY  # type: ignore[arg-type,return-value]
-    assert views.epoch(ledger, 42, EveryPipeline()) == {**SUMMARY, "history": HISTORY}
-    assert history_commands.epoch(ledger, 42) == {**SUMMARY, "history": HISTORY}
+    assert views.epoch(ledger, 42, EveryPipeline()) == {**SUMMARY, "spec_digest": None, "history": HISTORY}
+    assert history_commands.epoch(ledger, 42) == {**SUMMARY, "spec_digest": None, "history": HISTORY}
     assert views.epochs(ledger, EpochFilter(limit=50), EveryPipeline()) == [SUMMARY]
 
 
@@ -200,8 +200,8 @@ def test_the_page_shows_the_summary_total() -> None:
 
 
 def test_the_api_epoch_detail_model_is_the_summary_and_its_history() -> None:
-    detail = {**SUMMARY, "history": HISTORY}
-    assert list(api_models.EpochDetail.model_fields) == [*SUMMARY, "history"]
+    detail = {**SUMMARY, "spec_digest": "ab" * 32, "history": HISTORY}
+    assert list(api_models.EpochDetail.model_fields) == [*SUMMARY, "spec_digest", "history"]
     assert list(VOTED.to_json()) == ["from", "to", "at", "actor_kind", "actor", "reason"]
     assert api_models.EpochDetail.model_validate(detail).model_dump(mode="json", by_alias=True) == detail
     schema = api_models.EpochDetail.model_json_schema(by_alias=True)["$defs"]["Transition"]

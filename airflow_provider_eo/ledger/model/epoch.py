@@ -85,6 +85,9 @@ class Epoch:
     metrics: dict[str, Any] | None = None
     error: str | None = None
     ranges: tuple[PartitionRange, ...] = field(default_factory=tuple)
+    #: The digest of the mapping the epoch was reserved with (config/spec_digest.py); None
+    #: for epochs reserved before the ledger recorded it.
+    spec_digest: str | None = None
 
     @property
     def record_count(self) -> int:

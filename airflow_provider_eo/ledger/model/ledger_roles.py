@@ -70,11 +70,16 @@ class ProtocolStore(ScriptTransactions, LagSampleSink, Protocol):
         ...
 
     def vote_written(
-        self, epoch_id: int, fencing_token: str, metrics: Mapping[str, Any] | None = None
+        self,
+        epoch_id: int,
+        fencing_token: str,
+        metrics: Mapping[str, Any] | None = None,
+        spec_digest: str | None = None,
     ) -> Epoch:
-        """RESERVED -> WRITTEN with ``metrics``, only with the epoch's fencing token; a
-        repeated vote with the same token: the WRITTEN epoch, unchanged. Raises
-        ``FencedOut`` (nothing changed) otherwise, ``EpochNotFound``."""
+        """RESERVED -> WRITTEN with ``metrics``, only with the epoch's fencing token (and its
+        mapping when ``spec_digest`` is given); a repeated vote with the same token: the
+        WRITTEN epoch, unchanged. Raises ``FencedOut`` (nothing changed) otherwise,
+        ``EpochNotFound``."""
         ...
 
     def mark_committed(
@@ -165,6 +170,10 @@ class LedgerReads(Protocol):
         """The offsets in ``[start, end)`` of ``topic``/``partition`` that ``pipeline`` holds a
         dead letter of (``not_resolved_by``: without those that replay epoch wrote), ascending (what
         the audit compares)."""
+        ...
+
+    def pipeline_spec(self, digest: str) -> dict[str, Any] | None:
+        """The spec recorded under a mapping digest (``PipelineSpec.to_dict()``'s view), or None."""
         ...
 
     def pipeline_charts(

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
@@ -31,6 +32,7 @@ from airflow_provider_eo.ledger.planning.backfill_request import ExplicitRanges,
 from airflow_provider_eo.ledger.planning.replay_plan import selection_of
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch, lock_pipeline
 from airflow_provider_eo.ledger.store.replay_rows import insert_selection
+from airflow_provider_eo.ledger.store.spec_rows import record_spec
 
 
 def plan_ranges(spec: PipelineSpec, request: RangeRequest, kafka: OffsetSource) -> BackfillPlan:
@@ -73,8 +75,11 @@ def reserve_backfill(
     ranges: tuple[PartitionRange, ...],
     run: RunIdentity,
     watermarks: Mapping[TopicPartition, tuple[int, int]] | None = None,
+    *,
+    spec: PipelineSpec | None = None,
 ) -> Epoch:
     """Insert a RESERVED backfill epoch for the run, unless the run already has these ranges.
+    A new epoch records ``spec``'s mapping (``spec_rows.record_spec``; None: none recorded).
 
     Under the pipeline's lock, against the run's own backfill epochs:
 
@@ -104,7 +109,20 @@ def reserve_backfill(
     existing = run_epoch_or_none(pipeline, fetch_epochs(cur, mine), plain, watermarks)
     if existing is not None:
         return existing
-    epoch = insert_epoch(cur, pipeline, EpochKind.BACKFILL, str(uuid.uuid4()), run.dag_id, run.run_id, plain)
+    digest = None
+    if spec is not None:
+        digest = spec_digest(spec)
+        record_spec(cur, pipeline, digest, spec.to_dict())
+    epoch = insert_epoch(
+        cur,
+        pipeline,
+        EpochKind.BACKFILL,
+        str(uuid.uuid4()),
+        run.dag_id,
+        run.run_id,
+        plain,
+        spec_digest=digest,
+    )
     if selection is not None:
         insert_selection(cur, epoch.epoch_id, selection)
     return epoch

@@ -187,7 +187,7 @@ class EpochProtocol:
             return NothingToReserve(spec.name, "nothing to backfill in the requested range")
         checked = validate_backfill_ranges(plan.ranges)
         with self._ledger.transaction() as cur:
-            epoch = reserve_backfill(cur, spec.name, checked, run, plan.watermarks)
+            epoch = reserve_backfill(cur, spec.name, checked, run, plan.watermarks, spec=spec)
         log.info("reserved %s run=%s state=%s", describe(epoch), run, epoch.state.value)
         if epoch.state is EpochState.COMMITTED:
             log.info("already committed by this run, nothing to write %s", describe(epoch))
@@ -198,24 +198,29 @@ class EpochProtocol:
         return Reserved(epoch)
 
     # -- phase 2: write and vote ----------------------------------------------------
-    def begin_write(self, pipeline: str, epoch_id: int, fencing_token: str | None) -> WritePermission:
-        """Whether a writer holding ``fencing_token`` may write ``epoch_id`` now.
+    def begin_write(
+        self, pipeline: str, epoch_id: int, fencing_token: str | None, spec_digest: str | None = None
+    ) -> WritePermission:
+        """Whether a writer holding ``fencing_token`` and running the mapping of ``spec_digest``
+        (config/spec_digest.py; None: not checked) may write ``epoch_id`` now.
 
         Raises ``EpochNotFound`` and ``EpochOfAnotherPipeline``; nothing is changed.
         """
-        return write_permission(self._epoch_of(pipeline, epoch_id), fencing_token)
+        return write_permission(self._epoch_of(pipeline, epoch_id), fencing_token, spec_digest)
 
     def vote(self, lease: WriteLease, metrics: Mapping[str, Any]) -> Epoch | Fenced:
         """RESERVED -> WRITTEN with ``metrics``, only if ``lease`` still holds.
 
         Returns the WRITTEN epoch (a repeated vote: the same), or :class:`Fenced` when a
-        newer writer or an abort got there first (nothing was changed).
+        newer writer or an abort got there first, or the epoch records another mapping than
+        the lease's (nothing was changed).
         """
+        epoch_id = lease.epoch.epoch_id
         try:
-            return self._ledger.vote_written(lease.epoch.epoch_id, lease.fencing_token, metrics)
+            return self._ledger.vote_written(epoch_id, lease.fencing_token, metrics, lease.spec_digest)
         except FencedOut:
-            current = self._ledger.get_epoch(lease.epoch.epoch_id)
-            verdict = write_permission(current, lease.fencing_token)
+            current = self._ledger.get_epoch(epoch_id)
+            verdict = write_permission(current, lease.fencing_token, lease.spec_digest)
             return verdict if isinstance(verdict, Fenced) else Fenced(current, token_mismatch=False)
 
     def replay_selection(self, epoch_id: int) -> dict[TopicPartition, tuple[int, ...]] | None:

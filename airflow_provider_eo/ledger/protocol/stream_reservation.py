@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo import protocol_points
+from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, Pin, TopicPartition
@@ -35,6 +36,7 @@ from airflow_provider_eo.ledger.planning.stream_plan import (
 )
 from airflow_provider_eo.ledger.store.cursors import pin_partitions, record_gaps, stream_cursors
 from airflow_provider_eo.ledger.store.epoch_rows import fetch_epochs, insert_epoch, lock_pipeline
+from airflow_provider_eo.ledger.store.spec_rows import record_spec
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,11 @@ def reserve_stream(
     epoch: Epoch | None = None
     if plan.has_data:
         token = str(uuid.uuid4())
-        epoch = insert_epoch(cur, spec.name, EpochKind.STREAM, token, run.dag_id, run.run_id, plan.ranges)
+        digest = spec_digest(spec)
+        record_spec(cur, spec.name, digest, spec.to_dict())
+        epoch = insert_epoch(
+            cur, spec.name, EpochKind.STREAM, token, run.dag_id, run.run_id, plan.ranges, spec_digest=digest
+        )
     record_gaps(cur, spec.name, plan.gaps, None if epoch is None else epoch.epoch_id, "retention")
     for gap in plan.gaps:
         log.warning(

@@ -13,7 +13,7 @@ from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 
 EPOCH_COLUMNS = (
     "epoch_id, pipeline, kind, state, fencing_token::text, dag_id, run_id,"
-    " created_at, written_at, committed_at, aborted_at, metrics, error"
+    " created_at, written_at, committed_at, aborted_at, metrics, error, spec_digest"
 )
 
 
@@ -92,6 +92,7 @@ def _epoch(row: Sequence[Any], ranges: tuple[PartitionRange, ...]) -> Epoch:
         metrics=row[11],
         error=row[12],
         ranges=ranges,
+        spec_digest=row[13],
     )
 
 
@@ -103,13 +104,16 @@ def insert_epoch(
     dag_id: str,
     run_id: str,
     ranges: Sequence[PartitionRange],
+    *,
+    spec_digest: str | None = None,
 ) -> Epoch:
-    """Insert a RESERVED epoch and its ranges (an INSERT and a COPY whatever their number);
+    """Insert a RESERVED epoch and its ranges (an INSERT and a COPY whatever their number),
+    recording ``spec_digest`` (the spec history's row must exist: ``spec_rows.record_spec``);
     return it as stored, its ranges in (topic, partition) order, without reading it back."""
     cur.execute(
-        "INSERT INTO eo.epochs (pipeline, kind, state, fencing_token, dag_id, run_id)"
-        f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {EPOCH_COLUMNS}",
-        (pipeline, kind.value, EpochState.RESERVED.value, token, dag_id, run_id),
+        "INSERT INTO eo.epochs (pipeline, kind, state, fencing_token, dag_id, run_id, spec_digest)"
+        f" VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {EPOCH_COLUMNS}",
+        (pipeline, kind.value, EpochState.RESERVED.value, token, dag_id, run_id, spec_digest),
     )
     row = cur.fetchone()
     ordered = _in_stored_order(cur, ranges)

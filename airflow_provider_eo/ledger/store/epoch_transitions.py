@@ -32,27 +32,37 @@ def refuse(epoch: Epoch, target: EpochState, *, operator_action: bool = False) -
     raise IllegalTransition(epoch.epoch_id, epoch.state.value, target.value, CHANGED_CONCURRENTLY)
 
 
-def vote_written(cur: Any, epoch_id: int, fencing_token: str, metrics: Mapping[str, Any] | None) -> Epoch:
-    """RESERVED -> WRITTEN if the token matches; a repeated vote with the same token is a no-op.
+def vote_written(
+    cur: Any,
+    epoch_id: int,
+    fencing_token: str,
+    metrics: Mapping[str, Any] | None,
+    spec_digest: str | None = None,
+) -> Epoch:
+    """RESERVED -> WRITTEN if the token matches (and ``spec_digest``, when given, is the
+    epoch's mapping or the epoch recorded none); a repeated vote with the same token is a no-op.
 
     Raises ``FencedOut`` (nothing changed) when the fencing rule
-    (``ledger/planning/fencing.py``, ``write_permission``) fences the token out: it
-    differs from the epoch's, or the epoch is no longer RESERVED.
+    (``ledger/planning/fencing.py``, ``write_permission``) fences the writer out: its token
+    differs from the epoch's, the epoch is no longer RESERVED, or it runs another mapping.
     """
     cur.execute(
         "UPDATE eo.epochs SET state = %s, written_at = now(), metrics = %s"
-        " WHERE epoch_id = %s AND state = ANY(%s) AND fencing_token::text = %s",
+        " WHERE epoch_id = %s AND state = ANY(%s) AND fencing_token::text = %s"
+        " AND (spec_digest IS NULL OR %s::text IS NULL OR spec_digest = %s)",
         (
             EpochState.WRITTEN.value,
             json.dumps(dict(metrics or {})),
             epoch_id,
             sources_of(EpochState.WRITTEN),
             str(fencing_token),
+            spec_digest,
+            spec_digest,
         ),
     )
     changed = cur.rowcount == 1
     epoch = fetch_epoch(cur, epoch_id)
-    permission = write_permission(epoch, fencing_token)
+    permission = write_permission(epoch, fencing_token, spec_digest)
     if changed or isinstance(permission, AlreadyDone):
         return epoch
     reason = permission.reason if isinstance(permission, Fenced) else CHANGED_CONCURRENTLY

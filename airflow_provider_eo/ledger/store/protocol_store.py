@@ -55,15 +55,20 @@ class PostgresProtocolStore(PostgresEpochLookup, PostgresObservations):
         return self._db.transaction()
 
     def vote_written(
-        self, epoch_id: int, fencing_token: str, metrics: Mapping[str, Any] | None = None
+        self,
+        epoch_id: int,
+        fencing_token: str,
+        metrics: Mapping[str, Any] | None = None,
+        spec_digest: str | None = None,
     ) -> Epoch:
-        """RESERVED -> WRITTEN with ``metrics``, only with the epoch's fencing token.
+        """RESERVED -> WRITTEN with ``metrics``, only with the epoch's fencing token (and
+        mapping, when ``spec_digest`` is given).
 
         Raises ``FencedOut`` (nothing changed) otherwise; repeating a successful vote
         with the same token is a no-op.
         """
         with self._db.transaction() as cur:
-            epoch = epoch_transitions.vote_written(cur, epoch_id, fencing_token, metrics)
+            epoch = epoch_transitions.vote_written(cur, epoch_id, fencing_token, metrics, spec_digest)
         log.info("voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
         return epoch
 

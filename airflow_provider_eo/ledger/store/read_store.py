@@ -21,6 +21,7 @@ from airflow_provider_eo.ledger.store import (
     history_rows,
     lag_sample_rows,
     queries,
+    spec_rows,
 )
 from airflow_provider_eo.ledger.store.cursors import stream_cursors
 from airflow_provider_eo.ledger.store.epoch_lookup import PostgresEpochLookup
@@ -29,6 +30,11 @@ from airflow_provider_eo.ledger.store.epoch_rows import fetch_epoch, pipeline_kn
 
 class PostgresReads(PostgresEpochLookup):
     """Epochs, histories, overviews, cursors, gaps, dead letters and chart figures."""
+
+    def pipeline_spec(self, digest: str) -> dict[str, Any] | None:
+        """The spec recorded under ``digest`` (``spec_rows.fetch_spec``), or None."""
+        with self._db.transaction() as cur:
+            return spec_rows.fetch_spec(cur, digest)
 
     def history(self, epoch_id: int) -> list[Transition]:
         """The epoch's transitions, oldest first (its creation first); raises ``EpochNotFound``."""

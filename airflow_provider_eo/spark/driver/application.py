@@ -41,6 +41,7 @@ from airflow_provider_eo.clients.connections import (
     connection_from_env,
     env_var_name,
 )
+from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.ledger import EpochNotFound, Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
@@ -151,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     ),
                     spec.spark.split_size,
                     fencing_token=args.fencing_token,
+                    spec_digest=spec_digest(spec),
                 )
             )
     except (ConfigError, EpochNotFound, ValueError) as exc:

@@ -86,13 +86,15 @@ def write_epoch(
     split_size: int,
     *,
     fencing_token: str | None = None,
+    spec_digest: str | None = None,
     runner: SparkRunner = run_on_spark,
 ) -> ExitCode:
-    """Write and vote one epoch (see the module contract); never raises for the cases listed."""
+    """Write and vote one epoch (see the module contract); never raises for the cases listed.
+    ``spec_digest``: the mapping this writer runs (an epoch reserved with another is fenced)."""
     protocol = EpochProtocol(ledger)
     where = f"pipeline={pipeline} epoch_id={epoch_id}"
     try:
-        permission = protocol.begin_write(pipeline, epoch_id, fencing_token)
+        permission = protocol.begin_write(pipeline, epoch_id, fencing_token, spec_digest)
     except EpochOfAnotherPipeline as exc:
         log.error("%s: %s: nothing written", where, exc)
         return ExitCode.INVALID
