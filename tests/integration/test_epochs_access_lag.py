@@ -269,7 +269,11 @@ def test_openapi_schema_describes_every_answer(ledgered: Ledgered) -> None:
     assert answer("/api/pipelines", "200")["items"] == {"$ref": ref + "Pipeline"}
     assert answer("/api/epochs", "200")["items"] == {"$ref": ref + "Epoch"}
     assert answer("/api/epochs/{epoch_id}", "200") == {"$ref": ref + "EpochDetail"}
-    assert list(models["EpochDetail"]["properties"]) == [*detail(ledgered.committed), "history"]
+    assert list(models["EpochDetail"]["properties"]) == [
+        *detail(ledgered.committed),
+        "spec_digest",
+        "history",
+    ]
     assert list(models["Transition"]["properties"]) == ["from", "to", "at", "actor_kind", "actor", "reason"]
     for path, status in [
         ("/api/epochs/{epoch_id}", "404"),

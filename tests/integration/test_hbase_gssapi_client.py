@@ -18,27 +18,25 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_eo.clients import hbase_thrift
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
 from airflow_provider_eo.clients.connections import EoConnection
 from airflow_provider_eo.clients.hbase_thrift import EoThriftConnection, HBaseAuthError, hbase_connection
 from eo_devtools.stack.kdc import Kdc
+from tests.kerberos_login import restored_login
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def kdc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kdc]:
+def kdc(tmp_path: Path) -> Iterator[Kdc]:
     ports: dict[str, int] = {}
     server = Kdc(tmp_path)
     server.start(ports, lambda p: ports.update(p))
-    for name in ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME"):
-        monkeypatch.delenv(name, raising=False)  # monkeypatch puts back what was there
-    try:
-        yield server
-    finally:
-        server.stop(dict(ports), lambda p: None)
-        hbase_thrift._applied.clear()
+    with restored_login():  # the client's login is undone with the KDC
+        try:
+            yield server
+        finally:
+            server.stop(dict(ports), lambda p: None)
 
 
 @pytest.fixture

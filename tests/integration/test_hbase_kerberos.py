@@ -25,17 +25,16 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_eo.clients import hbase_thrift
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
 from airflow_provider_eo.clients.connections import EoConnection
 from airflow_provider_eo.clients.hbase_thrift import EoThriftConnection, HBaseAuthError, hbase_connection
 from airflow_provider_eo.hooks.hbase import EoHBaseHook
 from eo_devtools.stack.kdc import Kdc
+from tests.kerberos_login import logout, restored_login
 
 pytestmark = pytest.mark.integration
 
 CONN_ID = "eo_hbase_kerberos"
-KRB5_VARIABLES = ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME")
 #: How long the short-lived principal's tickets last (the KDC caps them at this).
 SHORT_LIFE_S = 8
 
@@ -48,19 +47,14 @@ def kerberos_conn(kerberos_stack: dict[str, str]) -> dict[str, Any]:
 
 def _logout() -> None:
     """Forget this process's Kerberos login (the client allows one identity per process)."""
-    hbase_thrift._applied.clear()
-    for name in KRB5_VARIABLES:
-        os.environ.pop(name, None)
+    logout()
 
 
 @pytest.fixture(autouse=True)
-def fresh_login(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test logs in afresh: the client's process-wide Kerberos variables are restored after it."""
-    for name in KRB5_VARIABLES:
-        monkeypatch.delenv(name, raising=False)  # monkeypatch puts back what was there
-    hbase_thrift._applied.clear()
-    yield
-    hbase_thrift._applied.clear()
+def fresh_login() -> Iterator[None]:
+    """Each test logs in afresh; the process's Kerberos variables are as before afterwards."""
+    with restored_login():
+        yield
 
 
 @pytest.fixture

@@ -31,7 +31,6 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import stat
 import struct
 import uuid
@@ -48,7 +47,6 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from airflow_provider_eo.clients import hbase_thrift
 from airflow_provider_eo.clients.connection_settings import hbase_connection_kwargs
 from airflow_provider_eo.clients.connections import EoConnection
 from airflow_provider_eo.clients.hbase_thrift import hbase_connection
@@ -68,6 +66,7 @@ from eo_devtools.stack.registry_tls_part import TLS_PORT_KEY, USER, RegistryTlsP
 from eo_devtools.stack.stack import LocalStack
 from tests.conftest import StackInfo
 from tests.kafka_helpers import produce
+from tests.kerberos_login import logout, restored_login
 from tests.process_scan import SPARK_SUBMIT, CommandLineScanner
 from tests.spark_startup import spark_conf
 from tests.task_context import task_context
@@ -78,7 +77,6 @@ KAFKA_CONN = "eo_kafka_oauth"
 LEDGER_CONN = "eo_ledger_tls"
 REGISTRY_CONN = "schema_registry_tls"
 PARTITIONS = 2
-KRB5_VARIABLES = ("KRB5_CONFIG", "KRB5_CLIENT_KTNAME", "KRB5CCNAME")  # a Kerberos login's
 STREAM_COUNTS = [3, 2]  # records per partition before the stream epoch
 LATER = 2  # records produced to partition 0 after it, written by the backfill chunk only
 READING = {
@@ -195,10 +193,8 @@ def secured_env(
         monkeypatch.setenv(name, value)
     conn_id, value = secured_hbase
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", value)
-    for name in KRB5_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    yield
-    hbase_thrift._applied.clear()
+    with restored_login():
+        yield
 
 
 # -- the pipeline's world: topic, schema, records, table -------------------------------------
@@ -230,9 +226,7 @@ class World:
             yield connection
         finally:
             connection.close()
-            hbase_thrift._applied.clear()
-            for name in KRB5_VARIABLES:
-                os.environ.pop(name, None)
+            logout()
 
     def value(self, n: int, label: str) -> bytes:
         """A Confluent-framed Avro value (magic byte, the schema id, the Avro body)."""
