@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from airflow_provider_eo.ledger.model.history import epoch_detail
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -37,8 +38,7 @@ def epoch(ledger: LedgerReads, epoch_id: int) -> dict[str, Any]:
     with (``spec_digest``; ``eo-ledger spec DIGEST`` prints that spec) and its ``history``
     (oldest first); ``EpochNotFound`` for an unknown id."""
     found = ledger.get_epoch(epoch_id)
-    history = [transition.to_json() for transition in ledger.history(epoch_id)]
-    return {**found.to_summary(), "spec_digest": found.spec_digest, "history": history}
+    return epoch_detail(found.to_summary(), found.spec_digest, ledger.history(epoch_id))
 
 
 def recorded_spec(ledger: LedgerReads, digest: str, refused: type[Exception]) -> dict[str, Any]:

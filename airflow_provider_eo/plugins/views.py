@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_eo.ledger.model.history import epoch_detail
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound
@@ -115,8 +116,7 @@ def epoch(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) -> dict[st
     found = ledger.get_epoch(epoch_id)
     if found.pipeline not in access.visible([found.pipeline]):
         raise EpochNotFound(epoch_id)
-    history = [t.to_json() for t in ledger.history(epoch_id)]
-    return {**found.to_summary(), "spec_digest": found.spec_digest, "history": history}
+    return epoch_detail(found.to_summary(), found.spec_digest, ledger.history(epoch_id))
 
 
 def recorded_spec(ledger: LedgerReads, digest: str, access: PipelineAccess) -> dict[str, Any] | None:

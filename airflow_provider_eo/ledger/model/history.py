@@ -95,3 +95,11 @@ def newest_first(events: Iterable[HistoryEvent], limit: int) -> list[HistoryEven
         ),
         reverse=True,
     )[:limit]
+
+
+def epoch_detail(
+    summary: dict[str, Any], spec_digest: str | None, transitions: Iterable[Transition]
+) -> dict[str, Any]:
+    """``eo-ledger epoch ID`` and the epochs API's answer: the epoch's summary (``Epoch.to_summary``),
+    the digest of the mapping it was reserved with, and its ``history``, oldest first."""
+    return {**summary, "spec_digest": spec_digest, "history": [t.to_json() for t in transitions]}
