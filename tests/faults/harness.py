@@ -52,7 +52,12 @@ from eo_devtools.stack.process import running_pid, stop_process_group
 from eo_devtools.stack.stack import LocalStack, service_classes
 from eo_devtools.stack.topology import Topology
 from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
-from tests.integration.dead_letter_support import read_committed
+from tests.integration.dead_letter_support import (
+    DEAD_LETTER_PARTITIONS,
+    TopicRecord,
+    by_key_partition,
+    read_committed,
+)
 from tests.kafka_helpers import consume_range
 from tests.spark_startup import SPARK_SUBMIT, spark_conf, spark_conf_args, start_driver_archive
 from tests.task_context import task_context
@@ -641,20 +646,25 @@ class Case:
             hbase.close()
 
     def dead_letter_topic_problems(self, ledger: Ledger) -> list[str]:
-        """The dead-letter topic (``read_committed``) against the ledger: one record per dead
-        letter, by the source topic/partition/offset its headers name; none without a topic."""
+        """The dead-letter topic (every partition, ``read_committed``) against the ledger and
+        the produced records: each dead letter exactly once, in publish order, with the
+        produced record's key and value and exactly the ``__eo.*`` headers
+        (docs/dead_letters.md) of its ledger row; a keyed letter on partition
+        ``crc32(key) % partitions``; none without a topic."""
         if self.spec.dead_letters is None:
             return []
-        letters = ledger.list_dead_letters(self.spec.name)
-        expected = sorted((d["topic"], d["partition"], d["offset"]) for d in letters)
-        published = []
-        for _, _, headers in read_committed(self.stack.bootstrap, self.spec.dead_letters.topic):
-            named = {name: (raw or b"").decode() for name, raw in headers}
-            source = named["__eo.source.topic"], named["__eo.source.partition"], named["__eo.source.offset"]
-            published.append((source[0], int(source[1]), int(source[2])))
-        if sorted(published) == expected:
+        produced = {(r.topic, r.partition, r.offset): r for r in self.produced}
+        letters = sorted(ledger.list_dead_letters(self.spec.name), key=lambda d: d["publish_seq"])
+        expected = [topic_record_of(d, produced[(d["topic"], d["partition"], d["offset"])]) for d in letters]
+        topic = self.spec.dead_letters.topic
+        found = read_committed(self.stack.bootstrap, topic)
+        layout = by_key_partition([r for r in expected if r[0]], len(found))
+        keyless = sorted((r for r in expected if not r[0]), key=repr)
+        found_keyless = sorted((r for records in found.values() for r in records if not r[0]), key=repr)
+        found_keyed = {p: [r for r in records if r[0]] for p, records in found.items()}
+        if found_keyed == layout and found_keyless == keyless:
             return []
-        return [f"dead-letter topic {self.spec.dead_letters.topic}: {sorted(published)} != ledger {expected}"]
+        return [f"dead-letter topic {topic}: {found} != expected {layout} + keyless {keyless}"]
 
     def hbase_cells(self) -> dict[bytes, dict[bytes, tuple[bytes, int]]]:
         """Every visible cell of the case's table: row -> column -> (value, version)."""
@@ -746,6 +756,29 @@ def declare_pipeline(
     return spec, pipelines_file
 
 
+def topic_record_of(letter: Mapping[str, Any], source: ProducedRecord) -> TopicRecord:
+    """What the dead-letter topic must hold for ``letter`` (a ledger row of
+    ``list_dead_letters``): ``source``'s key and value, then exactly the ``__eo.*`` headers
+    of docs/dead_letters.md (the sample records carry no headers of their own)."""
+    assert not letter["headers"], f"sample records have no headers: {letter['headers']}"
+    headers = [
+        ("__eo.errors.class", letter["error_class"] or "BadRecord"),
+        ("__eo.errors.message", letter["error"]),
+        ("__eo.source.topic", letter["topic"]),
+        ("__eo.source.partition", letter["partition"]),
+        ("__eo.source.offset", letter["offset"]),
+        ("__eo.source.timestamp", letter["timestamp"]),
+        ("__eo.pipeline", letter["pipeline"]),
+        ("__eo.epoch_id", letter["epoch_id"]),
+        ("__eo.schema_id", letter["schema_id"]),
+    ]
+    return (
+        source.key,
+        source.value,
+        [(name, str(value).encode()) for name, value in headers if value is not None],
+    )
+
+
 def new_case(
     stack: FaultStack,
     workdir: Path,
@@ -778,7 +811,8 @@ def new_case(
     spec, pipelines_file = declare_pipeline(stack, workdir, entry, split_keys=split_keys)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
     for created in topics:
-        admin.create_topics([NewTopic(created, partitions if created == topic else 1)])[created].result(30)
+        count = partitions if created == topic else DEAD_LETTER_PARTITIONS
+        admin.create_topics([NewTopic(created, count)])[created].result(30)
     case = Case(stack, spec, pipelines_file, workdir, partitions=partitions, big_records=big_records)
     if records:
         case.produce(records, seed)
