@@ -425,6 +425,11 @@ class Case:
     #: (``local[2]``); else ``writer(case, epoch_id, fencing_token, run_id) -> exit status``
     #: (``tests/faults/yarn_writes.py``: the write step in YARN cluster deploy mode).
     writer: Callable[[Case, int, str, str], int] | None = None
+    #: Recovery's liveness answer for the steps driven here (``get_dr_count`` of the task
+    #: context): None, no Airflow knows the case's runs (every other run counts as dead);
+    #: else a real Airflow's (:class:`tests.faults.airflow_liveness.AirflowDagRunCount`,
+    #: bound by ``PostgresAirflow.runner``).
+    dag_run_count: Callable[..., int] | None = None
 
     @property
     def name(self) -> str:
@@ -472,18 +477,24 @@ class Case:
         with self.ledger() as ledger:
             return ledger.get_epoch(epoch_id)
 
+    def context(self, run_id: str) -> dict[str, Any]:
+        """The task context of a step driven here: run ``run_id`` of the case's stream DAG,
+        with :attr:`dag_run_count` as the ``ti``'s ``get_dr_count`` when bound."""
+        extra = {} if self.dag_run_count is None else {"get_dr_count": self.dag_run_count}
+        return task_context(run_id, self.dag_id, **extra)
+
     def recover(self, run_id: str) -> dict[str, Any]:
         op = RecoverEpochsOperator(
             task_id="recover", pipeline=self.name, pipelines_file=str(self.pipelines_file)
         )
-        return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
+        return op.execute(self.context(run_id))  # type: ignore[arg-type]
 
     def reserve(self, run_id: str) -> dict[str, Any] | None:
         op = ReserveEpochOperator(
             task_id="reserve", pipeline=self.name, pipelines_file=str(self.pipelines_file)
         )
         try:
-            return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
+            return op.execute(self.context(run_id))  # type: ignore[arg-type]
         except AirflowSkipException:
             return None
 
@@ -494,7 +505,7 @@ class Case:
             epoch_id=str(epoch_id),
             pipelines_file=str(self.pipelines_file),
         )
-        return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
+        return op.execute(self.context(run_id))  # type: ignore[arg-type]
 
     # -- steps in child processes -----------------------------------------------------
 
