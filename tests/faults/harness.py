@@ -661,7 +661,10 @@ class Case:
         the produced records: each dead letter exactly once, in publish order, with the
         produced record's key and value and exactly the ``__eo.*`` headers
         (docs/dead_letters.md) of its ledger row; a keyed letter on partition
-        ``crc32(key) % partitions``; none without a topic."""
+        ``crc32(key) % partitions``; none without a topic. ``__eo.epoch_id`` names the epoch
+        that dead-lettered the record when it was published: a committed epoch whose ranges
+        hold the source offset (a later epoch that dead-letters it again, a backfill over the
+        same range, takes over the ledger row's epoch but does not publish it again)."""
         if self.spec.dead_letters is None:
             return []
         produced = {(r.topic, r.partition, r.offset): r for r in self.produced}
@@ -669,13 +672,35 @@ class Case:
         expected = [topic_record_of(d, produced[(d["topic"], d["partition"], d["offset"])]) for d in letters]
         topic = self.spec.dead_letters.topic
         found = read_committed(self.stack.bootstrap, topic)
+        committed = [
+            e for e in ledger.epochs(EpochFilter(pipeline=self.name)) if e.state == EpochState.COMMITTED
+        ]
+        problems = []
+        for records in found.values():
+            for _, _, headers in records:
+                named = {name: (raw or b"").decode() for name, raw in headers}
+                source = (named["__eo.source.topic"], int(named["__eo.source.partition"]))
+                offset = int(named["__eo.source.offset"])
+                covering = sorted(
+                    e.epoch_id
+                    for e in committed
+                    for r in e.ranges
+                    if r.tp == source and r.start <= offset < r.end
+                )
+                if int(named["__eo.epoch_id"]) not in covering:
+                    problems.append(
+                        f"{topic}: letter of {source}@{offset} names epoch {named['__eo.epoch_id']}, "
+                        f"not one of the committed epochs holding it {covering}"
+                    )
+        found = {p: [without_epoch_id(r) for r in records] for p, records in found.items()}
+        expected = [without_epoch_id(r) for r in expected]
         layout = by_key_partition([r for r in expected if r[0]], len(found))
         keyless = sorted((r for r in expected if not r[0]), key=repr)
         found_keyless = sorted((r for records in found.values() for r in records if not r[0]), key=repr)
         found_keyed = {p: [r for r in records if r[0]] for p, records in found.items()}
-        if found_keyed == layout and found_keyless == keyless:
-            return []
-        return [f"dead-letter topic {topic}: {found} != expected {layout} + keyless {keyless}"]
+        if found_keyed != layout or found_keyless != keyless:
+            problems.append(f"dead-letter topic {topic}: {found} != expected {layout} + keyless {keyless}")
+        return problems
 
     def hbase_cells(self) -> dict[bytes, dict[bytes, tuple[bytes, int]]]:
         """Every visible cell of the case's table: row -> column -> (value, version)."""
@@ -788,6 +813,13 @@ def topic_record_of(letter: Mapping[str, Any], source: ProducedRecord) -> TopicR
         source.value,
         [(name, str(value).encode()) for name, value in headers if value is not None],
     )
+
+
+def without_epoch_id(record: TopicRecord) -> TopicRecord:
+    """``record`` without its ``__eo.epoch_id`` header (checked apart: see
+    ``Case.dead_letter_topic_problems``)."""
+    key, value, headers = record
+    return key, value, [(name, raw) for name, raw in headers if name != "__eo.epoch_id"]
 
 
 def new_case(
