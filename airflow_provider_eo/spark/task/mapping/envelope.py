@@ -59,9 +59,10 @@ class Change:
 
 
 def _integer(value: Any, name: str) -> int:
-    """An int position from an int, a datetime (epoch ms), decimal text or a SQL Server LSN."""
+    """An int position from an int, a datetime (epoch ms), decimal text or a SQL Server LSN;
+    ``name`` is the quoted path, for messages."""
     if isinstance(value, bool):
-        raise BadRecord(f"source position {name!r} is a boolean, not a log position")
+        raise BadRecord(f"source position {name} is a boolean, not a log position")
     if isinstance(value, int):
         return value
     if isinstance(value, dt.datetime):
@@ -75,7 +76,7 @@ def _integer(value: Any, name: str) -> int:
             vlf, block, slot = (int(part, 16) for part in match.groups())
             return vlf << 48 | block << 16 | slot
     raise BadRecord(
-        f"source position {name!r} is not an integer, decimal text or an LSN "
+        f"source position {name} is not an integer, decimal text or an LSN "
         f"(got {type(value).__name__} {value!r})"
     )
 
