@@ -296,7 +296,7 @@ def test_the_demo_cdc_feed_in_avro_over_epochs_and_a_replay_is_exact(stack: Stac
             assert (len(everything), epochs, report.problems, report.dead_letters) == (
                 len(produced), -(-len(produced) // 60), [], 4,
             )  # fmt: skip
-            # every live row changed after the re-snapshot read it: no read (op r) is visible
+            # every live row has a streamed change (c or u), which outranks its snapshot reads
             assert (report.hbase_rows, ops) == (len(rows), {b"c", b"u"})
     finally:
         hbase.open()
