@@ -67,7 +67,7 @@ def parse_mapping(section: Section) -> MappingSpec:
         max_record_bytes=section.integer("max_record_bytes", 1_048_576),
         envelope=envelope,
         truncate=truncate,
-        tombstone_version=_tombstone_version(section, envelope),
+        tombstone_version=_tombstone_version(section, envelope, key_format),
     )
     if function is not None:
         _check_function_alone(section, spec)
@@ -180,7 +180,7 @@ def _version(section: Section, envelope: str) -> str:
     return version
 
 
-def _tombstone_version(section: Section, envelope: str) -> str | None:
+def _tombstone_version(section: Section, envelope: str, key_format: str) -> str | None:
     """``tombstone_version``: plain mappings under ``version: field:...`` only."""
     text = section.string("tombstone_version", None)
     if text is None:
@@ -192,9 +192,15 @@ def _tombstone_version(section: Section, envelope: str) -> str | None:
     if not section.raw("version", "offset").startswith("field:"):
         section.fail("tombstone_version", "applies with 'version: field:<path>' only")
     try:
-        parse_tombstone_version(text)
+        kind, _ = parse_tombstone_version(text)
     except ValueError as exc:
         section.fail("tombstone_version", str(exc))
+    if kind == "key" and key_format not in STRUCTURED_KEY_FORMATS:
+        section.fail(
+            "tombstone_version",
+            f"names a field of the Kafka key but key_format {key_format!r} has no fields "
+            "(use json, avro, protobuf or json_schema)",
+        )
     return text
 
 

@@ -215,6 +215,8 @@ def test_config_declares_envelopes_and_the_digest_covers_them() -> None:
         ("{tombstone_version: 'header:v'}", "applies with 'version: field:<path>' only"),
         ("{version: 'field:ts', tombstone_version: 'row:v'}",
          "must be 'header:<name>' or 'key:<dotted.path>'"),
+        ("{version: 'field:ts', tombstone_version: 'key:v'}",
+         "names a field of the Kafka key but key_format 'bytes' has no fields"),
         ("{envelope: debezium, version: 'field:ts', tombstone_version: 'header:v'}",
          "does not apply with an envelope"),
     ],
