@@ -7,6 +7,8 @@ Sections (each a ratio or a figure measured against a baseline in this run):
 * ``memory``: the write step's peak RSS at 10 x the ``write`` size vs at that size;
 * ``avro``: the write step on the ``write`` records in Avro (Schema Registry, Confluent wire
   format) vs the same records in JSON, alternated in the same run, median of 3 each;
+* ``cdc``: the same records as Debezium change events in Avro (``envelope: debezium``, with
+  offset versions and with ``version: field:source.lsn``) vs plain Avro, in turn, median of 3;
 * ``reserve_commit``: reserve + commit at 100, 1,000 and 10,000 partitions, and after
   100,000 epochs of history (``--quick``: fewer);
 * ``many_pipelines``: 100 pipelines of 64 partitions each reserving and committing at once

@@ -69,6 +69,13 @@ TARGETS = (
     Target(
         "avro.ratio_vs_json", ">=", 0.9, "write step on Avro >= 0.9x on the same records in JSON", "avro.cpu"
     ),
+    Target(
+        "cdc.ratio_vs_plain",
+        ">=",
+        0.9,
+        "write step on Debezium Avro >= 0.9x the same rows in plain Avro",
+        "cdc.cpu",
+    ),
     Target("reserve_commit_ms.100", "<", 100, "reserve + commit < 100 ms at 100 partitions", _RESERVE),
     Target("reserve_commit_ms.10000", "<", 3000, "reserve + commit < 3 s at 10,000 partitions", _RESERVE),
     Target(

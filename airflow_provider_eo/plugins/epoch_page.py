@@ -29,6 +29,7 @@ METRIC_NAMES = {
     "bad_records": "bad records (dead-lettered)",
     "cells_written": "HBase cells written",
     "tombstones": "tombstones written",
+    "changes_skipped": "change events skipped (tombstones after deletes, ignored truncates)",
     "bytes": "bytes read (keys and values)",
     "segments": "write segments (mutateRowsTs calls)",
     "schema_fetches": "Schema Registry requests",

@@ -123,7 +123,7 @@ def run_pipeline_demo(
     oracle = feed.oracle(everything)
     with _thrift() as hbase:
         outcome.report = verify_pipeline(
-            spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase, oracle=oracle
+            spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase, oracle=oracle, fold=feed.fold
         )
     if spec.dead_letters is not None:
         _check_dead_letter_topic(stack, spec.dead_letters.topic, outcome, outcome.report)
