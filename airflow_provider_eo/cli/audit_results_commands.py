@@ -48,5 +48,5 @@ def run(args: argparse.Namespace, ledger: LedgerReads, refused: type[Exception])
     kept = ledger.audits(args.pipeline, args.limit)
     return {
         "pipeline": args.pipeline,
-        "audits": [{k: v for k, v in record.to_json().items() if k != "findings"} for record in kept],
+        "audits": [record.brief() for record in kept],
     }
