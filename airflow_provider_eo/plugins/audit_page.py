@@ -16,6 +16,8 @@ from urllib.parse import urlencode
 
 from airflow_provider_eo.plugins.html_parts import document, error_page, esc, when
 
+#: Epochs of the window linked one by one (a longer window: the first ones, then a count).
+MAX_EPOCH_LINKS = 200
 #: The counts a category shows, in order (keys of the report's ``offsets`` and ``cells``).
 OFFSET_COUNTS = ("ranges", "offsets", "records_written", "dead_letters", "skipped_offsets")
 CELL_COUNTS = ("verified", "covered_by_newer", "deletes_verified", "later_data")
@@ -79,7 +81,9 @@ def render_audit_page(a: dict[str, Any]) -> str:
     verdict = a["verdict"]
     kept, not_shown = len(a["findings"]), int(summary.get("findings_not_shown", 0))
     back = "../?" + urlencode({"pipeline": a["pipeline"]})
-    epochs = " ".join(_epoch_link(epoch_id) for epoch_id in a["epoch_ids"])
+    epochs = " ".join(_epoch_link(epoch_id) for epoch_id in a["epoch_ids"][:MAX_EPOCH_LINKS])
+    if len(a["epoch_ids"]) > MAX_EPOCH_LINKS:
+        epochs += f' <span class="muted">and {len(a["epoch_ids"]) - MAX_EPOCH_LINKS} more</span>'
     run = "" if a["run_key"] is None else f" <code>{esc(a['run_key'])}</code>"
     facts = (
         '<table class="facts" id="audit-facts">'
