@@ -138,7 +138,8 @@ def epoch_page_data(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) 
     """What an epoch's page shows: :func:`epoch` (raising as it does) plus ``duration_s``
     and ``phases`` (``ledger/model/phases.py``; None where unknown) and
     ``lag_after_commit``: its commit lag sample (``{"at", "partitions": [{topic,
-    partition, cursor, high_watermark, lag}]}``) or None."""
+    partition, cursor, high_watermark, lag}]}``) or None; ``audit``: its newest kept audit
+    (``EpochAudit.to_json``, the Epochs page's badge) or None."""
     shown = epoch(ledger, epoch_id, access)
     point = ledger.epoch_point(epoch_id)
     sample = ledger.epoch_lag_sample(epoch_id)
@@ -151,6 +152,7 @@ def epoch_page_data(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) 
         "duration_s": point.times.duration_s,
         "phases": point.times.phases(),
         "lag_after_commit": lag,
+        "audit": newest.to_json() if (newest := ledger.epoch_audits([epoch_id]).get(epoch_id)) else None,
     }
 
 

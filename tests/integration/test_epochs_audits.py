@@ -146,6 +146,19 @@ def test_epochs_page_badges_each_epoch_with_its_newest_audit_in_one_read(
     assert "<th>Error</th><th>Audit</th></tr>" in html
 
 
+def test_an_epochs_page_shows_its_newest_audit(client: TestClient, audited: Audited) -> None:
+    led = audited.ledgered
+    page = client.get(f"/epochs/{led.committed.epoch_id}").text
+    second = audited.second
+    assert (
+        f'<tr><th>audit</th><td><a class="s audit a-findings" href="../audits/{second}" '
+        f'data-audit-id="{second}" data-verdict="discrepancies" data-epoch-findings="2" '
+        f'title="audit {second}, {audited.finished_at(second)}">2 findings</a></td></tr>'
+    ) in page
+    unaudited = client.get(f"/epochs/{led.open.epoch_id}").text
+    assert '<tr><th>audit</th><td><span class="muted">-</span></td></tr>' in unaudited
+
+
 def test_audit_page_lists_window_counts_verdict_and_findings(client: TestClient, audited: Audited) -> None:
     led = audited.ledgered
     c, b = led.committed.epoch_id, led.backfill.epoch_id
