@@ -135,6 +135,7 @@ def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> I
     table = f"dlq_{suffix}"
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     hbase.create_table(table, {"d": {"max_versions": 3}})
+    hbase.close()  # the Thrift server drops idle connections: a long module's teardown opens its own
     try:
         with (
             created_topic(stack.kafka_bootstrap, prefix="dlq-src") as source,
@@ -150,6 +151,7 @@ def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> I
             trip = EpochRoundTrip(spec, ledger_dsn, env, dead_letter_topics=lambda _spec: HeldBack())
             yield World(stack, ledger_dsn, source, dlq, spec, trip)
     finally:
+        hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
         hbase.delete_table(table, disable=True)
         hbase.close()
 
