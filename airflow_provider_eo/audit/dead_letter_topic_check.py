@@ -42,7 +42,7 @@ from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
 from airflow_provider_eo.ledger.model.states import EpochState
-from airflow_provider_eo.ledger.protocol import dead_letter_publication as publication
+from airflow_provider_eo.ledger.protocol import dead_letter_headers as publication
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from airflow_provider_eo.audit.findings import Finding, FindingKind
 from airflow_provider_eo.ledger.model.epoch import DeadLetter, SequencedDeadLetter
-from airflow_provider_eo.ledger.protocol import dead_letter_publication as publication
+from airflow_provider_eo.ledger.protocol import dead_letter_headers as publication
 
 #: (source topic, partition, offset)
 SourceOffset = tuple[str, int, int]
