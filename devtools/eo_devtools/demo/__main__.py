@@ -9,7 +9,8 @@ records) when the served pipelines file has it. For each: create its topic and i
 (KEEP_DELETED_CELLS TRUE: its topic carries tombstones), produce, trigger its stream DAG
 through Airflow's REST API until the topic is drained, replay an old range through its
 backfill DAG, and verify every invariant against every record the topic holds (so reruns
-are checked as exactly as the first run). Prints one JSON report with every pipeline, then
+are checked as exactly as the first run). Then ``eo-ledger audit`` runs over each pipeline's
+committed epochs (:mod:`eo_devtools.demo.audit_step`). Prints one JSON report with every pipeline, then
 where the Airflow UI is, how to log in and what to look at. Exits 1 on any mismatch or
 failed run.
 
