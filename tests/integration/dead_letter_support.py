@@ -106,15 +106,19 @@ class HeldBack:
 
 
 @contextmanager
-def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> Iterator[World]:
-    """A fresh source topic, dead-letter topic, HBase table and pipeline (``options``: more YAML)."""
+def dead_letter_world(
+    stack: StackInfo, ledger_dsn: str, *, partitions: int = 1, **options: object
+) -> Iterator[World]:
+    """A fresh source topic (``partitions``), dead-letter topic, HBase table and pipeline
+    (``options``: more YAML)."""
     suffix = uuid.uuid4().hex[:8]
     table = f"dlq_{suffix}"
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     hbase.create_table(table, {"d": {"max_versions": 3}})
+    hbase.close()  # the Thrift server drops a connection left idle: a fresh one deletes the table
     try:
         with (
-            created_topic(stack.kafka_bootstrap, prefix="dlq-src") as source,
+            created_topic(stack.kafka_bootstrap, partitions, prefix="dlq-src") as source,
             created_topic(stack.kafka_bootstrap, prefix="dlq") as dlq,
         ):
             yaml_options = {"bad_records": "dead_letter", "dead_letters": {"topic": dlq}, **options}
@@ -127,6 +131,7 @@ def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> I
             trip = EpochRoundTrip(spec, ledger_dsn, env, dead_letter_topics=lambda _spec: HeldBack())
             yield World(stack, ledger_dsn, source, dlq, spec, trip)
     finally:
+        hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
         hbase.delete_table(table, disable=True)
         hbase.close()
 
