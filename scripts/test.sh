@@ -17,7 +17,7 @@ run() {
 run ruff check .
 run ruff format --check .
 run mypy
-run pytest tests --durations=25 "$@"
+run pytest tests --durations=60 "$@"
 
 if [ "${#failed[@]}" -gt 0 ]; then
   printf 'FAILED: %s\n' "${failed[@]}" >&2

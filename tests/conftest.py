@@ -30,6 +30,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eo_devtools.stack.stack import LocalStack
 from tests.spark_startup import close_driver_archive, start_driver_archive
 
+pytest_plugins = ["tests.module_times"]
+
 if TYPE_CHECKING:
     from tests.airflow_server import AirflowServer
     from tests.yarn_support import YarnInfo

@@ -54,6 +54,7 @@ class AuditReport:
                 "last_epoch": max(self.epoch_ids, default=None),
                 "epochs": len(self.epoch_ids),
             },
+            "epoch_ids": sorted(self.epoch_ids),
             "verdict": self.verdict,
             "offsets": vars(self.offsets),
             "cells": vars(self.cells),

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from airflow_provider_eo.config import PipelineSpec, load_pipeline
-from airflow_provider_eo.dags.factory import backfill_dag_id, stream_dag_id
+from airflow_provider_eo.dags.factory import CHUNK_GROUP_ID, backfill_dag_id, stream_dag_id
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import EpochKind, EpochState, Ledger
 from airflow_provider_eo.ledger.model.epoch import Epoch
@@ -38,6 +38,7 @@ from eo_devtools.demo.expected_state import ProducedRecord, expected_rows, is_ba
 from eo_devtools.demo.sample_events import produce_records
 from eo_devtools.demo.verification import verify_pipeline
 from eo_devtools.ledger_direct import reserve_stream_epoch, rotate_fencing_token
+from tests.airflow.asset_events import expected_extra, served_asset_events
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.airflow_server import AirflowServer
 from tests.conftest import StackInfo
@@ -465,6 +466,11 @@ def test_committed_ranges_rerun_as_backfills_leave_hbase_identical(
     )
     assert [(e.state, e.run_id, e.dag_id) for e in backfills] == [
         (EpochState.COMMITTED, run_id, backfill_dag_id(spec.name)) for run_id in run_ids
+    ]
+    # each chunk's commit announced its epoch as an event of the table's Asset
+    announced = served_asset_events(drained.pipe.server, backfill_dag_id(spec.name))
+    assert announced == [
+        (backfill_dag_id(spec.name), f"{CHUNK_GROUP_ID}.commit", expected_extra(e)) for e in backfills
     ]
     assert ranges_of(backfills[0]) == [(topic, widest, epoch_range.start, epoch_range.end)]
     assert ranges_of(backfills[1]) == [(t, p, 0, end) for (t, p), end in sorted(ends.items())]

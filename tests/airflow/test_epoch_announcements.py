@@ -12,10 +12,8 @@ commit's lines and one event.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -28,6 +26,7 @@ from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.protocol import EpochProtocol, Reserved
 from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.demo.sample_events import produce_records
+from tests.airflow.asset_events import asset_events, expected_extra
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.conftest import StackInfo
 from tests.metric_listeners import StatsdListener
@@ -61,54 +60,6 @@ def statsd() -> Iterator[StatsdListener]:
 
 def runner_with(pipe: PipelineUnderTest, env: dict[str, str]) -> AirflowRunner:
     return AirflowRunner(pipe.runner.home, {}, pipelines_file=pipe.file, extra_env={**pipe.runner.env, **env})
-
-
-def table_uri(pipe: PipelineUnderTest) -> str:
-    return f"hbase://eo_hbase/default/{pipe.spec.hbase_table}"
-
-
-def asset_events(pipe: PipelineUnderTest) -> list[tuple[str, str, dict[str, Any]]]:
-    """``(source_dag_id, source_task_id, extra)`` of every event of the pipeline's table asset."""
-    db = sqlite3.connect(pipe.runner.home / "airflow.db")
-    try:
-        rows = db.execute(
-            "SELECT e.source_dag_id, e.source_task_id, e.extra FROM asset_event e"
-            " JOIN asset a ON a.id = e.asset_id WHERE a.uri = ? AND a.name = ? ORDER BY e.id",
-            (table_uri(pipe), table_uri(pipe)),
-        ).fetchall()
-    finally:
-        db.close()
-    return [(dag, task, json.loads(extra)) for dag, task, extra in rows]
-
-
-def expected_extra(epoch: Epoch) -> dict[str, Any]:
-    assert epoch.committed_at is not None and epoch.written_at is not None
-    return {
-        "epoch_id": epoch.epoch_id,
-        "pipeline": epoch.pipeline,
-        "kind": epoch.kind.value,
-        "state": "COMMITTED",
-        "dag_id": epoch.dag_id,
-        "run_id": epoch.run_id,
-        "ranges": [
-            {
-                "topic": r.topic,
-                "partition": r.partition,
-                "start": r.start,
-                "end": r.end,
-                "records": r.end - r.start,
-            }
-            for r in epoch.ranges
-        ],
-        "records_total": sum(r.end - r.start for r in epoch.ranges),
-        "metrics": epoch.metrics,
-        "error": None,
-        "created_at": epoch.created_at.isoformat(),
-        "written_at": epoch.written_at.isoformat(),
-        "committed_at": epoch.committed_at.isoformat(),
-        "aborted_at": None,
-        "bad_records": (epoch.metrics or {})["bad_records"],
-    }
 
 
 def expected_statsd_lines(epoch: Epoch, lag: dict[tuple[str, int], int]) -> Counter[str]:

@@ -1,7 +1,8 @@
 """``eo-ledger seek`` asks the session's real Airflow (``airflow_server``) whether the
 pipeline's stream DAG is paused, through ``AIRFLOW_CONN_AIRFLOW_API`` built as
 ``eo-stack env`` builds it: refused (exit 2, nothing changed) while the DAG runs and for a
-DAG Airflow does not know; carried out once the DAG is paused. The other seek and reset
+DAG Airflow does not know; carried out once the DAG is paused. ``eo-ledger reset --to-group``
+asks the same: refused once the DAG is unpaused again, carried out when paused. The other seek and reset
 cases are in tests/integration/test_ledger_seek.py (stated ``--stream-dag-paused``).
 """
 
@@ -101,3 +102,21 @@ def test_seek_waits_for_the_stream_dag_to_be_paused_in_airflow(
             )
             assert ledger.cursors(spec.name) == {tp: 10}
             assert hook.committed_offsets(spec.group_id, [tp]) == {tp: 10}
+
+            # reset --to-group asks the same question: refused once the DAG runs again
+            other = f"{spec.group_id}-other"
+            hook.commit_offsets(other, {tp: 6})
+            reset = ("reset", "--pipeline", spec.name, "--to-group", "--group-id", other, "--reason", "align",
+                     "--yes", "--pipelines-file", str(airflow_server.pipelines_file))  # fmt: skip
+            airflow_server.api("PATCH", f"dags/{quote(dag_id)}", {"is_paused": False})
+            code, refused = cli(capsys, *reset)
+            assert (code, refused["type"]) == (2, "Refused")
+            assert refused["error"].startswith(f"the stream DAG {dag_id} is not paused")
+            assert ledger.cursors(spec.name) == {tp: 10}
+            airflow_server.api("PATCH", f"dags/{quote(dag_id)}", {"is_paused": True})
+            code, answer = cli(capsys, *reset)
+            assert (code, answer["partitions"]) == (
+                0,
+                [{"topic": topic, "partition": 0, "from": 10, "to": 6, "direction": "backward"}],
+            )
+            assert ledger.cursors(spec.name) == {tp: 6}

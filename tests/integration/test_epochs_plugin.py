@@ -245,6 +245,35 @@ def test_airflow_discovers_the_plugin() -> None:
     assert plugin_module.DAG_VIEW["href"] == "eo/?dag_id={DAG_ID}"
 
 
+def _eo_plugin_as_airflow_lists_it(env: dict[str, str]) -> dict[str, Any]:
+    """The "eo" plugin's entry of ``airflow plugins -o json`` run with ``env``."""
+    home = tempfile.mkdtemp(prefix="eo-plugins-home-")
+    try:
+        answer = subprocess.run(
+            [sys.executable, "-m", "airflow", "plugins", "-o", "json"],
+            env={**os.environ, "AIRFLOW_HOME": home, "AIRFLOW__CORE__LOAD_EXAMPLES": "False", **env},
+            cwd=home,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    (eo,) = [p for p in json.loads(answer.stdout) if p["name"] == "eo"]
+    return dict(eo)
+
+
+def test_ui_enabled_false_leaves_airflow_without_the_page() -> None:
+    """``[eo] ui_enabled = false``: Airflow's plugin list has no app and no view of "eo"
+    (its timetable stays); by default it has both."""
+    hidden = _eo_plugin_as_airflow_lists_it({"AIRFLOW__EO__UI_ENABLED": "false"})
+    assert (hidden["fastapi_apps"], hidden["external_views"]) == ([], [])
+    assert hidden["timetables"] == ["airflow_provider_eo.dags.backfill_timetable.BackfillOnlyTimetable"]
+    shown = _eo_plugin_as_airflow_lists_it({})
+    assert [app["url_prefix"] for app in shown["fastapi_apps"]] == ["/eo"]
+    assert [view["href"] for view in shown["external_views"]] == ["eo/", "eo/?dag_id={DAG_ID}"]
+
+
 def _wait_healthy(server: subprocess.Popen[bytes], base: str, log: Path) -> None:
     deadline = time.monotonic() + 120
     while True:
@@ -281,7 +310,10 @@ def test_real_api_server_serves_the_page_per_user(ledgered: Ledgered, stack: Sta
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
         "AIRFLOW__EO_TEST__DENIED_DAGS": "alice:eo_stream__evil,bob:eo_stream__orders",
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW_CONN_EO_LEDGER": conn_json(ledgered.dsn),
+        # the page reads the ledger [eo] ui_ledger_conn_id names; the default one would answer 503
+        "AIRFLOW_CONN_EO_LEDGER": json.dumps({**json.loads(conn_json(ledgered.dsn)), "schema": "eo_none"}),
+        "AIRFLOW__EO__UI_LEDGER_CONN_ID": "eo_ui_ledger",
+        "AIRFLOW_CONN_EO_UI_LEDGER": conn_json(ledgered.dsn),
         "AIRFLOW__EO__UI_KAFKA_CONN_ID": "eo_ui_kafka",
         "AIRFLOW_CONN_EO_UI_KAFKA": json.dumps(kafka),
     }

@@ -22,6 +22,7 @@ SHIPPED = [
     (4, "operations"),
     (5, "epoch_observations"),
     (6, "pipeline_specs"),
+    (7, "audits"),
 ]
 
 
@@ -42,9 +43,9 @@ def test_migrating_twice_applies_once(stack: StackInfo) -> None:
         conn = psycopg2.connect(dsn)
         try:
             assert applied_versions(conn) == []
-            assert apply_migrations(conn) == [1, 2, 3, 4, 5, 6]
+            assert apply_migrations(conn) == [1, 2, 3, 4, 5, 6, 7]
             assert apply_migrations(conn) == []
-            assert applied_versions(conn) == [1, 2, 3, 4, 5, 6]
+            assert applied_versions(conn) == [1, 2, 3, 4, 5, 6, 7]
         finally:
             conn.close()
         assert migration_rows(dsn) == SHIPPED
@@ -64,7 +65,7 @@ def test_concurrent_migrations_are_safe(stack: StackInfo) -> None:
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             results = sorted(pool.map(lambda _: migrate(), range(4)))
-        assert results == [[], [], [], [1, 2, 3, 4, 5, 6]]
+        assert results == [[], [], [], [1, 2, 3, 4, 5, 6, 7]]
         assert migration_rows(dsn) == SHIPPED
 
 

@@ -14,6 +14,7 @@ smaller classes of ``ledger/store/`` implement one each):
 :class:`LedgerAdministration` migrations and retention (``eo-ledger migrate`` / ``prune``)
 :class:`DeadLetterRecords` where a Spark task stores its dead letters
 :class:`LedgerObservations` what is observed beside the state machine: lag samples, dead letters
+:class:`AuditResults`      the kept audits: stored by the audit DAG and the CLI, read by the UI
 ========================== ==============================================================
 
 The interfaces live with the values (``ledger/model/``) so that every layer above the
@@ -28,6 +29,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.ledger.model.audit_record import AuditRecord, EpochAudit
 from airflow_provider_eo.ledger.model.chart_figures import EpochPoint, PipelineCharts
 from airflow_provider_eo.ledger.model.epoch import DeadLetter, Epoch
 from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
@@ -225,6 +227,34 @@ class LedgerAdministration(Protocol):
         self, pipelines: Sequence[str] | None, policy: PrunePolicy, *, batch_size: int = 1000
     ) -> list[PruneCount]:
         """Delete settled epochs matching ``policy`` in batches; what was deleted per pipeline."""
+        ...
+
+
+class AuditResults(Protocol):
+    """The kept audits (docs/audit.md): stored by the audit DAG and ``eo-ledger audit``,
+    read by the Epochs UI and the CLI."""
+
+    def record_audit(
+        self, report: Mapping[str, Any], *, run_key: str | None, source: str, started_at: datetime
+    ) -> int:
+        """Store an ``AuditReport.to_json()`` and its kept findings; the new ``audit_id``.
+        A ``run_key`` stored before is replaced."""
+        ...
+
+    def audit(self, audit_id: int) -> AuditRecord | None:
+        """One audit with its kept findings, or None."""
+        ...
+
+    def audit_of_run(self, run_key: str) -> AuditRecord | None:
+        """The audit a run stored, with its kept findings, or None."""
+        ...
+
+    def audits(self, pipeline: str, limit: int = 50) -> list[AuditRecord]:
+        """The pipeline's newest audits, newest first, without findings."""
+        ...
+
+    def epoch_audits(self, epoch_ids: Sequence[int]) -> dict[int, EpochAudit]:
+        """Each epoch's newest audit; epochs never audited are absent."""
         ...
 
 

@@ -8,7 +8,8 @@ A ``Ledger`` plays every role of ``ledger/model/ledger_roles.py`` over one conne
   transaction, who acts;
 * the read model of the CLI and the UI (``read_store.py``);
 * administration: migrations and retention (``administration.py``);
-* observations: lag samples and dead letters (``observations.py``).
+* observations: lag samples and dead letters (``observations.py``);
+* the kept audits (``audit_store.py``).
 
 Callers name the role they need (``ProtocolStore``, ``LedgerReads``, ...), not this class.
 
@@ -26,6 +27,7 @@ from typing import Any
 
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.store.administration import PostgresAdministration
+from airflow_provider_eo.ledger.store.audit_store import PostgresAudits
 from airflow_provider_eo.ledger.store.connection import LedgerConnection
 from airflow_provider_eo.ledger.store.observations import PostgresDeadLetters
 from airflow_provider_eo.ledger.store.protocol_store import PostgresProtocolStore
@@ -34,7 +36,7 @@ from airflow_provider_eo.ledger.store.read_store import PostgresReads
 __all__ = ["Ledger", "PostgresDeadLetters"]
 
 
-class Ledger(PostgresProtocolStore, PostgresReads, PostgresAdministration):
+class Ledger(PostgresProtocolStore, PostgresReads, PostgresAdministration, PostgresAudits):
     """The epoch ledger at ``dsn`` (a libpq DSN/URI) or from a connection factory;
     ``conn_id`` (the Airflow connection it came from) is named in connection errors.
     ``actor`` is recorded as the author of every change (default: :meth:`Actor.process`).
