@@ -35,7 +35,8 @@ from eo_devtools.stack.stack import LocalStack
 
 
 def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
-    """``{"records", "write_step", "audit", "ratio_records_per_s", "ratio_peak_rss"}``."""
+    """``{"records", "partitions", "write_step", "audit", "ratio_records_per_s",
+    "ratio_peak_rss", "bound"}`` (``bound``: what limits the audit's rate)."""
     step = run_write_step(stack, dataset, label="audit_write", keep_table=True)
     try:
         with tempfile.TemporaryDirectory(prefix="eo-bench-audit-") as folder:
@@ -46,6 +47,7 @@ def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
     finally:
         drop_table(stack, step["table"])
     write = {key: step[key] for key in ("wall_s", "records_per_s", "peak_rss_mb", "client_cpu_s_per_million")}
+    busy = audit["cpu_s_per_million"] * dataset.records / 1e6 / audit["wall_s"]
     return {
         "records": dataset.records,
         "partitions": len(dataset.ends),
@@ -53,6 +55,11 @@ def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
         "audit": audit,
         "ratio_records_per_s": round(audit["records_per_s"] / write["records_per_s"], 2),
         "ratio_peak_rss": round(audit["peak_rss_mb"] / write["peak_rss_mb"], 2),
+        "bound": (
+            f"the audit runs in one Python process: {audit['cpu_s_per_million']} CPU s per million "
+            f"records (the write step's client {write['client_cpu_s_per_million']}, over local[2]), "
+            f"{busy:.2f} cores busy"
+        ),
     }
 
 
