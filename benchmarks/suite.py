@@ -20,6 +20,7 @@ from eo_devtools.stack.stack import LocalStack
 SECTIONS = (
     "write",
     "memory",
+    "audit",
     "avro",
     "cdc",
     "big_records",
@@ -70,6 +71,14 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
             if "memory" in args.sections:
                 report["memory"] = write_memory.run(stack, dataset, report["write"]["runs"]["write_step"])
                 report["memory_ratio_10m_1m"] = report["memory"]["ratio"]
+        finally:
+            delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "audit" in args.sections:
+        from benchmarks import audit_throughput
+
+        dataset = produce_dataset(stack.kafka_bootstrap, records, args.partitions)
+        try:
+            report["audit"] = audit_throughput.run(stack, dataset)
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
     if "avro" in args.sections:

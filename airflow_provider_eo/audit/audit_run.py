@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow_provider_eo.audit import group_check
 from airflow_provider_eo.audit.cell_check import settle
+from airflow_provider_eo.audit.dead_letter_topic_check import check_dead_letter_topic
 from airflow_provider_eo.audit.findings import Finding, FindingKind, FindingLog
 from airflow_provider_eo.audit.hbase_reads import HBaseRowsReader
 from airflow_provider_eo.audit.offset_check import OffsetCounts, check_offsets, vote_counts
@@ -30,6 +31,7 @@ from airflow_provider_eo.audit.range_audit import (
     in_window_of,
 )
 from airflow_provider_eo.audit.report import AuditReport
+from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.config.mapping_syntax import parse_version
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange, ranges_text
@@ -118,6 +120,9 @@ def audit_window(
                     batch_bytes,
                 )
         report.findings.extend(settle(state.index, in_window, state.cells, state.candidates))
+        report.findings.extend(
+            _dead_letter_topic(report, specs[-1], epochs, audited, ledger, offsets, connections)
+        )
         report.findings.extend(_group_findings(specs[-1].group_id, epochs, offsets))
     finally:
         report.hbase_calls = sum(reader.calls for reader in readers.values())
@@ -127,6 +132,30 @@ def audit_window(
             if cache is not None:
                 cache.close()
     return report
+
+
+def _dead_letter_topic(
+    report: AuditReport,
+    spec: PipelineSpec,
+    epochs: Sequence[Epoch],
+    audited: Sequence[PartitionRange],
+    ledger: LedgerReads,
+    offsets: OffsetSource,
+    connections: AuditConnections,
+) -> list[Finding]:
+    """The dead-letter topic's findings (:mod:`.dead_letter_topic_check`); its counts go
+    to ``report.dead_letter_topic``."""
+    missing = [
+        (f.topic, f.partition, f.offset)
+        for f in report.findings.kept
+        if f.kind == FindingKind.DEAD_LETTER_MISSING and f.topic is not None
+        and f.partition is not None and f.offset is not None
+    ]  # fmt: skip
+    settings = KafkaClientConfig(dict(connections.kafka_config), connections.read_timeout_s)
+    found, report.dead_letter_topic = check_dead_letter_topic(
+        spec, epochs, audited, ledger, offsets, settings, missing
+    )
+    return found
 
 
 def _group_findings(group: str, epochs: Sequence[Epoch], offsets: OffsetSource) -> list[Finding]:

@@ -129,8 +129,11 @@ class HeldBack:
 
 
 @contextmanager
-def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> Iterator[World]:
-    """A fresh source topic, dead-letter topic, HBase table and pipeline (``options``: more YAML)."""
+def dead_letter_world(
+    stack: StackInfo, ledger_dsn: str, *, partitions: int = 1, **options: object
+) -> Iterator[World]:
+    """A fresh source topic (``partitions``), dead-letter topic, HBase table and pipeline
+    (``options``: more YAML)."""
     suffix = uuid.uuid4().hex[:8]
     table = f"dlq_{suffix}"
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
@@ -138,7 +141,7 @@ def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> I
     hbase.close()  # the Thrift server drops idle connections: a long module's teardown opens its own
     try:
         with (
-            created_topic(stack.kafka_bootstrap, prefix="dlq-src") as source,
+            created_topic(stack.kafka_bootstrap, partitions, prefix="dlq-src") as source,
             created_topic(stack.kafka_bootstrap, DEAD_LETTER_PARTITIONS, prefix="dlq") as dlq,
         ):
             yaml_options = {"bad_records": "dead_letter", "dead_letters": {"topic": dlq}, **options}

@@ -195,6 +195,13 @@ class LedgerReads(AuditReads, Protocol):
         the audit compares)."""
         ...
 
+    def dead_letters_in_range(
+        self, pipeline: str, topic: str, partition: int, start: int, end: int
+    ) -> list[tuple[int | None, DeadLetter]]:
+        """``(publish_seq or None, letter)`` of ``pipeline``'s dead letters in ``[start, end)``
+        of one partition, by offset (the audit's dead-letter topic check)."""
+        ...
+
     def pipeline_spec(self, digest: str) -> dict[str, Any] | None:
         """The spec recorded under a mapping digest (``PipelineSpec.to_dict()``'s view), or None."""
         ...

@@ -12,7 +12,8 @@ that. For each: create its topic and its table
 (KEEP_DELETED_CELLS TRUE: its topic carries tombstones), produce, trigger its stream DAG
 through Airflow's REST API until the topic is drained, replay an old range through its
 backfill DAG, and verify every invariant against every record the topic holds (so reruns
-are checked as exactly as the first run). Prints one JSON report with every pipeline, then
+are checked as exactly as the first run). Then ``eo-ledger audit`` runs over each pipeline's
+committed epochs (:mod:`eo_devtools.demo.audit_step`). Prints one JSON report with every pipeline, then
 where the Airflow UI is, how to log in and what to look at. Exits 1 on any mismatch or
 failed run.
 
@@ -32,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
+from airflow_provider_eo.ledger import Ledger
+from eo_devtools.demo.audit_step import audit_pipeline
 from eo_devtools.demo.feeds import DemoFeed, avro_feed, cdc_feed, json_feed, mapping_columns
 from eo_devtools.demo.guide import closing_guide
 from eo_devtools.demo.pipeline_demo import PipelineDemo, run_pipeline_demo
@@ -122,6 +125,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(demo.failure, file=sys.stderr)
             break
 
+    if not any(d.failure for d in demos):  # the demo ends with the audit of each pipeline
+        ledger = Ledger(stack.ledger_dsn)
+        for demo in demos:
+            demo.audit = audit_pipeline(ledger, pipelines_file, demo.pipeline)
+            audited = demo.audit
+            _say(
+                f"{demo.pipeline}: eo-ledger audit of {audited.get('epochs')} committed epochs "
+                f"({audited.get('offsets')} offsets): verdict {audited['verdict']}, "
+                f"{audited.get('discrepancies')} discrepancies"
+            )
+        ledger.close()
     print(json.dumps({"ok": all(d.ok for d in demos), "pipelines": [d.to_dict() for d in demos]}, indent=2))
     if not all(d.ok for d in demos):
         _say("CHECKS FAILED")
