@@ -44,12 +44,25 @@ def world(stack: StackInfo) -> Iterator[World]:
         yield found
 
 
-def produce_into_topic(world: World, record: TopicRecord) -> None:
-    """``record`` produced into the dead-letter topic by hand (not transactional)."""
+def produce_into_topic(world: World, record: TopicRecord) -> str:
+    """``record`` produced into the dead-letter topic by hand (not transactional), on the
+    partition its key picks as for the publication; where it landed, as findings name it."""
     producer = Producer({"bootstrap.servers": world.stack.kafka_bootstrap})
     key, value, headers = record
-    producer.produce(world.dlq, key=key, value=value, headers=headers)
+    landed: list[tuple[int, int]] = []
+    producer.produce(
+        world.dlq, key=key, value=value, headers=headers,
+        on_delivery=lambda error, message: landed.append((message.partition(), message.offset())),
+    )  # fmt: skip
     assert producer.flush(15) == 0
+    ((partition, offset),) = landed
+    return f"partition {partition} offset {offset}"
+
+
+def letters_in_source_order(world: World) -> list[TopicRecord]:
+    """Every record of the (3-partition) dead-letter topic, by the source offset it names."""
+    found = [record for records in world.read().values() for record in records]
+    return sorted(found, key=lambda record: int(dict(record[2])["__eo.source.offset"]))
 
 
 def topic_findings(answer: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -66,30 +79,30 @@ def test_each_letter_once_then_a_duplicate_and_a_changed_header_named(
     assert answer["dead_letter_topic"] == {"letters": 2, "published": 2, "seen": 2}
     assert answer["offsets"]["dead_letters"] == 2
 
-    first, second = world.read()
+    first, second = letters_in_source_order(world)
     assert dict(first[2])["__eo.source.offset"] == b"1"
-    produce_into_topic(world, first)  # topic offset 3: 2 letters and their transaction marker before it
+    copy_1 = produce_into_topic(world, first)
     code, answer = audit(world, file, "--pipeline", name, capsys=capsys)
     assert (code, answer["verdict"]) == (1, "discrepancies")
     assert topic_findings(answer) == [
         ("dead_letter_topic_duplicate", world.source, 1,
-         f"copy 2 of this letter in dead-letter topic {world.dlq!r} at partition 0 offset 3"),
+         f"copy 2 of this letter in dead-letter topic {world.dlq!r} at {copy_1}"),
     ]  # fmt: skip
     assert answer["findings_total"] == 1
     assert answer["dead_letter_topic"] == {"letters": 2, "published": 2, "seen": 3}
 
     key, value, headers = second
     changed = [(h, b"SomethingElse" if h == "__eo.errors.class" else v) for h, v in headers]
-    produce_into_topic(world, (key, value, changed))
+    copy_5 = produce_into_topic(world, (key, value, changed))
     code, answer = audit(world, file, "--pipeline", name, capsys=capsys)
     assert code == 1
     assert sorted(topic_findings(answer)) == [
         ("dead_letter_topic_duplicate", world.source, 1,
-         f"copy 2 of this letter in dead-letter topic {world.dlq!r} at partition 0 offset 3"),
+         f"copy 2 of this letter in dead-letter topic {world.dlq!r} at {copy_1}"),
         ("dead_letter_topic_duplicate", world.source, 5,
-         f"copy 2 of this letter in dead-letter topic {world.dlq!r} at partition 0 offset 4"),
+         f"copy 2 of this letter in dead-letter topic {world.dlq!r} at {copy_5}"),
         ("dead_letter_topic_record_differs", world.source, 5,
-         f"dead-letter topic {world.dlq!r} at partition 0 offset 4: header __eo.errors.class is "
+         f"dead-letter topic {world.dlq!r} at {copy_5}: header __eo.errors.class is "
          "'SomethingElse', the ledger says 'BadRecord'"),
     ]  # fmt: skip
     assert answer["findings_total"] == 3
