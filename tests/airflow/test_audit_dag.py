@@ -23,6 +23,7 @@ from airflow_provider_eo.cli.eo_ledger import main
 from airflow_provider_eo.dag_ids import audit_dag_id
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.epoch import Epoch
+from airflow_provider_eo.operators.audit import AuditWindowRefused, resolve_window
 from tests.airflow.conftest import PipelineFactory, PipelineUnderTest
 from tests.conftest import StackInfo
 from tests.integration.epoch_round_trip import EpochRoundTrip
@@ -143,3 +144,30 @@ def test_a_corrupted_cell_fails_the_verdict_and_is_the_one_finding(
         "column": "d:a", "expected_version": version,
     }  # fmt: skip
     assert (finding["expected_bytes"], finding["hbase_holds"]) == ("7", f"'CORRUPT' at version {version}")
+
+
+def test_the_window_is_resolved_or_refused_by_name(written: Written, ledger: Ledger) -> None:
+    name = written.pipe.spec.name
+    ids = [e.epoch_id for e in written.epochs]
+    assert [e.epoch_id for e in resolve_window(ledger, name, epochs=None, since=None, last=1)] == ids[-1:]
+    since = written.epochs[-1].committed_at
+    assert since is not None
+    resolved = resolve_window(ledger, name, epochs=None, since=since.isoformat(), last=None)
+    assert [e.epoch_id for e in resolved] == ids[-1:]
+    refusals = {
+        (f"{ids[-1] + 100}-{ids[-1] + 200}", None, None): (
+            f"pipeline {name!r} has no committed epoch with an id in {ids[-1] + 100}-{ids[-1] + 200}"
+        ),
+        (
+            None,
+            "2999-01-01T00:00:00+00:00",
+            None,
+        ): f"pipeline {name!r} has no committed epoch committed since 2999",
+        ("1-2", None, 3): f"pipeline {name!r}: choose one of epochs, since, last; got ['epochs', 'last']",
+        ("2-1", None, None): "epochs 2-1: the first id is above the last",
+        (None, "yesterday", None): "since must be an ISO time",
+    }
+    for (epochs, since_text, last), message in refusals.items():
+        with pytest.raises(AuditWindowRefused) as refused:
+            resolve_window(ledger, name, epochs=epochs, since=since_text, last=last)
+        assert str(refused.value).startswith(message)
