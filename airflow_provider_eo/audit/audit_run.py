@@ -16,8 +16,8 @@ window's order.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from airflow_provider_eo.audit import group_check
 from airflow_provider_eo.audit.cell_check import settle
@@ -38,15 +38,27 @@ from airflow_provider_eo.config.mapping_syntax import parse_version
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange, ranges_text
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
-from airflow_provider_eo.ledger.model.offsets import OffsetSource, TopicPartition
+from airflow_provider_eo.ledger.model.offsets import TopicPartition
 
 log = logging.getLogger(__name__)
+
+
+class AuditOffsets(Protocol):
+    """What the audit asks Kafka beside the ranges: the partitions' watermarks and the
+    group's committed offsets (an ``OffsetSource``, or the driver's Airflow-free reads)."""
+
+    def watermarks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]: ...
+
+    def committed_offsets(
+        self, group_id: str, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]: ...
+
 
 #: A replay epoch's offsets per partition (``EpochProtocol.replay_selection``), None for others.
 ReplaySelection = Callable[[int], Mapping[TopicPartition, Sequence[int]] | None]
 
 
-def _low_watermarks(offsets: OffsetSource, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+def _low_watermarks(offsets: AuditOffsets, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
     """Each partition's low watermark; None where Kafka cannot answer (a topic gone: the
     range read then says why)."""
     try:
@@ -66,7 +78,7 @@ def audit_window(
     epochs: Sequence[Epoch],
     spec_of: Callable[[Epoch], PipelineSpec],
     ledger: LedgerReads,
-    offsets: OffsetSource,
+    offsets: AuditOffsets,
     connections: AuditConnections,
     *,
     batch_bytes: int = BATCH_BYTES,
@@ -168,7 +180,7 @@ def _add_range(
     log.info("audit: range done %s findings=%d", where, result.findings.total)
 
 
-def _group_findings(group: str, epochs: Sequence[Epoch], offsets: OffsetSource) -> list[Finding]:
+def _group_findings(group: str, epochs: Sequence[Epoch], offsets: AuditOffsets) -> list[Finding]:
     """The group's findings; one ``group_unreadable`` when Kafka cannot answer for it."""
     ends = group_check.stream_ends(epochs)
     if not ends:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
 
 from confluent_kafka import (
     Consumer,
@@ -26,6 +25,7 @@ from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID
 from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
 from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.clients.kafka_group_offsets import GroupOffsets
+from airflow_provider_eo.clients.kafka_offset_reads import new_admin, read_consumer
 from airflow_provider_eo.clients.kafka_watermarks import TP, WatermarkReader
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.hooks.base import EoHook
@@ -80,10 +80,7 @@ class EoKafkaHook(EoHook):
         return self._shared_admin
 
     def _new_admin(self) -> AdminClient:
-        # a metadata request naming a topic never makes the broker create it
-        conf: dict[str, Any] = {**self.settings.config, "allow.auto.create.topics": False}
-        conf["error_cb"] = self._client_errors
-        return AdminClient(conf)
+        return new_admin(self.settings, self._client_errors)  # never creates a topic
 
     @contextmanager
     def one_admin_client(self) -> Iterator[EoKafkaHook]:
@@ -103,18 +100,10 @@ class EoKafkaHook(EoHook):
             self._sharing = False
             self._shared_admin = None
 
-    @contextmanager
-    def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
-        conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
-        # Watermarks must be read as the range reader reads (read_committed), so a reservation
-        # ends at the last stable offset, never inside an undecided transaction.
-        conf["isolation.level"] = "read_committed"
-        conf["error_cb"] = self._client_errors
-        consumer = Consumer(conf)
-        try:
-            yield consumer
-        finally:
-            consumer.close()
+    def _consumer(self, group_id: str = _PROBE_GROUP) -> AbstractContextManager[Consumer]:
+        # read_committed: a reservation ends at the last stable offset, never inside an
+        # undecided transaction
+        return read_consumer(self.settings, group_id, self._client_errors)
 
     def list_partitions(self, topics: Iterable[str] | None, pattern: str | None) -> list[TP]:
         """Sorted (topic, partition) of the named ``topics`` plus every topic whose name

@@ -116,7 +116,7 @@ def run_audit(args: argparse.Namespace, ids: Sequence[int]) -> tuple[int, str, i
     """Audit the window on Spark and store it; ``(audit_id, verdict, findings_total)``."""
     from airflow_provider_eo.audit.audit_run import audit_window
     from airflow_provider_eo.audit.epoch_spec import spec_for_epoch
-    from airflow_provider_eo.hooks.kafka import EoKafkaHook
+    from airflow_provider_eo.clients.kafka_offset_reads import KafkaOffsetReads
     from airflow_provider_eo.ledger import Ledger
     from airflow_provider_eo.ledger.model.actors import Actor
     from airflow_provider_eo.ledger.protocol import EpochProtocol
@@ -135,7 +135,7 @@ def run_audit(args: argparse.Namespace, ids: Sequence[int]) -> tuple[int, str, i
             epochs,
             lambda epoch: spec_for_epoch(epoch, {spec.name: spec}, ledger.pipeline_spec),
             ledger,
-            EoKafkaHook(kafka_conn_id=args.kafka_conn_id),
+            KafkaOffsetReads(kafka_client_config(connection_from_env(args.kafka_conn_id))),
             connections,
             replay_selection=EpochProtocol(ledger).replay_selection,
             run_ranges=run_audit_on_spark,
