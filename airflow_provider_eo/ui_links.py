@@ -29,6 +29,11 @@ def epoch_page(epoch_id: int) -> str:
     return f"epochs/{int(epoch_id)}"
 
 
+def audit_page(audit_id: int) -> str:
+    """A kept audit's page, relative to the plugin's root (``/eo/``): ``audits/<id>``."""
+    return f"audits/{int(audit_id)}"
+
+
 def epoch_page_in_airflow(base_url: str | None, epoch_id: int) -> str:
     """The epoch's page inside Airflow's UI at ``base_url`` (``[api] base_url``; None or
     empty: a root-relative link): ``<base>/plugin/eo-epochs<base path>/eo/epochs/<id>``."""

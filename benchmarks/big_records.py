@@ -40,7 +40,9 @@ ROUNDS = 3
 def records_per_segment(make: Callable[[int], tuple[bytes, bytes]]) -> int:
     """How many of these records the default byte bound puts in one segment (HBase write)."""
     key, value = make(0)
-    weight = build_mapper(MappingSpec(), "d").map(KafkaRecord("t", 0, 0, key, value)).size_bytes
+    mutation = build_mapper(MappingSpec(), "d").map(KafkaRecord("t", 0, 0, key, value))
+    assert mutation is not None  # the plain mapping maps every record
+    weight = mutation.size_bytes
     return max(1, DEFAULT_BATCH_BYTES // weight)
 
 

@@ -129,7 +129,7 @@ def table(report: Mapping[str, Any]) -> str:
         cpu = scaling["cpu"]
         lines.append(f"  CPU us/record beyond a run's fixed cost ({cpu['per_record_us_total']} in all):")
         lines.append("  " + ", ".join(f"{name} {us}" for name, us in cpu["per_record_us"].items()))
-    for key in ("reserve_commit_ms", "memory", "epoch_overhead_parts"):
+    for key in ("reserve_commit_ms", "memory", "audit", "epoch_overhead_parts"):
         if key in report:
             lines.append(f"{key}: {json.dumps(report[key])}")
     lines.append("targets:")

@@ -89,7 +89,9 @@ def partition_writer(host: str, port: int, table: str, batch_size: int, written:
                         None if value is None else bytes(value),
                     )
                     mutation = mapper.map(record)
-                    if isinstance(mutation, RowDelete):
+                    if mutation is None:  # a change envelope's tombstone: nothing to write
+                        pass
+                    elif isinstance(mutation, RowDelete):
                         batch.delete(mutation.row, columns=list(mutation.families))
                     else:
                         batch.put(mutation.row, mutation.cells)

@@ -20,7 +20,9 @@ from eo_devtools.stack.stack import LocalStack
 SECTIONS = (
     "write",
     "memory",
+    "audit",
     "avro",
+    "cdc",
     "big_records",
     "reserve_commit",
     "many_pipelines",
@@ -71,8 +73,18 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
                 report["memory_ratio_10m_1m"] = report["memory"]["ratio"]
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
+    if "audit" in args.sections:
+        from benchmarks import audit_throughput
+
+        dataset = produce_dataset(stack.kafka_bootstrap, records, args.partitions)
+        try:
+            report["audit"] = audit_throughput.run(stack, dataset)
+        finally:
+            delete_topic(stack.kafka_bootstrap, dataset.topic)
     if "avro" in args.sections:
         report["avro"] = _avro_section(stack, records, args.partitions)
+    if "cdc" in args.sections:
+        report["cdc"] = _cdc_section(stack, records, args.partitions)
     if "big_records" in args.sections:
         from benchmarks import big_records
 
@@ -122,6 +134,26 @@ def _avro_section(stack: LocalStack, records: int, partitions: int) -> dict[str,
             delete_subject(registry_url, avro_data.topic)
     finally:
         delete_topic(stack.kafka_bootstrap, json_data.topic)
+
+
+def _cdc_section(stack: LocalStack, records: int, partitions: int) -> dict[str, Any]:
+    """The write dataset in plain Avro and as Avro change events (two fresh topics), written in turn."""
+    from benchmarks import cdc_throughput
+    from benchmarks.avro_dataset import delete_subject, produce_avro_dataset
+    from benchmarks.cdc_dataset import produce_cdc_dataset
+
+    registry_url = stack.schema_registry_url
+    plain = produce_avro_dataset(stack.kafka_bootstrap, registry_url, records, partitions)
+    try:
+        cdc = produce_cdc_dataset(stack.kafka_bootstrap, registry_url, records, partitions)
+        try:
+            return cdc_throughput.run(stack, plain, cdc)
+        finally:
+            delete_topic(stack.kafka_bootstrap, cdc.topic)
+            delete_subject(registry_url, cdc.topic)
+    finally:
+        delete_topic(stack.kafka_bootstrap, plain.topic)
+        delete_subject(registry_url, plain.topic)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -69,6 +69,15 @@ TARGETS = (
     Target(
         "avro.ratio_vs_json", ">=", 0.9, "write step on Avro >= 0.9x on the same records in JSON", "avro.cpu"
     ),
+    Target(
+        "cdc.ratio_vs_plain",
+        ">=",
+        0.9,
+        "write step on Debezium Avro >= 0.9x the same rows in plain Avro",
+        "cdc.cpu",
+    ),
+    Target("audit.ratio_records_per_s", ">=", 0.8, "audit >= 0.8x the write step's records/s", "audit"),
+    Target("audit.ratio_peak_rss", "<=", 1.2, "audit peak RSS <= 1.2x the write step's", "audit"),
     Target("reserve_commit_ms.100", "<", 100, "reserve + commit < 100 ms at 100 partitions", _RESERVE),
     Target("reserve_commit_ms.10000", "<", 3000, "reserve + commit < 3 s at 10,000 partitions", _RESERVE),
     Target(

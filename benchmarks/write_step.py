@@ -96,7 +96,8 @@ def run_write_step(
     to its exit; ``peak_rss_mb`` of the driver JVM + Python workers; CPU per record by
     component) plus ``tasks_records_per_s`` (the vote's ``duration_s``: the SparkContext and its
     tasks), ``table``, and the epoch's ``cells_written`` and ``bad_records`` (and
-    ``schema_fetches`` when the epoch reports it).
+    ``schema_fetches`` when the epoch reports it); with ``keep_table`` also ``pipeline``,
+    ``epoch_id`` and ``pipelines_yaml`` (the epoch stays WRITTEN, its table kept).
     """
     table = fresh_table(stack, f"bench_{label}")
     pipeline = f"bench_{label}_{uuid.uuid4().hex[:6]}"
@@ -138,7 +139,10 @@ def run_write_step(
     result["bad_records"] = metrics.get("bad_records")
     if "schema_fetches" in metrics:
         result["schema_fetches"] = metrics["schema_fetches"]
-    if not keep_table:
+    if keep_table:  # what a later step over the same epoch needs (the audit section)
+        result["pipeline"], result["epoch_id"] = pipeline, epoch_id
+        result["pipelines_yaml"] = pipelines.read_text()
+    else:
         drop_table(stack, table)
     workdir.cleanup()
     return result

@@ -1,4 +1,5 @@
-"""Local receivers for what Airflow's metrics send: a UDP StatsD socket and an OTLP/HTTP endpoint.
+"""Local receivers for what Airflow's metrics send: a UDP StatsD socket and an OTLP/HTTP endpoint,
+and the fixtures pointing Airflow's stats module at them (``statsd``, ``otel``).
 
 Both only record what arrives; tests compare it with the ledger. Neither needs a
 collector: StatsD lines are plain text, and OTLP/HTTP bodies are decoded with the
@@ -7,6 +8,7 @@ collector: StatsD lines are plain text, and OTLP/HTTP bodies are decoded with th
 
 from __future__ import annotations
 
+import atexit
 import socket
 import threading
 from collections.abc import Iterator
@@ -15,7 +17,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+from airflow.sdk.observability import stats
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from statsd import StatsClient
 
 
 class StatsdListener:
@@ -127,3 +132,40 @@ def otlp_listener() -> Iterator[OtlpListener]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(name="statsd")
+def statsd_fixture() -> Iterator[StatsdListener]:
+    """Airflow's stats module sending to a local UDP socket (as ``[metrics] statsd_on`` does)."""
+    from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
+    from airflow.sdk._shared.observability.metrics.statsd_logger import get_statsd_logger
+
+    listener = StatsdListener()
+    stats.initialize(
+        factory=lambda: get_statsd_logger(
+            stats_class=StatsClient, host="127.0.0.1", port=listener.port, prefix="airflow"
+        ),
+        export_legacy_names=True,
+    )
+    yield listener
+    stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
+    listener.close()
+
+
+@pytest.fixture(name="otel")
+def otel_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[OtlpListener]:
+    """Airflow's stats module as ``[metrics] otel_on`` configures it, exporting to a local
+    OTLP/HTTP endpoint when flushed."""
+    from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
+    from airflow.sdk._shared.observability.metrics.otel_logger import flush_otel_metrics
+    from airflow.sdk.observability.metrics.stats_utils import get_stats_factory
+    from opentelemetry import metrics
+
+    with otlp_listener() as listener:
+        for name, value in listener.env().items():
+            monkeypatch.setenv(name, value)
+        stats.initialize(factory=get_stats_factory(), export_legacy_names=True)
+        yield listener
+        stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
+        metrics.get_meter_provider().shutdown()  # type: ignore[attr-defined]
+        atexit.unregister(flush_otel_metrics)  # Airflow's exit-time flush of this provider

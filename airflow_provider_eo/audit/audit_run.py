@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from airflow_provider_eo.audit import group_check
 from airflow_provider_eo.audit.cell_check import settle
+from airflow_provider_eo.audit.dead_letter_topic_check import check_dead_letter_topic
 from airflow_provider_eo.audit.findings import Finding, FindingKind, FindingLog
 from airflow_provider_eo.audit.offset_check import OffsetCounts, check_offsets, vote_counts
 from airflow_provider_eo.audit.range_audit import BATCH_BYTES, AuditConnections, WindowState, in_window_of
@@ -34,6 +35,7 @@ from airflow_provider_eo.audit.range_jobs import (
     run_in_process,
 )
 from airflow_provider_eo.audit.report import AuditReport
+from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.config.mapping_syntax import parse_version
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange, ranges_text
@@ -47,7 +49,13 @@ class AuditOffsets(Protocol):
     """What the audit asks Kafka beside the ranges: the partitions' watermarks and the
     group's committed offsets (an ``OffsetSource``, or the driver's Airflow-free reads)."""
 
+    def list_partitions(self, topics: Sequence[str], pattern: str | None) -> list[TopicPartition]: ...
+
     def watermarks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]: ...
+
+    def offsets_for_timestamp(
+        self, tps: Iterable[TopicPartition], ts_ms: int
+    ) -> dict[TopicPartition, int]: ...
 
     def committed_offsets(
         self, group_id: str, tps: Iterable[TopicPartition]
@@ -118,6 +126,9 @@ def audit_window(
     for result, (epoch, rng, voted) in zip(results, planned, strict=True):
         _add_range(report, state, result, epoch, rng, voted)
     report.findings.extend(settle(state.index, in_window, state.cells, state.candidates))
+    report.findings.extend(
+        _dead_letter_topic(report, specs[-1], epochs, audited, ledger, offsets, connections)
+    )
     report.findings.extend(_group_findings(specs[-1].group_id, epochs, offsets))
     return report
 
@@ -178,6 +189,30 @@ def _add_range(
         tally.skipped_offsets += counts.skipped_offsets
     where = f"pipeline={epoch.pipeline} epoch_id={epoch.epoch_id} range={ranges_text([rng])}"
     log.info("audit: range done %s findings=%d", where, result.findings.total)
+
+
+def _dead_letter_topic(
+    report: AuditReport,
+    spec: PipelineSpec,
+    epochs: Sequence[Epoch],
+    audited: Sequence[PartitionRange],
+    ledger: LedgerReads,
+    offsets: AuditOffsets,
+    connections: AuditConnections,
+) -> list[Finding]:
+    """The dead-letter topic's findings (:mod:`.dead_letter_topic_check`); its counts go
+    to ``report.dead_letter_topic``."""
+    missing = [
+        (f.topic, f.partition, f.offset)
+        for f in report.findings.kept
+        if f.kind == FindingKind.DEAD_LETTER_MISSING and f.topic is not None
+        and f.partition is not None and f.offset is not None
+    ]  # fmt: skip
+    settings = KafkaClientConfig(dict(connections.kafka_config), connections.read_timeout_s)
+    found, report.dead_letter_topic = check_dead_letter_topic(
+        spec, epochs, audited, ledger, offsets, settings, missing
+    )
+    return found
 
 
 def _group_findings(group: str, epochs: Sequence[Epoch], offsets: AuditOffsets) -> list[Finding]:

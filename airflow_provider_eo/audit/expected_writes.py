@@ -112,7 +112,7 @@ class ExpectedWrites:
             return
         self.account.present += 1
         try:
-            mutation: RowMutation = self.mapper.map(record)
+            mutation: RowMutation | None = self.mapper.map(record)
         except BadRecord as bad:
             self.account.bad.append(BadRecordSeen(record.offset, bad.reason))
             yield from map(self._expected, self._builder.skip(record.offset))
@@ -131,9 +131,12 @@ class ExpectedWrites:
         if last is not None:
             yield self._expected(last)
 
-    def _remember(self, offset: int, mutation: RowMutation) -> None:
+    def _remember(self, offset: int, mutation: RowMutation | None) -> None:
+        if mutation is None:  # a change envelope's tombstone or ignored truncate: writes nothing
+            return
         if isinstance(mutation, RowDelete):
-            self._sources.setdefault((mutation.row, b""), []).append((-1, offset))
+            version = -1 if mutation.version is None else mutation.version
+            self._sources.setdefault((mutation.row, b""), []).append((version, offset))
             return
         version = -1 if mutation.version is None else mutation.version
         for column in mutation.cells:
@@ -158,6 +161,11 @@ class ExpectedWrites:
             for row, families in segment.deletes.items()
             for offset in [self._source((row, b""), segment)]
             for family in families
+        )
+        deletes += tuple(
+            ExpectedDelete(row, family, version, self._source((row, b""), segment))
+            for row, families in segment.versioned_deletes.items()
+            for family, version in families.items()
         )
         cells = [
             ExpectedCell(row, column, stamp, value, self._source((row, column), segment))

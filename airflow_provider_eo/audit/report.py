@@ -37,6 +37,8 @@ class AuditReport:
     findings: FindingLog = field(default_factory=FindingLog)
     not_auditable: list[dict[str, Any]] = field(default_factory=list)
     hbase_calls: int = 0
+    #: ``{letters, published, seen}`` of the dead-letter topic check (empty: no topic).
+    dead_letter_topic: dict[str, int] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -57,6 +59,7 @@ class AuditReport:
             "offsets": vars(self.offsets),
             "cells": vars(self.cells),
             "not_auditable": self.not_auditable,
+            "dead_letter_topic": self.dead_letter_topic,
             "findings_by_kind": {kind.value: n for kind, n in sorted(self.findings.counts.items())},
             "findings_total": self.findings.total,
             "findings_not_shown": self.findings.dropped,
@@ -75,6 +78,7 @@ class AuditReport:
             f"cells: {c.verified} verified, {c.covered_by_newer} covered by newer versions, "
             f"{c.deletes_verified} deletes verified, {c.later_data} cells of later data",
             *(f"not auditable (retention): {item}" for item in self.not_auditable),
+            *([f"dead-letter topic: {self.dead_letter_topic}"] if self.dead_letter_topic else []),
             f"verdict: {self.verdict} ({self.findings.total} findings)",
             *(finding.text() for finding in self.findings.kept),
         ]

@@ -10,9 +10,12 @@ cells (a few dozen bytes each), never with their values.
 from __future__ import annotations
 
 import hashlib
+import struct
 from dataclasses import dataclass, field
 
 from airflow_provider_eo.audit.expected_writes import ExpectedCell, ExpectedSegment
+
+_LENGTHS = struct.Struct(">II")
 
 
 @dataclass
@@ -61,14 +64,12 @@ class WindowIndex:
 
 
 def cell_key(row: bytes, column: bytes, version: int | None = None) -> int:
-    """A 64-bit key of ``(row, column[, version])`` (BLAKE2b, lengths included)."""
-    digest = hashlib.blake2b(digest_size=8)
-    for part in (row, column):
-        digest.update(len(part).to_bytes(4, "big"))
-        digest.update(part)
+    """A 64-bit key of ``(row, column[, version])`` (BLAKE2b, lengths included; one hash
+    call over the packed parts: it runs three times per expected cell)."""
+    packed = _LENGTHS.pack(len(row), len(column)) + row + column
     if version is not None:
-        digest.update(version.to_bytes(8, "big", signed=True))
-    return int.from_bytes(digest.digest(), "big")
+        packed += version.to_bytes(8, "big", signed=True)
+    return int.from_bytes(hashlib.blake2b(packed, digest_size=8).digest(), "big")
 
 
 def _keep_max(index: dict[int, int], key: int, version: int) -> None:

@@ -1,15 +1,21 @@
-"""``eo-ledger audit --pipeline P [--epochs A-B | --last N]``: verify a window of committed epochs.
+"""``eo-ledger audit --pipeline P [--epochs A-B | --since T | --last N]``: verify committed epochs.
 
 Re-reads the window's ranges from Kafka, recomputes what the write step wrote (the
 pipeline's spec from the pipelines file: ``audit.epoch_spec.spec_for_epoch``) and compares
 it with HBase, the ledger's dead letters and the consumer group (docs/audit.md). Reads
 only: nothing is written to HBase, Kafka or the ledger, no cursor or group moves.
 
+The audit is kept in the ledger (``Ledger.record_audit``, source ``cli``; the Epochs
+page's badge, ``eo-ledger audits``, ``eo-ledger audit-show ID``) and its ``audit_id``
+leads the answer; ``--no-record`` keeps nothing (``audit_id`` null), for a ledger role
+that may only read. No metrics are sent: the CLI does not run inside Airflow (the audit
+DAG sends ``eo.audit.*``, ``observability/audit_metrics.py``).
+
 Answers the report (``--format json``, the default, or ``text``); exit status 0 when the
 window is clean, 1 when discrepancies were found (or the audit failed), 2 for a refusal,
-before anything is read from Kafka or HBase: a pipeline the pipelines file does not
-declare, ``--epochs`` that are malformed or name another pipeline's epochs, a window
-without a committed epoch.
+before anything is read from Kafka or HBase or kept: a pipeline the pipelines file does
+not declare, ``--epochs`` that are malformed or name another pipeline's epochs, a
+``--since`` that is not an ISO-8601 time, a window without a committed epoch.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_eo.clients.connections import (
@@ -47,12 +54,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     audit.add_argument("--pipeline", required=True)
     window = audit.add_mutually_exclusive_group()
     window.add_argument("--epochs", help="A-B: the pipeline's committed epochs with ids A to B (inclusive)")
+    window.add_argument(
+        "--since", help="T: the epochs committed at or after T (ISO-8601; without a zone: UTC)"
+    )
     window.add_argument("--last", type=int, help=f"the N newest committed epochs (default {DEFAULT_LAST})")
     audit.add_argument("--pipelines-file", help="pipelines YAML (default: $EO_PIPELINES_FILE)")
     audit.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
     audit.add_argument("--hbase-conn-id", default=DEFAULT_HBASE_CONN_ID)
     audit.add_argument("--schema-registry-conn-id", default=DEFAULT_SCHEMA_REGISTRY_CONN_ID)
     audit.add_argument("--format", choices=["json", "text"], default="json")
+    audit.add_argument(
+        "--no-record", action="store_true", help="keep nothing in the ledger (a role that may only read)"
+    )
     return audit
 
 
@@ -67,9 +80,20 @@ def epoch_bounds(text: str, refused: type[Exception]) -> tuple[int, int]:
     return first, last
 
 
+def since_time(text: str, refused: type[Exception]) -> datetime:
+    """``--since``'s ISO-8601 time, timezone-aware (a time without a zone is UTC);
+    ``refused`` when it is not one."""
+    try:
+        found = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise refused(f"--since must be an ISO-8601 time like 2026-11-29T04:00:00Z, not {text!r}") from None
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
 def window(ledger: LedgerReads, args: argparse.Namespace, refused: type[Exception]) -> list[Epoch]:
-    """The committed epochs to audit, oldest first; ``refused`` when there is none or
-    ``--epochs`` names another pipeline's epochs."""
+    """The committed epochs to audit, oldest first (``--epochs``, ``--since`` or ``--last``);
+    ``refused`` when there is none, ``--epochs`` names another pipeline's epochs or a
+    bound is malformed."""
     committed = frozenset({EpochState.COMMITTED})
     if args.epochs is not None:
         first, last = epoch_bounds(args.epochs, refused)
@@ -85,6 +109,12 @@ def window(ledger: LedgerReads, args: argparse.Namespace, refused: type[Exceptio
             raise refused(f"epochs {args.epochs} are not pipeline {args.pipeline!r}'s (they are {owners}'s)")
         if not epochs:
             raise refused(f"pipeline {args.pipeline!r} has no committed epoch with an id in {first}-{last}")
+        return epochs
+    if args.since is not None:
+        since = since_time(args.since, refused)
+        epochs = ledger.epochs(EpochFilter(pipeline=args.pipeline, states=committed, committed_since=since))
+        if not epochs:
+            raise refused(f"pipeline {args.pipeline!r} has no epoch committed since {since.isoformat()}")
         return epochs
     limit = DEFAULT_LAST if args.last is None else args.last
     if limit < 1:
@@ -139,6 +169,7 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> A
     log.info(
         "audit start pipeline=%s epoch_ids=%d-%d", args.pipeline, epochs[0].epoch_id, epochs[-1].epoch_id
     )
+    started = datetime.now(UTC)
     report = audit_window(
         epochs,
         lambda epoch: spec_for_epoch(epoch, pipelines, ledger.pipeline_spec),
@@ -150,8 +181,16 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> A
     log.info(
         "audit done pipeline=%s verdict=%s findings=%d", args.pipeline, report.verdict, report.findings.total
     )
-    text = report.text() if args.format == "text" else None
-    return AuditOutput(report.to_json(), text, exit_status(report.to_json()))
+    answer = report.to_json()
+    audit_id = None
+    if not args.no_record:
+        audit_id = ledger.record_audit(answer, run_key=None, source="cli", started_at=started)
+        log.info("audit kept pipeline=%s audit_id=%s", args.pipeline, audit_id)
+    text = None
+    if args.format == "text":
+        kept = "not kept (--no-record)" if audit_id is None else f"kept as audit {audit_id}"
+        text = f"{kept}\n{report.text()}"
+    return AuditOutput({"audit_id": audit_id, **answer}, text, exit_status(answer))
 
 
 def exit_status(answer: dict[str, Any]) -> int:

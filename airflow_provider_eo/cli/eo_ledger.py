@@ -7,7 +7,8 @@ Kafka (``lag``, ``commit``) uses ``AIRFLOW_CONN_<KAFKA_CONN_ID>`` (default ``eo_
 Errors are printed as ``{"error": ..., "type": ...}`` on stderr: exit 1 for failures,
 2 for refusals (``commit``/``abort`` without ``--yes``, ``prune`` without a pipeline
 selector or a criterion, ``history`` of an unknown pipeline, every ``seek``/``reset``
-refusal: cli/seek_commands.py; ``audit``'s: cli/audit_commands.py) and usage errors; ``audit``
+refusal: cli/seek_commands.py; ``audit``'s: cli/audit_commands.py; ``audits`` and
+``audit-show``'s: cli/audit_results_commands.py) and usage errors; ``audit``
 exits 1 when it finds discrepancies. ``prune`` without ``--yes`` is a dry
 run. Every change is recorded in the epochs' history as ``eo-ledger`` ``user@host``
 (``Actor.cli()``).
@@ -23,7 +24,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_eo.cli import audit_commands, dead_letter_commands, history_commands, seek_commands
+from airflow_provider_eo.cli import (
+    audit_commands,
+    audit_results_commands,
+    dead_letter_commands,
+    history_commands,
+    seek_commands,
+)
 from airflow_provider_eo.cli import ledger_commands as commands
 from airflow_provider_eo.cli.replay_commands import ReplayRefused
 from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID, DEFAULT_LEDGER_CONN_ID
@@ -105,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     history_commands.add_history_parser(sub)
     seek_commands.add_parsers(sub)
     audit_commands.add_parser(sub)
+    audit_results_commands.add_parsers(sub)
     return parser
 
 
@@ -162,6 +170,8 @@ def run(args: argparse.Namespace) -> Any:
             )
         if args.command == audit_commands.COMMAND:
             return audit_commands.run(args, ledger, Refused)
+        if args.command in audit_results_commands.COMMANDS:
+            return audit_results_commands.run(args, ledger, Refused)
         if args.command == dead_letter_commands.COMMAND:
             return dead_letter_commands.run(args, ledger, Refused)
         if args.command == "commit":

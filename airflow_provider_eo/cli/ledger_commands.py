@@ -103,6 +103,8 @@ def prune(
         "ranges": sum(count.ranges for count in counts),
         "transitions": sum(count.transitions for count in counts),
         "lag_samples": sum(count.lag_samples for count in counts),
+        "audits": sum(count.audits for count in counts),
+        "audit_findings": sum(count.audit_findings for count in counts),
     }
 
 

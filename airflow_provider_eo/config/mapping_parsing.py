@@ -11,10 +11,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_eo.config.mapping_syntax import parse_path, parse_prefix, parse_template, parse_version
+from airflow_provider_eo.config.mapping_syntax import (
+    parse_path,
+    parse_positions,
+    parse_prefix,
+    parse_template,
+    parse_tombstone_version,
+    parse_version,
+)
 from airflow_provider_eo.config.section import CONTROL_CHARS, Section
-from airflow_provider_eo.config.specs import METADATA_FIELDS, MappingSpec
+from airflow_provider_eo.config.specs import ENVELOPE_METADATA_FIELDS, METADATA_FIELDS, MappingSpec
 
+ENVELOPES = ("none", "debezium")
+TRUNCATE_POLICIES = ("fail", "ignore")
 VALUE_FORMATS = ("json", "string", "bytes", "avro", "protobuf", "json_schema")
 KEY_FORMATS = ("bytes", "string", "json", "avro", "protobuf", "json_schema")
 #: Key formats that decode to records, so ``{key.<path>}`` can reach a field.
@@ -39,6 +48,12 @@ def parse_mapping(section: Section) -> MappingSpec:
         section.fail("function", f"must be an importable 'package.module:function' path, got {function!r}")
     columns = _columns(section)
     flatten = _flatten(section, columns)
+    envelope = section.choice("envelope", ENVELOPES, "none")
+    options = section.child("envelope_options")
+    truncate = options.choice("truncate", TRUNCATE_POLICIES, "fail")
+    options.finish()
+    if envelope == "none" and options.raw("truncate", None) is not None:
+        section.fail("envelope_options", "applies with 'envelope: debezium' only")
     spec = MappingSpec(
         value_format=section.choice("value_format", VALUE_FORMATS, "json"),
         key_format=key_format,
@@ -46,10 +61,13 @@ def parse_mapping(section: Section) -> MappingSpec:
         row_key_prefix=prefix,
         columns=columns,
         flatten=flatten,
-        metadata_columns=_metadata_columns(section, columns),
-        version=_version(section),
+        metadata_columns=_metadata_columns(section, columns, envelope),
+        version=_version(section, envelope),
         function=function,
         max_record_bytes=section.integer("max_record_bytes", 1_048_576),
+        envelope=envelope,
+        truncate=truncate,
+        tombstone_version=_tombstone_version(section, envelope, key_format),
     )
     if function is not None:
         _check_function_alone(section, spec)
@@ -119,15 +137,31 @@ def _flatten(section: Section, columns: dict[str, str] | None) -> tuple[str, ...
     return tuple(raw)
 
 
-def _metadata_columns(section: Section, columns: dict[str, str] | None) -> dict[str, str]:
+def _is_envelope_metadata(name: Any) -> bool:
+    """``op``, ``source`` or ``source.<path>``."""
+    if name in ENVELOPE_METADATA_FIELDS:
+        return True
+    if not isinstance(name, str) or not name.startswith("source."):
+        return False
+    try:
+        parse_path(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _metadata_columns(section: Section, columns: dict[str, str] | None, envelope: str) -> dict[str, str]:
     raw = section.raw("metadata_columns", {})
     if not isinstance(raw, Mapping):
         section.fail("metadata_columns", f"must map {', '.join(METADATA_FIELDS)} to qualifiers, got {raw!r}")
     metadata: dict[str, str] = {}
+    allowed = ", ".join(METADATA_FIELDS)
+    if envelope == "debezium":
+        allowed += ", op, source, source.<path>"
     for name, qualifier in raw.items():
         key = f"metadata_columns.{name}"
-        if name not in METADATA_FIELDS:
-            section.fail(key, f"is not Kafka metadata (allowed: {', '.join(METADATA_FIELDS)})")
+        if name not in METADATA_FIELDS and not (envelope == "debezium" and _is_envelope_metadata(name)):
+            section.fail(key, f"is not Kafka metadata (allowed: {allowed})")
         _qualifier(section, key, qualifier)
         if qualifier in metadata.values():
             section.fail(key, f"qualifier {qualifier!r} is already a metadata column")
@@ -137,18 +171,42 @@ def _metadata_columns(section: Section, columns: dict[str, str] | None) -> dict[
     return metadata
 
 
-def _version(section: Section) -> str:
+def _version(section: Section, envelope: str) -> str:
     version = section.string("version", "offset")
     try:
-        parse_version(version)
+        (parse_positions if envelope == "debezium" else parse_version)(version)
     except ValueError as exc:
         section.fail("version", str(exc))
     return version
 
 
+def _tombstone_version(section: Section, envelope: str, key_format: str) -> str | None:
+    """``tombstone_version``: plain mappings under ``version: field:...`` only."""
+    text = section.string("tombstone_version", None)
+    if text is None:
+        return None
+    if envelope != "none":
+        section.fail(
+            "tombstone_version", "does not apply with an envelope (a delete event carries its version)"
+        )
+    if not section.raw("version", "offset").startswith("field:"):
+        section.fail("tombstone_version", "applies with 'version: field:<path>' only")
+    try:
+        kind, _ = parse_tombstone_version(text)
+    except ValueError as exc:
+        section.fail("tombstone_version", str(exc))
+    if kind == "key" and key_format not in STRUCTURED_KEY_FORMATS:
+        section.fail(
+            "tombstone_version",
+            f"names a field of the Kafka key but key_format {key_format!r} has no fields "
+            "(use json, avro, protobuf or json_schema)",
+        )
+    return text
+
+
 def _check_function_alone(section: Section, spec: MappingSpec) -> None:
     """A user function maps the raw record itself: value_format, columns and flatten do not apply."""
-    if spec.value_format != "json":
+    if spec.value_format != "json" and spec.envelope == "none":
         section.fail("value_format", "does not apply with 'function' (the function reads the raw record)")
     if spec.columns is not None:
         section.fail("columns", "does not apply with 'function' (the function returns the cells)")

@@ -12,7 +12,11 @@ parser raises ``ValueError`` with a message that quotes the offending text.
   ``{key}`` is the decoded Kafka key and ``{key.<path>}`` a field of it; every other field
   is a path into the value.
 * A **row-key prefix** is ``hash:N`` (1 <= N <= 32) or ``salt:N`` (2 <= N <= 10000).
-* A **version source** is ``offset`` or ``field:<path>``.
+* A **version source** is ``offset`` or ``field:<path>``; under ``envelope: debezium`` also
+  ``field:<path>+<path>`` (a log file name, then the position inside it: MySQL's
+  ``source.file+source.pos``).
+* A **tombstone version** is ``header:<name>`` (a header's decimal text) or ``key:<path>``
+  (a field of the decoded Kafka key).
 """
 
 from __future__ import annotations
@@ -83,10 +87,34 @@ def parse_prefix(text: str) -> tuple[Literal["hash", "salt"], int]:
 
 
 def parse_version(text: str) -> FieldPath | None:
-    """``"offset"`` -> None; ``"field:a.b"`` -> ``("a", "b")``; ValueError otherwise."""
+    """``"offset"`` -> None; ``"field:a.b"`` -> ``("a", "b")``; ValueError otherwise (a
+    ``+`` composite included: :func:`parse_positions` reads those)."""
+    paths = parse_positions(text)
+    if paths is not None and len(paths) > 1:
+        raise ValueError(f"a composite version {text!r} needs 'envelope: debezium'")
+    return None if paths is None else paths[0]
+
+
+def parse_positions(text: str) -> tuple[FieldPath, ...] | None:
+    """``"offset"`` -> None; ``"field:a.b"`` -> one path; ``"field:source.file+source.pos"``
+    -> two (a file name and a position in it); ValueError otherwise."""
     if text == "offset":
         return None
-    kind, _, path = text.partition(":")
-    if kind != "field" or not path:
+    kind, _, rest = text.partition(":")
+    if kind != "field" or not rest:
         raise ValueError(f"must be 'offset' or 'field:<dotted.path>', got {text!r}")
-    return parse_path(path)
+    parts = rest.split("+")
+    if len(parts) > 2:
+        raise ValueError(f"a composite version names two paths (file+position), got {text!r}")
+    return tuple(parse_path(part) for part in parts)
+
+
+def parse_tombstone_version(text: str) -> tuple[Literal["header", "key"], str | FieldPath]:
+    """``"header:txn_version"`` -> ``("header", "txn_version")``; ``"key:a.b"`` ->
+    ``("key", ("a", "b"))``; ValueError otherwise."""
+    kind, _, rest = text.partition(":")
+    if kind == "header" and rest:
+        return "header", rest
+    if kind == "key" and rest:
+        return "key", parse_path(rest)
+    raise ValueError(f"must be 'header:<name>' or 'key:<dotted.path>', got {text!r}")

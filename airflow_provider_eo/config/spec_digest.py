@@ -8,7 +8,10 @@ from (``source_file``), the schedule, timeouts, waits, reservation caps, startin
 data-loss policy, backfill chunking and Spark's resources (``spark.split_size`` is in: with
 ``batch_size``/``batch_bytes`` it decides which versions of a row a range writes). The same YAML
 with keys reordered or comments changed has the same digest; any change to a mapped field
-gives another. Pure: reads nothing, raises nothing.
+gives another. The mapping fields added after digests were first recorded (``envelope``,
+``truncate``, ``tombstone_version``: :data:`LATER_MAPPING_DEFAULTS`) are in the view only
+when they differ from their defaults, so a spec that does not use them keeps the digest it
+always had. Pure: reads nothing, raises nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ MAPPING_FIELDS = (
     "batch_size",
     "batch_bytes",
 )
+#: Mapping fields left out of the view at these values (digests recorded before they existed).
+LATER_MAPPING_DEFAULTS: dict[str, Any] = {"envelope": "none", "truncate": "fail", "tombstone_version": None}
 #: How many hex digits of a digest messages and pages show.
 SHORT = 12
 
@@ -41,6 +46,11 @@ def mapping_view(spec: PipelineSpec) -> dict[str, Any]:
     """The part of ``spec.to_dict()`` the digest covers."""
     data = spec.to_dict()
     view = {name: data[name] for name in MAPPING_FIELDS}
+    view["mapping"] = {
+        key: value
+        for key, value in view["mapping"].items()
+        if key not in LATER_MAPPING_DEFAULTS or value != LATER_MAPPING_DEFAULTS[key]
+    }
     view["split_size"] = data["spark"]["split_size"]
     return view
 

@@ -31,6 +31,11 @@ KeyFormat = Literal["bytes", "string", "json", "avro", "protobuf", "json_schema"
 #: Formats whose records carry a schema id of a Schema Registry (Confluent wire format).
 REGISTRY_FORMATS = ("avro", "protobuf", "json_schema")
 METADATA_FIELDS = ("topic", "partition", "offset", "timestamp", "headers")
+#: Metadata an envelope adds (``envelope: debezium``): the op, the whole ``source`` block, or
+#: ``source.<path>`` (any field of it).
+ENVELOPE_METADATA_FIELDS = ("op", "source")
+Envelope = Literal["none", "debezium"]
+TruncatePolicy = Literal["fail", "ignore"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,11 @@ class MappingSpec:
     paths written one cell per element; ``metadata_columns`` maps Kafka metadata
     (topic, partition, offset, timestamp, headers) to qualifiers. ``version`` is
     ``"offset"`` or ``"field:<dotted.path>"``. ``function`` is an optional importable
-    ``"pkg.module:function"`` user mapping. The grammars: ``config.mapping_syntax``.
+    ``"pkg.module:function"`` user mapping. ``envelope`` is ``"none"`` or ``"debezium"``
+    (change events: ``docs/formats.md``, "Change-data-capture envelopes"), ``truncate`` what
+    a truncate event does (``envelope_options.truncate``); ``tombstone_version`` is None,
+    ``"header:<name>"`` or ``"key:<path>"`` (where a tombstone's field version comes from).
+    The grammars: ``config.mapping_syntax``.
     """
 
     value_format: ValueFormat = "json"
@@ -57,6 +66,9 @@ class MappingSpec:
     version: str = "offset"
     function: str | None = None
     max_record_bytes: int = 1_048_576
+    envelope: Envelope = "none"
+    truncate: TruncatePolicy = "fail"
+    tombstone_version: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MappingSpec:
@@ -86,10 +98,16 @@ class MappingSpec:
     @property
     def value_paths(self) -> tuple[str, ...]:
         """Every dotted path into the value the mapping names (columns, template fields,
-        the version field), in that order, each once: what a value schema must have."""
-        paths = [*(self.columns or {}).values()]
-        paths += [name for name in self.template_fields if name != "key" and not name.startswith("key.")]
-        paths += [self.version_field] if self.version_field else []
+        the version field), in that order, each once: what a value schema must have. Under
+        ``envelope: debezium`` columns and template fields are paths of the ``after`` image
+        (``after.<path>``) and the version field a path of the envelope (``source.lsn``)."""
+        image = "after." if self.envelope == "debezium" else ""
+        paths = [image + path for path in (self.columns or {}).values()]
+        paths += [
+            image + name for name in self.template_fields if name != "key" and not name.startswith("key.")
+        ]
+        if self.version_field:
+            paths += self.version_field.split("+")
         return tuple(dict.fromkeys(paths))
 
     @property

@@ -62,7 +62,7 @@ def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
     legacy = conf.getboolean("metrics", "legacy_names_on", fallback=True)
     tags = {"pipeline": epoch.pipeline, "kind": epoch.kind.value}
     metrics = epoch.metrics or {}
-    pipeline = _part(epoch.pipeline)
+    pipeline = legacy_name_part(epoch.pipeline)
     for name, key in COUNTERS.items():
         count = int(metrics.get(key, 0))
         stats.incr(name, count, tags=tags)
@@ -76,7 +76,7 @@ def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
     for (topic, partition), value in sorted(lag.items()):
         stats.gauge(LAG, value, tags={**tags, "topic": topic, "partition": str(partition)})
         if legacy:
-            stats.gauge(f"{LAG}.{pipeline}.{_part(topic)}.{partition}", value)
+            stats.gauge(f"{LAG}.{pipeline}.{legacy_name_part(topic)}.{partition}", value)
     log.info(
         "metrics sent pipeline=%s epoch_id=%s ranges=%s records=%s lag=%s",
         epoch.pipeline, epoch.epoch_id, epoch.ranges_text, metrics.get("records"),
@@ -99,6 +99,7 @@ def report_committed(committed: Committed) -> None:
         log.warning("metrics not sent pipeline=%s epoch_id=%s: %s", epoch.pipeline, epoch.epoch_id, exc)
 
 
-def _part(value: str) -> str:
-    """A variable inside a legacy stat name: ``.`` -> ``__`` (as Airflow's legacy names do)."""
+def legacy_name_part(value: str) -> str:
+    """A variable inside a legacy stat name: ``.`` -> ``__`` (as Airflow's legacy names do);
+    the audit's metrics (``observability/audit_metrics.py``) name theirs the same way."""
     return stats.normalize_name_for_stats(value.replace(".", "__"), log_warning=False)

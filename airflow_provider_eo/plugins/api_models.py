@@ -134,12 +134,59 @@ class RecordedSpec(Answer):
     spec: dict[str, Any] = Field(description="the parsed spec as first reserved (PipelineSpec.to_dict())")
 
 
+class AuditFinding(BaseModel):
+    """One kept finding of an audit (``audit/findings.py``, ``Finding.to_json``); fields that
+    do not apply are null. Keys a finding of another provider version carries are kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str = Field(description="cell_missing, cell_bytes_differ, unexpected_cell, ... (docs/audit.md)")
+    detail: str = Field(description="the finding in words")
+    epoch_id: int | None
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    row: str | None = Field(description="row key (text; at most 40 bytes shown)")
+    column: str | None = Field(description="family:qualifier")
+    expected_version: int | None = Field(description="the cell version the committed record maps to")
+    expected_bytes: str | None = Field(description="the bytes it maps to (at most 40 shown)")
+    hbase_holds: str | None = Field(description="what HBase (or the ledger) holds instead")
+
+
+class Audit(Answer):
+    """A kept audit without its findings (``AuditRecord.brief``; ``eo-ledger audits``)."""
+
+    audit_id: int
+    pipeline: str
+    run_key: str | None = Field(description="<dag_id>/<run_id> of the audit DAG's run; null from eo-ledger")
+    source: str = Field(description="dag | cli")
+    first_epoch: int
+    last_epoch: int
+    epochs: int = Field(description="committed epochs audited")
+    epoch_ids: list[int] = Field(description="the audited epochs, by id")
+    verdict: str = Field(description="clean | discrepancies")
+    findings_total: int = Field(description="every finding counted, kept or not")
+    summary: dict[str, Any] = Field(
+        description="the report's counts: window, offsets, cells, not_auditable, findings_by_kind, "
+        "findings_not_shown, ..."
+    )
+    started_at: Timestamp
+    finished_at: Timestamp
+
+
+class AuditDetail(Audit):
+    """A kept audit with its findings (``eo-ledger audit-show ID``)."""
+
+    findings: list[AuditFinding] = Field(description="the kept findings (at most 1,000), in order found")
+
+
 class ErrorBody(Answer):
     """An error of the plugin's routes, as the CLI prints it."""
 
     error: str = Field(description="what went wrong")
     type: str = Field(
-        description="EpochNotFound, PipelineNotFound, InvalidRequest, LedgerUnavailable or InternalError"
+        description="EpochNotFound, PipelineNotFound, AuditNotFound, InvalidRequest, LedgerUnavailable "
+        "or InternalError"
     )
 
 
@@ -164,6 +211,9 @@ PIPELINE_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
         "model": ErrorBody,
         "description": "no such pipeline, or one the caller may not see (PipelineNotFound)",
     },
+}
+AUDIT_NOT_FOUND_RESPONSE: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "no such audit, or one the caller may not see (AuditNotFound)"},
 }
 PAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
     **{status: ERROR_RESPONSES[status] for status in (401, 403, 422)},

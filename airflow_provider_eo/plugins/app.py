@@ -13,6 +13,8 @@ Routes (relative to the mount point, ``/eo`` in the Airflow API server):
   (:mod:`.chart_views`); 404 for an unknown pipeline, 422 for a bad window.
 * ``GET /epochs/{epoch_id}`` : the epoch's own HTML page (:mod:`.epoch_page`); 404 page
   for an unknown id.
+* ``GET /api/audits/{audit_id}``, ``GET /api/pipelines/{name}/audits?limit=`` and the
+  audit's page ``GET /audits/{audit_id}``: the kept audits (:mod:`.audit_routes`).
 
 Answers are the typed models of :mod:`.api_models` (``/api/openapi.json`` describes
 them). Errors are JSON ``{"error": ..., "type": ...}`` as in the CLI: 404 unknown epoch,
@@ -31,29 +33,32 @@ them in its thread pool). Read-only: nothing here changes the ledger.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from airflow_provider_eo.dag_ids import pipeline_from_dag_id
-from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.refusals import EpochNotFound, LedgerUnavailable, PipelineNotFound
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from airflow_provider_eo.plugins import api_models, chart_models, chart_views, views
-from airflow_provider_eo.plugins.access import EveryPipeline, PipelineAccess
+from airflow_provider_eo.plugins import api_models, audit_routes, chart_models, chart_views, views
 from airflow_provider_eo.plugins.chart_window import DEFAULT_WINDOW, ChartWindow
 from airflow_provider_eo.plugins.epoch_page import render_epoch_page, render_missing
 from airflow_provider_eo.plugins.html_parts import error_page
 from airflow_provider_eo.plugins.page import render_page
 from airflow_provider_eo.plugins.partition_lag import WatermarkSource
+from airflow_provider_eo.plugins.route_dependencies import (
+    AccessDep,
+    AccessResolver,
+    LedgerDep,
+    LedgerFactory,
+    everyone,
+)
 from airflow_provider_eo.plugins.server_errors import InternalErrors
 
-LedgerFactory = Callable[[], LedgerReads]
-AccessResolver = Callable[[Request], Awaitable[PipelineAccess]]
 log = logging.getLogger(__name__)
 Limit = Annotated[int, Query(ge=1, le=views.MAX_EPOCH_LIMIT)]
 
@@ -61,33 +66,6 @@ Limit = Annotated[int, Query(ge=1, le=views.MAX_EPOCH_LIMIT)]
 def _error(status: int, exc: Exception | str, kind: str | None = None) -> JSONResponse:
     message = str(exc)
     return JSONResponse({"error": message, "type": kind or type(exc).__name__}, status_code=status)
-
-
-def _ledger(request: Request) -> Iterator[LedgerReads]:
-    """Dependency: a ledger from the app's factory, closed after the request. What the
-    factory raises propagates (``LedgerUnavailable``: 503; anything else: 500)."""
-    opened: LedgerReads = request.app.state.ledger_factory()
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-LedgerDep = Annotated[LedgerReads, Depends(_ledger)]
-
-
-async def everyone(request: Request) -> PipelineAccess:
-    """The default access resolver: every pipeline is visible."""
-    return EveryPipeline()
-
-
-async def _access(request: Request) -> PipelineAccess:
-    """Dependency: the caller's :class:`PipelineAccess`, from the app's resolver."""
-    resolve: AccessResolver = request.app.state.resolve_access
-    return await resolve(request)
-
-
-AccessDep = Annotated[PipelineAccess, Depends(_access)]
 
 
 def create_app(
@@ -117,6 +95,7 @@ def create_app(
     app.state.ledger_factory = ledger_factory
     app.state.resolve_access = access
     app.add_middleware(InternalErrors)
+    app.include_router(audit_routes.router)
 
     @app.exception_handler(EpochNotFound)
     @app.exception_handler(PipelineNotFound)

@@ -1,11 +1,12 @@
 """An epoch's own page (``/eo/epochs/{id}``): what the ledger holds about it, readable.
 
-Its facts, where its time went (``ledger/model/phases.py``: a phase it did not record reads
-"unknown"), its ranges with the vote's per-partition counts and the lag right after its
-commit, its metrics as a table of named figures, its history. Links lead back to the
-Epochs page (the same iframe) and into Airflow (``target="_top"``, :mod:`.html_parts`):
-the run (its grid) and the task instances that wrote and committed it (those its history
-names, with their try; otherwise the run's ``write``/``commit`` tasks). Rows carry
+Its facts (its newest kept audit among them, as the Epochs page's badge), where its time
+went (``ledger/model/phases.py``: a phase it did not record reads "unknown"), its ranges
+with the vote's per-partition counts and the lag right after its commit, its metrics as a
+table of named figures, its history. Links lead back to the Epochs page (the same iframe)
+and into Airflow (``target="_top"``, :mod:`.html_parts`): the run (its grid) and the task
+instances that wrote and committed it (those its history names, with their try;
+otherwise the run's ``write``/``commit`` tasks). Rows carry
 ``data-*`` attributes for scripts and the browser tests.
 """
 
@@ -18,7 +19,15 @@ from airflow_provider_eo import ui_links
 from airflow_provider_eo.dag_ids import CHUNK_GROUP_ID
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.ledger.model.phases import PHASE_LABELS
-from airflow_provider_eo.plugins.html_parts import document, error_page, esc, state_badge, top_link, when
+from airflow_provider_eo.plugins.html_parts import (
+    audit_badge,
+    document,
+    error_page,
+    esc,
+    state_badge,
+    top_link,
+    when,
+)
 from airflow_provider_eo.plugins.svg_plot import number
 
 UI_ROOT = "../../"
@@ -29,6 +38,7 @@ METRIC_NAMES = {
     "bad_records": "bad records (dead-lettered)",
     "cells_written": "HBase cells written",
     "tombstones": "tombstones written",
+    "changes_skipped": "change events skipped (tombstones after deletes, ignored truncates)",
     "bytes": "bytes read (keys and values)",
     "segments": "write segments (mutateRowsTs calls)",
     "schema_fetches": "Schema Registry requests",
@@ -84,6 +94,11 @@ def _mapping(digest: str | None) -> str:
     return f'<a href="../api/specs/{esc(digest)}"><code>{esc(digest[:12])}</code></a>'
 
 
+def _audit(audit: dict[str, Any] | None) -> str:
+    """The epoch's newest kept audit as its badge, linked to the audit's page."""
+    return audit_badge(audit, "../" + ui_links.audit_page(audit["audit_id"]) if audit else "")
+
+
 def _facts(e: dict[str, Any]) -> str:
     rows = [
         ("pipeline", esc(e["pipeline"])), ("kind", esc(e["kind"])), ("state", state_badge(e["state"])),
@@ -93,6 +108,7 @@ def _facts(e: dict[str, Any]) -> str:
         ("written", when(e["written_at"])), ("committed", when(e["committed_at"])),
         ("aborted", when(e["aborted_at"])),
         ("error", f'<span class="err">{esc(e["error"])}</span>' if e["error"] else "-"),
+        ("audit", _audit(e.get("audit"))),
     ]  # fmt: skip
     body = "".join(f"<tr><th>{name}</th><td>{value}</td></tr>" for name, value in rows)
     return f'<table class="facts" id="facts">{body}</table>'

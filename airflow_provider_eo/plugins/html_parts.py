@@ -1,5 +1,5 @@
-"""What the plugin's HTML pages share: escaping, the state badge, ranges, the style sheet
-and the document around a page's body.
+"""What the plugin's HTML pages share: escaping, the state and audit badges, ranges, the
+style sheet and the document around a page's body.
 
 No external asset. The one script, :data:`TOP_LINKS`, exists because Airflow 3.3 shows
 plugin pages in an iframe sandboxed with ``allow-scripts allow-same-origin`` but without
@@ -25,6 +25,8 @@ form{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin:6px 0}
 .s{padding:1px 6px;border-radius:8px;font-size:11px;font-weight:600;color:#fff}
 .s-RESERVED{background:#d69e2e}.s-WRITTEN{background:#3182ce}
 .s-COMMITTED{background:#38a169}.s-ABORTED{background:#a0aec0}.lag{font-weight:600}
+a.audit{text-decoration:none}.a-clean{background:#38a169}.a-findings{background:#c53030}
+.a-window{background:#d69e2e}
 tr.history td{border-bottom:1px solid #e2e8f0;padding-top:0}ol.transitions{margin:2px 0;padding-left:20px}
 a{color:#2b6cb0}.links{display:flex;gap:14px;flex-wrap:wrap;margin:6px 0 10px}
 table.facts{width:auto}table.facts th{text-align:left;font-weight:600;padding-right:16px}
@@ -68,6 +70,27 @@ def esc(value: Any) -> str:
 def state_badge(state: str) -> str:
     """An epoch state as a coloured badge."""
     return f'<span class="s s-{esc(state)}">{esc(state)}</span>'
+
+
+def audit_badge(audit: dict[str, Any] | None, href: str) -> str:
+    """An epoch's newest audit (``EpochAudit.to_json``) as a badge linking to the audit's
+    page at ``href``: ``clean``; ``N findings`` (the kept findings naming this epoch); or
+    ``window: discrepancies`` when the audit's findings name only other epochs (or were
+    not kept). Never audited (None): a muted dash."""
+    if audit is None:
+        return '<span class="muted">-</span>'
+    found = int(audit["epoch_findings"])
+    if audit["verdict"] == "clean":
+        kind, label = "clean", "clean"
+    elif found:
+        kind, label = "findings", f"{found} finding{'' if found == 1 else 's'}"
+    else:
+        kind, label = "window", "window: discrepancies"
+    return (
+        f'<a class="s audit a-{kind}" href="{esc(href)}" data-audit-id="{esc(audit["audit_id"])}" '
+        f'data-verdict="{esc(audit["verdict"])}" data-epoch-findings="{found}" '
+        f'title="audit {esc(audit["audit_id"])}, {esc(audit["finished_at"])}">{esc(label)}</a>'
+    )
 
 
 def ranges_cell(ranges: list[dict[str, Any]]) -> str:

@@ -8,6 +8,8 @@ With a pipeline selected, its charts come first (:mod:`.charts`, over the form's
 Each epoch's id links to its own page (:mod:`.epoch_page`), its run id to the run in
 Airflow. Its metrics are summed up in a few figures (all of them: its page).
 An epoch of a registry format shows the schema ids its records carried above its metrics.
+Each epoch's last cell is its newest kept audit as a badge linking to the audit's page
+(:func:`~.html_parts.audit_badge`; ``-`` when never audited).
 Under each epoch's row, a ``tr.history`` row holds its history (a closed ``<details>``:
 every transition, oldest first, with time, actor and reason).
 Each pipeline lists its partitions with cursor, high watermark and lag (``unknown``
@@ -25,7 +27,14 @@ from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
 from airflow_provider_eo.plugins.chart_window import THE_DEFAULT, WINDOW_CHOICES, ChartWindow
 from airflow_provider_eo.plugins.charts import render_charts
-from airflow_provider_eo.plugins.html_parts import document, esc, ranges_cell, state_badge, top_link
+from airflow_provider_eo.plugins.html_parts import (
+    audit_badge,
+    document,
+    esc,
+    ranges_cell,
+    state_badge,
+    top_link,
+)
 
 STATES = tuple(state.value for state in EpochState)
 KINDS = tuple(kind.value for kind in EpochKind)
@@ -110,10 +119,11 @@ def metrics_brief(metrics: dict[str, Any] | None) -> str:
     return " · ".join(parts)
 
 
-def _epoch_row(e: dict[str, Any]) -> str:
+def _epoch_row(e: dict[str, Any], audit: dict[str, Any] | None) -> str:
     last = e["committed_at"] or e["aborted_at"] or e["written_at"] or e["created_at"]
     run_page = "../" + ui_links.airflow_run(e["dag_id"], e["run_id"])
     run = top_link(run_page, f"<code>{esc(e['run_id'])}</code>", "run-link")
+    badge = audit_badge(audit, ui_links.audit_page(audit["audit_id"]) if audit else "")
     return (
         f'<tr class="epoch" id="epoch-{esc(e["epoch_id"])}">'
         f'<td><a class="epoch-link" href="{ui_links.epoch_page(e["epoch_id"])}">{esc(e["epoch_id"])}</a></td>'
@@ -122,7 +132,8 @@ def _epoch_row(e: dict[str, Any]) -> str:
         f"<td>{ranges_cell(e['ranges'])}</td><td>{esc(e['records_total'])}</td>"
         f'<td>{_schema_ids(e["metrics"])}<span class="metrics">{esc(metrics_brief(e["metrics"]))}</span></td>'
         f'<td class="muted nw" title="{esc(last)}">{esc(last[:19].replace("T", " "))}</td>'
-        f'<td class="err">{esc(e["error"])}</td></tr>'
+        f'<td class="err">{esc(e["error"])}</td>'
+        f'<td class="audit-cell">{badge}</td></tr>'
     )
 
 
@@ -141,7 +152,7 @@ def _history_row(epoch_id: Any, history: list[dict[str, Any]] | None) -> str:
         for t in history
     )
     return (
-        f'<tr class="history" id="history-{esc(epoch_id)}"><td></td><td colspan="9"><details>'
+        f'<tr class="history" id="history-{esc(epoch_id)}"><td></td><td colspan="10"><details>'
         f"<summary>History ({len(history)})</summary>"
         f'<ol class="transitions">{items}</ol></details></td></tr>'
     )
@@ -156,6 +167,7 @@ def render_page(
     window: ChartWindow = THE_DEFAULT,
     charts: dict[str, Any] | None = None,
     histories: dict[int, list[dict[str, Any]]] | None = None,
+    audits: dict[int, dict[str, Any]] | None = None,
     error: str | None = None,
     lag_error: str | None = None,
 ) -> str:
@@ -165,8 +177,9 @@ def render_page(
     first); ``selected`` is the current filter and ``window`` the charts' (both shown in
     the form); ``charts`` (:mod:`.chart_views`, the selected pipeline's) adds its charts;
     ``histories`` (epoch id -> its transitions, ``Transition.to_json``) adds a history row
-    under each epoch; ``error`` (e.g. the ledger is unreachable) and ``lag_error`` (why
-    lag is unknown) are shown as banners.
+    under each epoch; ``audits`` (epoch id -> its newest audit, ``EpochAudit.to_json``)
+    fills each epoch's audit badge; ``error`` (e.g. the ledger is unreachable) and
+    ``lag_error`` (why lag is unknown) are shown as banners.
     """
     form = (
         '<form method="get" action="">'
@@ -183,11 +196,12 @@ def render_page(
     if lag_error:
         banner += f'<div class="banner err" id="lag-error">Lag unknown: {esc(lag_error)}</div>'
     pipeline_rows = "".join(_pipeline_row(p, lag_error) for p in pipelines)
-    known = histories or {}
+    known, audited = histories or {}, audits or {}
     epoch_rows = "".join(
-        _epoch_row(e) + _history_row(e["epoch_id"], known.get(e["epoch_id"])) for e in reversed(epochs)
+        _epoch_row(e, audited.get(e["epoch_id"])) + _history_row(e["epoch_id"], known.get(e["epoch_id"]))
+        for e in reversed(epochs)
     )
-    empty = '<tr><td colspan="10" class="muted">no epochs</td></tr>'
+    empty = '<tr><td colspan="11" class="muted">no epochs</td></tr>'
     if charts is not None:
         chart_section = render_charts(charts, window.label)
     else:
@@ -201,7 +215,7 @@ def render_page(
         f'<h2>Recent epochs <span class="muted">(newest first)</span></h2><table id="epochs">'
         "<tr><th>Epoch</th><th>Pipeline</th><th>Kind</th><th>State</th><th>DAG / run</th>"
         "<th>Ranges [start, end) records</th><th>Records</th><th>Metrics</th><th>Last change</th>"
-        f"<th>Error</th></tr>{epoch_rows or empty}</table>"
+        f"<th>Error</th><th>Audit</th></tr>{epoch_rows or empty}</table>"
         '<p class="muted">JSON: <a href="api/pipelines">api/pipelines</a>, '
         '<a href="api/epochs">api/epochs</a></p>',
     )

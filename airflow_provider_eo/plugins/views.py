@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_eo.ledger.model.history import epoch_detail
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
-from airflow_provider_eo.ledger.model.refusals import EpochNotFound
+from airflow_provider_eo.ledger.model.refusals import EpochNotFound, PipelineNotFound
 from airflow_provider_eo.plugins.partition_lag import (
     WatermarkSource,
     pipeline_partitions,
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 DEFAULT_EPOCH_LIMIT = 50
 MAX_EPOCH_LIMIT = 1000
+DEFAULT_AUDIT_LIMIT = 20
+MAX_AUDIT_LIMIT = 500
 
 
 def pipelines(
@@ -86,7 +88,9 @@ def page_data(
     ``pipeline_names`` (every visible pipeline, for the filter), ``pipelines`` (the
     overview of ``wanted.pipeline``, or of every visible pipeline, with lag), ``epochs``
     (:func:`epochs`), ``histories`` (epoch id -> its transitions, oldest first, each
-    ``Transition.to_json``) and ``lag_error`` (None, or why lag is unknown).
+    ``Transition.to_json``), ``audits`` (epoch id -> its newest kept audit, for the badge:
+    ``{audit_id, verdict, epoch_findings, finished_at}``; epochs never audited absent, one
+    statement whatever the number of epochs) and ``lag_error`` (None, or why lag is unknown).
     """
     _check_limit(wanted)
     overviews = ledger.pipeline_overviews()
@@ -100,11 +104,13 @@ def page_data(
     highs = read_high_watermarks(watermarks, pipeline_partitions(shown))
     found = ledger.epochs(_narrowed(wanted, access, names))
     histories = ledger.histories([e.epoch_id for e in found])
+    audits = ledger.epoch_audits([e.epoch_id for e in found])
     return {
         "pipeline_names": [name for name in names if name in visible],
         "pipelines": [with_lag(pipeline, highs) for pipeline in shown],
         "epochs": [e.to_summary() for e in found],
         "histories": {epoch_id: [t.to_json() for t in rows] for epoch_id, rows in histories.items()},
+        "audits": {epoch_id: badge.to_json() for epoch_id, badge in audits.items()},
         "lag_error": highs.error,
     }
 
@@ -132,7 +138,8 @@ def epoch_page_data(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) 
     """What an epoch's page shows: :func:`epoch` (raising as it does) plus ``duration_s``
     and ``phases`` (``ledger/model/phases.py``; None where unknown) and
     ``lag_after_commit``: its commit lag sample (``{"at", "partitions": [{topic,
-    partition, cursor, high_watermark, lag}]}``) or None."""
+    partition, cursor, high_watermark, lag}]}``) or None; ``audit``: its newest kept audit
+    (``EpochAudit.to_json``, the Epochs page's badge) or None."""
     shown = epoch(ledger, epoch_id, access)
     point = ledger.epoch_point(epoch_id)
     sample = ledger.epoch_lag_sample(epoch_id)
@@ -145,4 +152,28 @@ def epoch_page_data(ledger: LedgerReads, epoch_id: int, access: PipelineAccess) 
         "duration_s": point.times.duration_s,
         "phases": point.times.phases(),
         "lag_after_commit": lag,
+        "audit": newest.to_json() if (newest := ledger.epoch_audits([epoch_id]).get(epoch_id)) else None,
     }
+
+
+def audit(ledger: LedgerReads, audit_id: int, access: PipelineAccess) -> dict[str, Any] | None:
+    """``eo-ledger audit-show ID``: ``AuditRecord.to_json()`` with its kept findings; None for
+    an unknown id and, alike, for an audit of a pipeline the caller may not see."""
+    found = ledger.audit(audit_id)
+    if found is None or found.pipeline not in access.visible([found.pipeline]):
+        return None
+    return found.to_json()
+
+
+def pipeline_audits(
+    ledger: LedgerReads, pipeline: str, access: PipelineAccess, limit: int
+) -> list[dict[str, Any]]:
+    """``eo-ledger audits --pipeline P --limit N``: the ``limit`` newest audits, newest first,
+    without findings (``AuditRecord.brief``). Raises ``PipelineNotFound`` for a pipeline
+    the ledger lacks and, alike, for one the caller may not see; ``ValueError`` for a
+    ``limit`` outside ``1..MAX_AUDIT_LIMIT``."""
+    if not 1 <= limit <= MAX_AUDIT_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_AUDIT_LIMIT}, got {limit}")
+    if pipeline not in access.visible([pipeline]) or pipeline not in ledger.list_pipelines():
+        raise PipelineNotFound(pipeline)
+    return [record.brief() for record in ledger.audits(pipeline, limit)]

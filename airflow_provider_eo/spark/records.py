@@ -8,7 +8,8 @@ version). Column names are full HBase column names ``b"family:qualifier"``.
 ``version`` is the HBase cell version a mutation asks for: ``None`` (the default, and
 ``mapping.version: offset``) means "the version of the record's segment", derived from
 Kafka offsets; an int (``mapping.version: field:<path>``) is written as the cells' own
-version (``spark/hbase_sink/segments.py``). A delete never carries one (the segment builder refuses it).
+version (``spark/hbase_sink/segments.py``). A delete carries one under field versions (a
+Debezium delete event's position, a tombstone's ``tombstone_version``), never otherwise.
 """
 
 from __future__ import annotations

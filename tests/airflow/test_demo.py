@@ -5,7 +5,7 @@ has the file transport on): the backfill chunks' events are asserted here.
 
 The demo runs as ``scripts/demo.sh`` runs it, a ``python -m eo_devtools.demo`` process, with
 ``--airflow-home``/``--dags-folder`` naming the session's Airflow instead of starting the
-stack's own (what the suite has no time for). Its two pipelines are those of
+stack's own (what the suite has no time for). Its three pipelines are those of
 ``dags/pipelines.yaml``, renamed with a uuid suffix (name, topics, group, table, dead-letter
 topic: fresh on any stack, a reused one too), their Spark settings left as the file has them
 (the write step's start-up defaults apply, as for a user of the demo).
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +31,9 @@ from airflow_provider_eo.dags.factory import backfill_dag_id
 from airflow_provider_eo.ledger import EpochKind, Ledger
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from eo_devtools.demo.avro_events import BAD_KINDS, order_events
+from eo_devtools.demo.cdc_events import change_events
 from eo_devtools.demo.expected_state import ProducedRecord, fold_rows
-from eo_devtools.demo.feeds import avro_feed, json_feed
+from eo_devtools.demo.feeds import avro_feed, cdc_feed, json_feed
 from eo_devtools.demo.pipeline_demo import REPLAY_OFFSETS
 from eo_devtools.demo.sample_events import BAD_VALUES, sample_events
 from eo_devtools.demo.topic_records import read_topic
@@ -45,13 +46,14 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.integration]
 REPO = Path(__file__).resolve().parents[2]
 JSON_EVENTS = 200  # 4 bad records, 3 tombstones
 AVRO_EVENTS = 200  # every kind: v1, v2, tombstones, no magic byte, unknown schema id, cut short
+CDC_EVENTS = 200  # snapshot, inserts, updates, deletes with tombstones, a re-snapshot, bad events
 PARTITIONS = 2
 
 
 @dataclass(frozen=True)
 class DemoRun:
     report: dict[str, Any]
-    declared: dict[str, dict[str, Any]]  # "json" / "avro" -> the served declaration
+    declared: dict[str, dict[str, Any]]  # "json" / "avro" / "cdc" -> the served declaration
     wall_s: float
 
 
@@ -81,8 +83,8 @@ def _report(stdout: str) -> dict[str, Any]:
 def demo_run(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[DemoRun]:
     tag = uuid.uuid4().hex[:8]
     repository = yaml.safe_load((REPO / "dags" / "pipelines.yaml").read_text())["pipelines"]
-    json_entry, avro_entry = (_renamed(e, tag) for e in repository)
-    for entry in (json_entry, avro_entry):
+    json_entry, avro_entry, cdc_entry = (_renamed(e, tag) for e in repository)
+    for entry in (json_entry, avro_entry, cdc_entry):
         airflow_server.add_pipeline(entry)
     argv = [
         sys.executable, "-m", "eo_devtools.demo",
@@ -91,6 +93,8 @@ def demo_run(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[DemoRu
         "--dags-folder", str(airflow_server.dags_folder),
         "--pipeline", json_entry["name"],
         "--avro-pipeline", avro_entry["name"],
+        "--cdc-pipeline", cdc_entry["name"],
+        "--cdc-events", str(CDC_EVENTS),
         "--events", str(JSON_EVENTS),
         "--avro-events", str(AVRO_EVENTS),
         "--partitions", str(PARTITIONS),
@@ -103,7 +107,7 @@ def demo_run(stack: StackInfo, airflow_server: AirflowServer) -> Iterator[DemoRu
     wall = time.monotonic() - started
     print(f"demo: {wall:.1f} s wall")
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-6000:]
-    yield DemoRun(_report(done.stdout), {"json": json_entry, "avro": avro_entry}, wall)
+    yield DemoRun(_report(done.stdout), {"json": json_entry, "avro": avro_entry, "cdc": cdc_entry}, wall)
 
 
 def _figures(
@@ -122,10 +126,27 @@ def _figures(
     }
 
 
+def _audit(records: list[ProducedRecord], is_bad: Callable[[ProducedRecord], bool]) -> dict[str, Any]:
+    """The closing audit's summary: the stream epoch's offsets and the backfill's replay of
+    partition 0's first offsets (their bad records counted again), clean."""
+    replayed = [r for r in records if r.partition == 0 and r.offset < REPLAY_OFFSETS]
+    offsets = len(records) + len(replayed)
+    bad = sum(map(is_bad, records)) + sum(map(is_bad, replayed))
+    return {
+        "verdict": "clean",
+        "discrepancies": 0,
+        "epochs": 2,
+        "offsets": offsets,
+        "records_written": offsets - bad,
+        "dead_letters": bad,
+    }
+
+
 def test_the_demo_report_is_exact(stack: StackInfo, demo_run: DemoRun) -> None:
     """Every figure of the report: each pipeline drained in one stream run (its cap is 2,000
     records), every bad record dead-lettered (and published once to the JSON pipeline's
-    dead-letter topic), HBase holding exactly what the records fold into."""
+    dead-letter topic), HBase holding exactly what the records fold into, and the closing
+    ``eo-ledger audit`` of each pipeline's two epochs (the stream's and the backfill's) clean."""
     declared_json, declared_avro = demo_run.declared["json"], demo_run.declared["avro"]
     json_topic, avro_topic = declared_json["topics"][0], declared_avro["topics"][0]
     json_records = read_topic(stack.kafka_bootstrap, json_topic, PARTITIONS)
@@ -133,7 +154,16 @@ def test_the_demo_report_is_exact(stack: StackInfo, demo_run: DemoRun) -> None:
     json_bad = sum(1 for _, value in sample_events(JSON_EVENTS) if value in BAD_VALUES)
     avro_bad = sum(1 for event in order_events(AVRO_EVENTS) if event.kind in BAD_KINDS)
     assert (len(json_records), json_bad, len(avro_records), avro_bad) == (JSON_EVENTS, 4, AVRO_EVENTS, 4)
-    json_rows = fold_rows(json_records, json_feed("d", 0).oracle(json_records))
+    declared_cdc = demo_run.declared["cdc"]
+    cdc_topic = declared_cdc["topics"][0]
+    cdc_records = read_topic(stack.kafka_bootstrap, cdc_topic, PARTITIONS)
+    cdc_feed_ = cdc_feed("d", stack.schema_registry_url, 0)
+    cdc_oracle = cdc_feed_.oracle(cdc_records)
+    cdc_bad = sum(1 for record in cdc_records if cdc_oracle.is_bad(record))
+    assert (len(cdc_records), cdc_bad) == (len(list(change_events(CDC_EVENTS))), 2)
+    cdc_rows = cdc_feed_.fold(cdc_records, cdc_oracle)
+    json_oracle = json_feed("d", 0).oracle(json_records)
+    json_rows = fold_rows(json_records, json_oracle)
     columns = declared_avro["mapping"]["columns"]  # as the demo reads them (mapping_columns)
     avro_oracle = avro_feed("d", columns, stack.schema_registry_url, 0).oracle(avro_records)
     avro_rows = fold_rows(avro_records, avro_oracle)
@@ -147,6 +177,7 @@ def test_the_demo_report_is_exact(stack: StackInfo, demo_run: DemoRun) -> None:
                 "stream_runs": 1,
                 "dead_letter_topic": {"topic": declared_json["dead_letters"]["topic"], "records": json_bad},
                 **_figures(json_records, json_rows, json_bad),
+                "audit": _audit(json_records, json_oracle.is_bad),
             },
             {
                 "pipeline": declared_avro["name"],
@@ -154,6 +185,15 @@ def test_the_demo_report_is_exact(stack: StackInfo, demo_run: DemoRun) -> None:
                 "produced_this_run": AVRO_EVENTS,
                 "stream_runs": 1,
                 **_figures(avro_records, avro_rows, avro_bad),
+                "audit": _audit(avro_records, avro_oracle.is_bad),
+            },
+            {
+                "pipeline": declared_cdc["name"],
+                "topic": cdc_topic,
+                "produced_this_run": len(cdc_records),
+                "stream_runs": 1,
+                **_figures(cdc_records, cdc_rows, cdc_bad),
+                "audit": _audit(cdc_records, cdc_oracle.is_bad),
             },
         ],
     }

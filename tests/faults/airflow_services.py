@@ -45,6 +45,7 @@ from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.stack.airflow_config import LOW_LATENCY_SETTINGS
 from eo_devtools.stack.ports import LOOPBACK, accepts_connections, find_free_port
 from eo_devtools.stack.process import session_members
+from tests.faults.airflow_liveness import AirflowDagRunCount
 from tests.faults.harness import Case, FaultStack
 
 RETRY_DELAY_S = 1
@@ -135,7 +136,10 @@ class PostgresAirflow:
         _run_on_server(self.stack, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
 
     def runner(self, case: Case, extra_env: Mapping[str, str] | None = None) -> AirflowRunner:
-        """``airflow dags test`` for ``case``'s DAGs on this home (``extra_env`` e.g. fault points)."""
+        """``airflow dags test`` for ``case``'s DAGs on this home (``extra_env`` e.g. fault points);
+        binds ``case`` to this Airflow: the steps it drives directly ask this Airflow whether
+        a run is alive (``case.dag_run_count``)."""
+        case.dag_run_count = AirflowDagRunCount(self.meta_env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
         return AirflowRunner(
             self.home,
             self.stack.conn_env,

@@ -8,7 +8,6 @@ Each test fills a ``report`` row; at session end the rows regenerate RELIABILITY
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 from eo_devtools.demo.airflow_runner import AirflowRunner
-from tests.faults import reliability
+from tests.faults import reliability, reliability_provenance
 from tests.faults.harness import FaultStack, running_fault_stack
 from tests.faults.topology_faults import topology_from_env
 
@@ -64,14 +63,15 @@ def runner_for(airflow: AirflowRunner, fault_stack: FaultStack, pipelines_file: 
 
 @pytest.fixture
 def report(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    """The test's RELIABILITY.md row: set ``order``, ``fault``, ``observed``, ``recovery``, ``verified``."""
+    """The test's RELIABILITY.md row: set ``order``, ``fault``, ``observed``, ``recovery``, ``verified``;
+    the outcome, commit, date and mode are added when the test ends."""
     row: dict[str, Any] = {"id": request.node.name}
     yield row
     if "fault" not in row:
         return
     passed = request.node.stash.get(_CALL_KEY, False)
     row["outcome"] = "pass" if passed else "FAIL"
-    row["date"] = datetime.date.today().isoformat()
+    row.update(reliability_provenance.run_stamp())  # commit, dirty, date, mode
     _ROWS.append(row)
 
 

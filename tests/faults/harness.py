@@ -52,7 +52,12 @@ from eo_devtools.stack.process import running_pid, stop_process_group
 from eo_devtools.stack.stack import LocalStack, service_classes
 from eo_devtools.stack.topology import Topology
 from tests.faults.crash_points import FAULT_HANG_ENV, FAULT_RELEASE_ENV, crash_env
-from tests.integration.dead_letter_support import read_committed
+from tests.integration.dead_letter_support import (
+    DEAD_LETTER_PARTITIONS,
+    TopicRecord,
+    by_key_partition,
+    read_committed,
+)
 from tests.kafka_helpers import consume_range
 from tests.spark_startup import SPARK_SUBMIT, spark_conf, spark_conf_args, start_driver_archive
 from tests.task_context import task_context
@@ -420,6 +425,11 @@ class Case:
     #: (``local[2]``); else ``writer(case, epoch_id, fencing_token, run_id) -> exit status``
     #: (``tests/faults/yarn_writes.py``: the write step in YARN cluster deploy mode).
     writer: Callable[[Case, int, str, str], int] | None = None
+    #: Recovery's liveness answer for the steps driven here (``get_dr_count`` of the task
+    #: context): None, no Airflow knows the case's runs (every other run counts as dead);
+    #: else a real Airflow's (:class:`tests.faults.airflow_liveness.AirflowDagRunCount`,
+    #: bound by ``PostgresAirflow.runner``).
+    dag_run_count: Callable[..., int] | None = None
 
     @property
     def name(self) -> str:
@@ -467,18 +477,24 @@ class Case:
         with self.ledger() as ledger:
             return ledger.get_epoch(epoch_id)
 
+    def context(self, run_id: str) -> dict[str, Any]:
+        """The task context of a step driven here: run ``run_id`` of the case's stream DAG,
+        with :attr:`dag_run_count` as the ``ti``'s ``get_dr_count`` when bound."""
+        extra = {} if self.dag_run_count is None else {"get_dr_count": self.dag_run_count}
+        return task_context(run_id, self.dag_id, **extra)
+
     def recover(self, run_id: str) -> dict[str, Any]:
         op = RecoverEpochsOperator(
             task_id="recover", pipeline=self.name, pipelines_file=str(self.pipelines_file)
         )
-        return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
+        return op.execute(self.context(run_id))  # type: ignore[arg-type]
 
     def reserve(self, run_id: str) -> dict[str, Any] | None:
         op = ReserveEpochOperator(
             task_id="reserve", pipeline=self.name, pipelines_file=str(self.pipelines_file)
         )
         try:
-            return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
+            return op.execute(self.context(run_id))  # type: ignore[arg-type]
         except AirflowSkipException:
             return None
 
@@ -489,7 +505,7 @@ class Case:
             epoch_id=str(epoch_id),
             pipelines_file=str(self.pipelines_file),
         )
-        return op.execute(task_context(run_id, self.dag_id))  # type: ignore[arg-type]
+        return op.execute(self.context(run_id))  # type: ignore[arg-type]
 
     # -- steps in child processes -----------------------------------------------------
 
@@ -641,20 +657,50 @@ class Case:
             hbase.close()
 
     def dead_letter_topic_problems(self, ledger: Ledger) -> list[str]:
-        """The dead-letter topic (``read_committed``) against the ledger: one record per dead
-        letter, by the source topic/partition/offset its headers name; none without a topic."""
+        """The dead-letter topic (every partition, ``read_committed``) against the ledger and
+        the produced records: each dead letter exactly once, in publish order, with the
+        produced record's key and value and exactly the ``__eo.*`` headers
+        (docs/dead_letters.md) of its ledger row; a keyed letter on partition
+        ``crc32(key) % partitions``; none without a topic. ``__eo.epoch_id`` names the epoch
+        that dead-lettered the record when it was published: a committed epoch whose ranges
+        hold the source offset (a later epoch that dead-letters it again, a backfill over the
+        same range, takes over the ledger row's epoch but does not publish it again)."""
         if self.spec.dead_letters is None:
             return []
-        letters = ledger.list_dead_letters(self.spec.name)
-        expected = sorted((d["topic"], d["partition"], d["offset"]) for d in letters)
-        published = []
-        for _, _, headers in read_committed(self.stack.bootstrap, self.spec.dead_letters.topic):
-            named = {name: (raw or b"").decode() for name, raw in headers}
-            source = named["__eo.source.topic"], named["__eo.source.partition"], named["__eo.source.offset"]
-            published.append((source[0], int(source[1]), int(source[2])))
-        if sorted(published) == expected:
-            return []
-        return [f"dead-letter topic {self.spec.dead_letters.topic}: {sorted(published)} != ledger {expected}"]
+        produced = {(r.topic, r.partition, r.offset): r for r in self.produced}
+        letters = sorted(ledger.list_dead_letters(self.spec.name), key=lambda d: d["publish_seq"])
+        expected = [topic_record_of(d, produced[(d["topic"], d["partition"], d["offset"])]) for d in letters]
+        topic = self.spec.dead_letters.topic
+        found = read_committed(self.stack.bootstrap, topic)
+        committed = [
+            e for e in ledger.epochs(EpochFilter(pipeline=self.name)) if e.state == EpochState.COMMITTED
+        ]
+        problems = []
+        for records in found.values():
+            for _, _, headers in records:
+                named = {name: (raw or b"").decode() for name, raw in headers}
+                source = (named["__eo.source.topic"], int(named["__eo.source.partition"]))
+                offset = int(named["__eo.source.offset"])
+                covering = sorted(
+                    e.epoch_id
+                    for e in committed
+                    for r in e.ranges
+                    if r.tp == source and r.start <= offset < r.end
+                )
+                if int(named["__eo.epoch_id"]) not in covering:
+                    problems.append(
+                        f"{topic}: letter of {source}@{offset} names epoch {named['__eo.epoch_id']}, "
+                        f"not one of the committed epochs holding it {covering}"
+                    )
+        found = {p: [without_epoch_id(r) for r in records] for p, records in found.items()}
+        expected = [without_epoch_id(r) for r in expected]
+        layout = by_key_partition([r for r in expected if r[0]], len(found))
+        keyless = sorted((r for r in expected if not r[0]), key=repr)
+        found_keyless = sorted((r for records in found.values() for r in records if not r[0]), key=repr)
+        found_keyed = {p: [r for r in records if r[0]] for p, records in found.items()}
+        if found_keyed != layout or found_keyless != keyless:
+            problems.append(f"dead-letter topic {topic}: {found} != expected {layout} + keyless {keyless}")
+        return problems
 
     def hbase_cells(self) -> dict[bytes, dict[bytes, tuple[bytes, int]]]:
         """Every visible cell of the case's table: row -> column -> (value, version)."""
@@ -746,6 +792,36 @@ def declare_pipeline(
     return spec, pipelines_file
 
 
+def topic_record_of(letter: Mapping[str, Any], source: ProducedRecord) -> TopicRecord:
+    """What the dead-letter topic must hold for ``letter`` (a ledger row of
+    ``list_dead_letters``): ``source``'s key and value, then exactly the ``__eo.*`` headers
+    of docs/dead_letters.md (the sample records carry no headers of their own)."""
+    assert not letter["headers"], f"sample records have no headers: {letter['headers']}"
+    headers = [
+        ("__eo.errors.class", letter["error_class"] or "BadRecord"),
+        ("__eo.errors.message", letter["error"]),
+        ("__eo.source.topic", letter["topic"]),
+        ("__eo.source.partition", letter["partition"]),
+        ("__eo.source.offset", letter["offset"]),
+        ("__eo.source.timestamp", letter["timestamp"]),
+        ("__eo.pipeline", letter["pipeline"]),
+        ("__eo.epoch_id", letter["epoch_id"]),
+        ("__eo.schema_id", letter["schema_id"]),
+    ]
+    return (
+        source.key,
+        source.value,
+        [(name, str(value).encode()) for name, value in headers if value is not None],
+    )
+
+
+def without_epoch_id(record: TopicRecord) -> TopicRecord:
+    """``record`` without its ``__eo.epoch_id`` header (checked apart: see
+    ``Case.dead_letter_topic_problems``)."""
+    key, value, headers = record
+    return key, value, [(name, raw) for name, raw in headers if name != "__eo.epoch_id"]
+
+
 def new_case(
     stack: FaultStack,
     workdir: Path,
@@ -778,7 +854,8 @@ def new_case(
     spec, pipelines_file = declare_pipeline(stack, workdir, entry, split_keys=split_keys)
     admin = AdminClient({"bootstrap.servers": stack.bootstrap})
     for created in topics:
-        admin.create_topics([NewTopic(created, partitions if created == topic else 1)])[created].result(30)
+        count = partitions if created == topic else DEAD_LETTER_PARTITIONS
+        admin.create_topics([NewTopic(created, count)])[created].result(30)
     case = Case(stack, spec, pipelines_file, workdir, partitions=partitions, big_records=big_records)
     if records:
         case.produce(records, seed)

@@ -1,10 +1,14 @@
 """Generate RELIABILITY.md from the fault suite's results (never edited by hand).
 
 Each fault case reports one row (case id, fault, what the fault did, how recovery
-went, the verified end state, pass/FAIL). Rows are merged by case id into
+went, the verified end state, pass/FAIL, and the commit, date and mode it ran on:
+:mod:`tests.faults.reliability_provenance`). Rows are merged by case id into
 ``tests/faults/reliability_results.json`` (so running a subset updates only its rows)
 and the whole table is rendered to ``RELIABILITY.md`` at the repository root, together
-with the recorded randomized runs. Set ``EO_RELIABILITY_WRITE=0`` to skip writing.
+with the recorded randomized runs. A row whose commit is older than the last 20 commits,
+that names no commit, or whose test no longer exists is rendered **stale**, never pass.
+Set ``EO_RELIABILITY_WRITE=0`` to skip writing; ``python -m tests.faults.reliability``
+re-renders the report from the results file without running anything.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from eo_devtools.stack.topology import Topology
+from tests.faults.reliability_provenance import Freshness, current_freshness, outcome_text
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS_FILE = Path(__file__).with_name("reliability_results.json")
@@ -78,8 +83,17 @@ def merge(
         data["random_runs"] = [*kept, dict(run)]
 
 
-def render(data: Mapping[str, Any]) -> str:
-    """The Markdown report."""
+#: The test function that records the randomized runs of each record size.
+RANDOM_TESTS = {
+    SMALL_RECORDS: "test_randomized_faults",
+    "40% of updates 100 KB to 1 MB": "test_randomized_faults_with_big_records",
+}
+
+
+def render(data: Mapping[str, Any], freshness: Freshness | None = None) -> str:
+    """The Markdown report; rows judged stale or not against ``freshness`` (default: the
+    repository now, :func:`~tests.faults.reliability_provenance.current_freshness`)."""
+    fresh = freshness if freshness is not None else current_freshness()
     lines = [
         "# Reliability: exactly-once under faults",
         "",
@@ -94,6 +108,12 @@ def render(data: Mapping[str, Any]) -> str:
         "records, no open epoch. `Recovery` says whether real Airflow (`airflow dags test`) or the",
         "operators driven directly did it. Regenerate: `pytest tests/faults`.",
         "",
+        "Each Outcome names the commit (short sha), the date and the mode of the run that produced it:",
+        "`CI` (the `CI` variable set), `long mode` (`EO_FAULT_LONG=1`) or `local`. A row is **stale**,",
+        "not a pass, when its commit is not among the last 20 commits (`git rev-list`) of the commit",
+        f"this file was rendered at ({fresh.head or 'unknown'}), when it names no commit, or when its",
+        "test no longer exists; only a new run of the test makes it a result again.",
+        "",
         "| # | Case | Fault injected | Observed at the fault | Recovery | Verified end state | Outcome |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -106,7 +126,8 @@ def render(data: Mapping[str, Any]) -> str:
             row.get("observed", ""),
             row.get("recovery", ""),
         ]
-        cells += [row.get("verified", ""), f"**{row['outcome']}** ({row.get('date', '')})"]
+        test = str(row["id"]).split("[", 1)[0]
+        cells += [row.get("verified", ""), outcome_text(row, test, fresh)]
         lines.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     lines += [
         "",
@@ -128,11 +149,16 @@ def render(data: Mapping[str, Any]) -> str:
         lines.append(
             f"| {run['seed']} | {run['count']} | {run.get('epochs', '')} | {run.get('records', '')} "
             f"| {run.get('record_sizes', SMALL_RECORDS)} | {kinds} | {run.get('lost', '')} "
-            f"| {run.get('wrong', '')} | **{run['outcome']}** "
+            f"| {run.get('wrong', '')} | {outcome_text(run, _random_test(run), fresh)} "
             f"| {run.get('duration_s', '')} s | {_per_fault(run)} | {run.get('servers', STAND_INS)} | "
             f"{run['date']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _random_test(run: Mapping[str, Any]) -> str:
+    """The test function that recorded ``run``."""
+    return RANDOM_TESTS.get(str(run.get("record_sizes", SMALL_RECORDS)), "test_randomized_faults")
 
 
 def _per_fault(run: Mapping[str, Any]) -> str:
@@ -152,3 +178,12 @@ def write(rows: Iterable[Mapping[str, Any]], random_runs: Iterable[Mapping[str, 
     merge(data, rows, random_runs)
     RESULTS_FILE.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     REPORT_FILE.write_text(render(data))
+
+
+def rerender() -> None:
+    """Render RELIABILITY.md again from the results file (staleness as of now)."""
+    REPORT_FILE.write_text(render(load()))
+
+
+if __name__ == "__main__":
+    rerender()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg2
 import pytest
 
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
@@ -128,6 +129,89 @@ def test_two_airflow_stream_runs_racing(
         "reserve skipped (no new data)"
     )
     report["verified"] = _verified(verification)
+
+
+def test_recovery_keeps_the_reserved_epoch_of_a_live_airflow_run(
+    fault_stack: FaultStack, pg_airflow: PostgresAirflow, tmp_path: Path, report: dict[str, Any]
+) -> None:
+    """Recovery driven directly (another run's first task) while a real ``airflow dags test``
+    stream run stands in its write (fault point): the operator asks that Airflow
+    (``get_dr_count`` of the execution API, ``case.dag_run_count``) and keeps the live run's
+    RESERVED epoch. Released, the run commits the same epoch: its transitions are
+    RESERVED -> WRITTEN -> COMMITTED, never ABORTED; once the run ended, Airflow counts it
+    no longer live."""
+    report.update(
+        order=54,
+        fault="recovery (another run's recover, driven directly) while a real `airflow dags test` stream "
+        "run stands in its write with its epoch RESERVED",
+    )
+    case = new_case(fault_stack, tmp_path, "aflive", records=200, cap=None)
+    release = tmp_path / "release-live"
+    runner = pg_airflow.runner(case, {**crash_env(HANG), **hang_env(600, release)})
+    assert case.dag_run_count is not None
+    live = runner.start(case.dag_id, tmp_path / "live.log", logical_date="2026-04-01T00:00:00+00:00")
+    try:
+        wait_until("the live run's write running", lambda: _write_running(pg_airflow, case), 300)
+        with case.ledger() as ledger:
+            (epoch,) = ledger.epochs(EpochFilter(pipeline=case.name))
+        assert (epoch.state, epoch.dag_id) == (EpochState.RESERVED, case.dag_id)
+        live_states = ["queued", "running"]
+        assert case.dag_run_count(dag_id=case.dag_id, run_ids=[epoch.run_id], states=live_states) == 1
+        recovered = case.recover("recovery-while-live")
+        assert (recovered["kept"], recovered["aborted"], recovered["recommitted"]) == (
+            [epoch.epoch_id],
+            [],
+            [],
+        )
+        assert _transitions(case, epoch.epoch_id) == [(None, "RESERVED")]
+        release.touch()
+        outcome = live.wait(300)
+    finally:
+        live.kill()
+    assert outcome.state == "success", outcome.log[-3000:]
+    assert outcome.run_id == epoch.run_id
+    assert case.dag_run_count(dag_id=case.dag_id, run_ids=[epoch.run_id], states=live_states) == 0
+    with case.ledger() as ledger:
+        epochs = ledger.epochs(EpochFilter(pipeline=case.name))
+    assert [(e.epoch_id, e.state, e.run_id, e.record_count) for e in epochs] == [
+        (epoch.epoch_id, EpochState.COMMITTED, epoch.run_id, 200)
+    ]
+    assert _transitions(case, epoch.epoch_id) == [
+        (None, "RESERVED"), ("RESERVED", "WRITTEN"), ("WRITTEN", "COMMITTED"),
+    ]  # fmt: skip
+    report["observed"] = (
+        f"epoch {epoch.epoch_id} RESERVED by the live run; Airflow's get_dr_count answered 1 (queued or "
+        f"running); recover kept [{epoch.epoch_id}], aborted nothing"
+    )
+    assert case.drain() == 0
+    verification = case.verify()
+    assert verification.problems == []
+    report["recovery"] = (
+        "none needed: the live run, released, committed its epoch (RESERVED -> WRITTEN -> COMMITTED); "
+        "Airflow then answered 0 for it"
+    )
+    report["verified"] = _verified(verification)
+
+
+def _write_running(pg_airflow: PostgresAirflow, case: Case) -> bool:
+    """Whether a run of ``case``'s stream DAG has its write task running (its epoch RESERVED)."""
+    rows = pg_airflow.query(
+        "SELECT state FROM task_instance WHERE dag_id = %s AND task_id = 'write'", case.dag_id
+    )
+    return [state for (state,) in rows] == ["running"]
+
+
+def _transitions(case: Case, epoch_id: int) -> list[tuple[str | None, str]]:
+    """(from, to) of the epoch's ledger transitions, oldest first."""
+    with psycopg2.connect(case.stack.ledger_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT from_state, to_state FROM eo.epoch_transitions"
+            " WHERE epoch_id = %s ORDER BY transition_id",
+            (epoch_id,),
+        )
+        rows = [(a, b) for a, b in cur.fetchall()]
+    conn.close()
+    return rows
 
 
 def test_airflow_zombie_write_task(

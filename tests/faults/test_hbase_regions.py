@@ -71,7 +71,7 @@ def _finish(
 
 def test_region_split_mid_write(region_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(
-        order=40,
+        order=37,
         fault="HBase region split (2 region servers) while the Spark tasks stand between two HBase "
         "segments: the table's only region split at its middle row, daughters open, tasks released",
     )
@@ -101,7 +101,7 @@ def test_region_split_mid_write(region_stack: FaultStack, tmp_path: Path, report
 
 def test_region_move_mid_write(region_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(
-        order=41,
+        order=38,
         fault="HBase region moves (2 region servers) while the Spark tasks stand between two HBase "
         "segments: each region of a table pre-split in 2 moved to the other server, tasks released",
     )
@@ -137,7 +137,7 @@ def test_region_move_mid_write(region_stack: FaultStack, tmp_path: Path, report:
 
 def test_many_regions_many_tasks(region_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(
-        order=42,
+        order=39,
         fault="a table pre-split into 16 regions over 2 region servers, written by 8 Spark tasks "
         "(8 partitions) in one epoch",
     )

@@ -84,7 +84,7 @@ def test_partition_leader_killed_during_reserve(
     cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(
-        order=41,
+        order=33,
         fault="Kafka cluster (3 nodes, RF 3, min ISR 2): the leader of partition 0 kill -9 while reserve "
         "holds its transaction (watermarks read from that leader); the write reads from the new "
         "leader; the node restarted afterwards",
@@ -126,7 +126,7 @@ def test_partition_leader_killed_during_write(
     cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(
-        order=42,
+        order=34,
         fault="Kafka cluster (3 nodes): the leader of partition 0 kill -9 while the Spark tasks stand "
         "between two HBase segments (their range readers connected to it), restarted after the write",
     )
@@ -167,7 +167,7 @@ def test_coordinator_killed_during_commit(
     cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(
-        order=43,
+        order=35,
         fault="Kafka cluster (3 nodes): the node leading the group's __consumer_offsets partition (the "
         "group coordinator) kill -9 while commit stands (a) before publishing the offsets, (b) after "
         "publishing, before COMMITTED; restarted after each",
@@ -250,7 +250,7 @@ def test_active_controller_killed_during_write(
     cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(
-        order=44,
+        order=36,
         fault="Kafka cluster (3 nodes): the active controller (the KRaft quorum's leader) kill -9 while "
         "the Spark tasks stand between two HBase segments; more records produced before its restart",
     )

@@ -36,7 +36,6 @@ lost / wrong rows, duration, seconds per fault).
 
 from __future__ import annotations
 
-import datetime
 import os
 import random
 import signal
@@ -52,7 +51,7 @@ from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger.model.states import EpochState
 from eo_devtools.stack.topology import Topology
 from tests.conftest import LONG_MODE_ENV
-from tests.faults import reliability
+from tests.faults import reliability, reliability_provenance
 from tests.faults.harness import SIGKILLED, Case, FaultStack, hang_env, new_case
 from tests.faults.scheduler_kinds import AIRFLOW_FAULTS, SchedulerRounds, inject_airflow_fault
 from tests.faults.test_process_faults import _verified
@@ -380,7 +379,7 @@ def run_randomized(
             "servers": reliability.servers_text(fault_stack.local.topology)
             + (", YARN cluster mode (Hadoop 3.5.0, 1 NodeManager)" if on_yarn() else ""),
             "record_sizes": RECORD_SIZES[big_records],
-            "date": datetime.date.today().isoformat(),
+            **reliability_provenance.run_stamp(),  # commit, dirty, date, mode
         }
     )
     run = tally.run

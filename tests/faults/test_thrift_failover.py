@@ -78,7 +78,7 @@ def test_thrift_server_kill9_mid_write_tasks_fail_over(
     report: dict[str, Any],
 ) -> None:
     report.update(
-        order=45,
+        order=32,
         fault="one of two HBase Thrift server JVMs kill -9 while the Spark tasks (one per server) stand "
         "between two HBase segments; not restarted",
     )

@@ -1,10 +1,17 @@
 """Helpers of the dead-letter topic tests: a pipeline with bad records and its dead-letter
-topic on the real stack, a ``read_committed`` reader of that topic, publications."""
+topic (3 partitions) on the real stack, a ``read_committed`` reader of every partition of
+that topic, publications.
+
+Letters go to the dead-letter topic's partitions by their original key (docs/dead_letters.md):
+confluent-kafka's default partitioner (librdkafka ``consistent_random``) puts a record with
+a non-empty key on partition ``crc32(key) % partitions``; :func:`by_key_partition` lays out
+the expected records that way, so a test compares every partition's exact contents."""
 
 from __future__ import annotations
 
 import time
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +43,21 @@ from tests.kafka_helpers import created_topic
 
 #: What the topic holds: (key, value, headers) per record, in topic order.
 TopicRecord = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
+#: Partitions of every dead-letter topic the tests create.
+DEAD_LETTER_PARTITIONS = 3
+
+
+def by_key_partition(
+    records: Sequence[TopicRecord], partitions: int = DEAD_LETTER_PARTITIONS
+) -> dict[int, list[TopicRecord]]:
+    """``records`` (in publication order) laid out as a topic of ``partitions`` holds them:
+    partition ``crc32(key) % partitions`` (librdkafka's ``consistent_random`` for a non-empty
+    key), each partition in publication order; every partition present, empty ones too."""
+    layout: dict[int, list[TopicRecord]] = {p: [] for p in range(partitions)}
+    for record in records:
+        assert record[0], "a record without a key goes to a random partition: no exact layout"
+        layout[zlib.crc32(record[0]) % partitions].append(record)
+    return layout
 
 
 @dataclass
@@ -67,8 +89,9 @@ class World:
         with Ledger(self.ledger_dsn) as ledger:
             return self.protocol(ledger).publish_dead_letters(self.spec)
 
-    def read(self) -> list[TopicRecord]:
-        """Every record of the dead-letter topic a ``read_committed`` consumer sees."""
+    def read(self) -> dict[int, list[TopicRecord]]:
+        """Every record of every partition of the dead-letter topic a ``read_committed``
+        consumer sees, by partition (compare with :func:`by_key_partition`)."""
         return read_committed(self.stack.kafka_bootstrap, self.dlq)
 
     def pipelines_file(self, folder: Path) -> Path:
@@ -106,16 +129,20 @@ class HeldBack:
 
 
 @contextmanager
-def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> Iterator[World]:
-    """A fresh source topic, dead-letter topic, HBase table and pipeline (``options``: more YAML)."""
+def dead_letter_world(
+    stack: StackInfo, ledger_dsn: str, *, partitions: int = 1, **options: object
+) -> Iterator[World]:
+    """A fresh source topic (``partitions``), dead-letter topic, HBase table and pipeline
+    (``options``: more YAML)."""
     suffix = uuid.uuid4().hex[:8]
     table = f"dlq_{suffix}"
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     hbase.create_table(table, {"d": {"max_versions": 3}})
+    hbase.close()  # the Thrift server drops idle connections: a long module's teardown opens its own
     try:
         with (
-            created_topic(stack.kafka_bootstrap, prefix="dlq-src") as source,
-            created_topic(stack.kafka_bootstrap, prefix="dlq") as dlq,
+            created_topic(stack.kafka_bootstrap, partitions, prefix="dlq-src") as source,
+            created_topic(stack.kafka_bootstrap, DEAD_LETTER_PARTITIONS, prefix="dlq") as dlq,
         ):
             yaml_options = {"bad_records": "dead_letter", "dead_letters": {"topic": dlq}, **options}
             spec = pipeline_spec(f"dlq_{suffix}", source, table, **yaml_options)
@@ -127,12 +154,14 @@ def dead_letter_world(stack: StackInfo, ledger_dsn: str, **options: object) -> I
             trip = EpochRoundTrip(spec, ledger_dsn, env, dead_letter_topics=lambda _spec: HeldBack())
             yield World(stack, ledger_dsn, source, dlq, spec, trip)
     finally:
+        hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
         hbase.delete_table(table, disable=True)
         hbase.close()
 
 
-def read_committed(bootstrap: str, topic: str, partition: int = 0) -> list[TopicRecord]:
-    """Every record of ``topic[partition]`` up to its last stable offset, ``read_committed``."""
+def read_committed(bootstrap: str, topic: str) -> dict[int, list[TopicRecord]]:
+    """Every record of every partition of ``topic`` up to its last stable offset,
+    ``read_committed``: partition -> records in offset order (empty partitions included)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -142,23 +171,31 @@ def read_committed(bootstrap: str, topic: str, partition: int = 0) -> list[Topic
             "isolation.level": "read_committed",
         }
     )
-    out: list[TopicRecord] = []
+    out: dict[int, list[TopicRecord]] = {}
     deadline = time.monotonic() + 30
     try:
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        while time.monotonic() < deadline:
+        partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
+        out = {p: [] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        remaining = set(partitions)
+        while remaining and time.monotonic() < deadline:
             msg = consumer.poll(1)
             if msg is None:
                 continue
             error = msg.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    return out
+                    remaining.discard(msg.partition())
+                    continue
                 raise RuntimeError(f"read {topic}: {error}")
-            out.append((msg.key(), msg.value(), list(msg.headers() or [])))
+            out[msg.partition()].append((msg.key(), msg.value(), list(msg.headers() or [])))
     finally:
         consumer.close()
-    raise AssertionError(f"read {topic}: no end of partition within 30 s after {len(out)} records")
+    if remaining:
+        raise AssertionError(
+            f"read {topic}: partitions {sorted(remaining)} not read to their end within 30 s"
+        )
+    return out
 
 
 def dead_letter_rows(dsn: str, pipeline: str) -> list[tuple[Any, ...]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,21 @@ def epoch_ids(world: World) -> list[int]:
         return [row[0] for row in cur.fetchall()]
 
 
+def kept_audits(world: World) -> list[tuple[Any, ...]]:
+    """The pipeline's rows of ``eo.audits`` (id, run, source, epochs, window, verdict, total)
+    with their ``eo.audit_findings`` as (seq, epoch id, kind), oldest first, read directly."""
+    with psycopg2.connect(world.ledger_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT a.audit_id, a.run_key, a.source, a.epoch_ids, a.first_epoch, a.last_epoch, a.verdict,"
+            " a.findings_total, coalesce(array_agg(ARRAY[f.seq, f.epoch_id]::bigint[] ORDER BY f.seq)"
+            " FILTER (WHERE f.seq IS NOT NULL), '{}'), array_remove(array_agg(f.kind ORDER BY f.seq), NULL)"
+            " FROM eo.audits a LEFT JOIN eo.audit_findings f USING (audit_id)"
+            " WHERE a.pipeline = %s GROUP BY a.audit_id ORDER BY a.audit_id",
+            (world.spec.name,),
+        )
+        return [tuple(row) for row in cur.fetchall()]
+
+
 def findings(answer: dict[str, Any]) -> set[tuple[Any, ...]]:
     return {
         (f["kind"], f["offset"], f["row"], f["column"], f["expected_version"], f["hbase_holds"])
@@ -133,6 +149,11 @@ def test_clean_window_then_every_fault_named(
     }  # fmt: skip
     # u2's name at 1 is covered by u2's family delete at 5; every other expected cell is at its version
     assert answer["cells"] == {"verified": 8, "covered_by_newer": 1, "deletes_verified": 1, "later_data": 0}
+    # the CLI kept the audit (no run, source cli, no finding) and named it
+    clean_id = answer["audit_id"]
+    assert kept_audits(world) == [
+        (clean_id, None, "cli", [first, second, third], first, third, "clean", 0, [], []),
+    ]
 
     hbase = happybase.Connection(stack.hbase_host, stack.hbase_port)
     table = hbase.table(world.spec.hbase_table)
@@ -162,6 +183,12 @@ def test_clean_window_then_every_fault_named(
         ("group_behind", 10, None, None, None, None),
     }
     assert answer["findings_total"] == 7
+    # kept with its findings, in the order the answer lists them
+    assert kept_audits(world)[1:] == [
+        (answer["audit_id"], None, "cli", [first, second, third], first, third, "discrepancies", 7,
+         [[seq, f["epoch_id"]] for seq, f in enumerate(answer["findings"])],
+         [f["kind"] for f in answer["findings"]]),
+    ]  # fmt: skip
 
 
 def test_bad_input_exits_2(
@@ -174,6 +201,8 @@ def test_bad_input_exits_2(
         code = main([*args, "--pipeline", name, "--last", "3", "--format", "text"])
     text = capsys.readouterr().out
     assert (code, text.splitlines()[-8]) == (1, "verdict: discrepancies (7 findings)")
+    kept = kept_audits(world)
+    assert text.splitlines()[0] == f"kept as audit {kept[-1][0]}"
     assert audit(world, pipelines_file, "--pipeline", "nope", capsys=capsys)[0] == 2
     assert audit(world, pipelines_file, "--pipeline", name, "--epochs", "9000-9001", capsys=capsys)[0] == 2
     assert audit(world, pipelines_file, "--pipeline", name, "--epochs", "x", capsys=capsys)[0] == 2
@@ -193,6 +222,90 @@ def test_bad_input_exits_2(
     )
     assert (code, error["type"]) == (2, "Refused")
     assert "not pipeline" in error["error"]
+    assert kept_audits(world) == kept  # no refusal kept anything
+
+
+def ledger_cli(world: World, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
+    """``eo-ledger`` (no Kafka, no HBase): exit status and its JSON answer (stderr's on a refusal)."""
+    capsys.readouterr()
+    code = main(["--dsn", world.ledger_dsn, *args])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if out.strip() else json.loads(err.strip().splitlines()[-1])
+
+
+def test_kept_audits_listed_shown_and_a_window_since_a_time(
+    world: World, pipelines_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = world.spec.name
+    first, second, third = epoch_ids(world)
+    kept = kept_audits(world)  # the clean audit, then the faulty window twice (JSON, text)
+    assert [row[6] for row in kept] == ["clean", "discrepancies", "discrepancies"]
+
+    code, listed = ledger_cli(world, "audits", "--pipeline", name, capsys=capsys)
+    assert code == 0 and listed["pipeline"] == name
+    assert [
+        (a["audit_id"], a["verdict"], a["findings_total"], a["source"], a["first_epoch"], a["last_epoch"])
+        for a in listed["audits"]
+    ] == [(row[0], row[6], row[7], "cli", first, third) for row in reversed(kept)]
+    assert all("findings" not in a for a in listed["audits"])
+    code, newest = ledger_cli(world, "audits", "--pipeline", name, "--limit", "1", capsys=capsys)
+    assert [a["audit_id"] for a in newest["audits"]] == [kept[-1][0]]
+
+    code, shown = ledger_cli(world, "audit-show", str(kept[1][0]), capsys=capsys)
+    with psycopg2.connect(world.ledger_dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT finding FROM eo.audit_findings WHERE audit_id = %s ORDER BY seq", (kept[1][0],))
+        stored = [row[0] for row in cur.fetchall()]
+    assert (code, shown["audit_id"], shown["verdict"], shown["findings"]) == (
+        0,
+        kept[1][0],
+        "discrepancies",
+        stored,
+    )
+    assert [f["kind"] for f in shown["findings"]] == kept[1][9]
+    assert (shown["summary"]["findings_total"], shown["summary"]["findings_not_shown"]) == (7, 0)
+
+    for refused in (
+        ("audits", "--pipeline", "nope"),
+        ("audits", "--pipeline", name, "--limit", "0"),
+        ("audit-show", "999999"),
+    ):
+        code, error = ledger_cli(world, *refused, capsys=capsys)
+        assert (code, error["type"]) == (2, "Refused"), refused
+
+    # --since: the epochs committed at or after the second's commit (a time without a zone is UTC)
+    with psycopg2.connect(world.ledger_dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT committed_at FROM eo.epochs WHERE epoch_id = %s", (second,))
+        committed_at = cur.fetchone()[0]
+    naive_utc = committed_at.astimezone(UTC).replace(tzinfo=None).isoformat()
+    code, answer = audit(world, pipelines_file, "--pipeline", name, "--since", naive_utc, capsys=capsys)
+    assert (code, answer["window"], answer["epoch_ids"]) == (
+        1, {"first_epoch": second, "last_epoch": third, "epochs": 2}, [second, third],
+    )  # fmt: skip
+    assert kept_audits(world)[-1][:8] == (
+        answer["audit_id"], None, "cli", [second, third], second, third, "discrepancies",
+        answer["findings_total"],
+    )  # fmt: skip
+    kept = kept_audits(world)
+    for since in ("yesterday", "2026-13-01T00:00:00", (committed_at + timedelta(days=365)).isoformat()):
+        code, error = audit(world, pipelines_file, "--pipeline", name, "--since", since, capsys=capsys)
+        assert (code, error["type"]) == (2, "Refused"), since
+    assert (
+        "ISO-8601"
+        in audit(world, pipelines_file, "--pipeline", name, "--since", "x", capsys=capsys)[1]["error"]
+    )
+    with pytest.raises(SystemExit) as usage:  # --since and --last are one choice
+        main(["--dsn", world.ledger_dsn, "audit", "--pipeline", name, "--since", naive_utc, "--last", "2"])
+    assert usage.value.code == 2
+    # --no-record: the same answer, nothing kept
+    code, answer = audit(world, pipelines_file, "--pipeline", name, "--epochs", f"{first}-{first}",
+                         "--no-record", capsys=capsys)  # fmt: skip
+    assert (code, answer["audit_id"], answer["epoch_ids"]) == (1, None, [first])
+    # offset 3's dead-letter row; u2's name at 1, whose family delete at 5 is outside this window
+    assert [(f["kind"], f["offset"]) for f in answer["findings"]] == [
+        ("dead_letter_missing", 3),
+        ("cell_missing", 1),
+    ]
+    assert kept_audits(world) == kept
 
 
 def test_retention_ranges_are_not_auditable_and_a_gone_table_is_reported_per_range(

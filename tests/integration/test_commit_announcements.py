@@ -9,14 +9,10 @@ paths inside ``airflow dags test``: tests/airflow/test_epoch_announcements.py.
 
 from __future__ import annotations
 
-import atexit
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from airflow.sdk.execution_time.context import OutletEventAccessors
-from airflow.sdk.observability import stats
-from statsd import StatsClient
 
 from airflow_provider_eo.assets import asset_for
 from airflow_provider_eo.config import load_pipeline
@@ -30,49 +26,17 @@ from tests.integration.operator_support import (  # noqa: F401 (fixtures)
     pipeline_fixture,
     reserve,
 )
-from tests.metric_listeners import OtlpListener, StatsdListener, otlp_listener
+from tests.metric_listeners import (  # noqa: F401 (fixtures)
+    OtlpListener,
+    StatsdListener,
+    otel_fixture,
+    statsd_fixture,
+)
 from tests.task_context import task_context
 
 pytestmark = pytest.mark.integration
 
 VOTE = {"records": 4, "bytes": 40, "bad_records": 1, "skipped_offsets": 0, "cells_written": 8}
-
-
-@pytest.fixture
-def statsd() -> Iterator[StatsdListener]:
-    """Airflow's stats module sending to a local UDP socket (as ``[metrics] statsd_on`` does)."""
-    from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
-    from airflow.sdk._shared.observability.metrics.statsd_logger import get_statsd_logger
-
-    listener = StatsdListener()
-    stats.initialize(
-        factory=lambda: get_statsd_logger(
-            stats_class=StatsClient, host="127.0.0.1", port=listener.port, prefix="airflow"
-        ),
-        export_legacy_names=True,
-    )
-    yield listener
-    stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
-    listener.close()
-
-
-@pytest.fixture
-def otel(monkeypatch: pytest.MonkeyPatch) -> Iterator[OtlpListener]:
-    """Airflow's stats module as ``[metrics] otel_on`` configures it, exporting to a local
-    OTLP/HTTP endpoint when flushed."""
-    from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
-    from airflow.sdk._shared.observability.metrics.otel_logger import flush_otel_metrics
-    from airflow.sdk.observability.metrics.stats_utils import get_stats_factory
-    from opentelemetry import metrics
-
-    with otlp_listener() as listener:
-        for name, value in listener.env().items():
-            monkeypatch.setenv(name, value)
-        stats.initialize(factory=get_stats_factory(), export_legacy_names=True)
-        yield listener
-        stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
-        metrics.get_meter_provider().shutdown()  # type: ignore[attr-defined]
-        atexit.unregister(flush_otel_metrics)  # Airflow's exit-time flush of this provider
 
 
 def committed_epoch(stack: Any, ledger: Ledger, pipeline: Any, topic: str) -> CommitEpochOperator:

@@ -39,12 +39,14 @@ def written_stream_epoch(world: World, run_id: str) -> Epoch:
 
 
 def letters_in_topic(world: World) -> list[tuple[bytes, bytes, str]]:
-    """(key, value, epoch id header) of every record the dead-letter topic holds."""
+    """(key, value, epoch id header) of every record the dead-letter topic holds (every
+    partition), by key."""
     found = []
-    for key, value, headers in world.read():
-        epoch_id = dict(headers)["__eo.epoch_id"].decode()
-        found.append((key, value, epoch_id))
-    return found
+    for records in world.read().values():
+        for key, value, headers in records:
+            assert key is not None and value is not None
+            found.append((key, value, dict(headers)["__eo.epoch_id"].decode()))
+    return sorted(found)
 
 
 def state(world: World, epoch_id: int) -> EpochState:

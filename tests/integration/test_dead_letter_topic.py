@@ -36,6 +36,7 @@ from tests.faults.crash_points import REPO, crash_env, listening
 from tests.integration.dead_letter_support import (  # noqa: F401 (fixtures)
     TopicRecord,
     World,
+    by_key_partition,
     ledger_dsn_fixture,
     world_fixture,
 )
@@ -99,12 +100,12 @@ def raising_at(point: str) -> Callable[[str], None]:
 
 def test_exact_contents_and_a_second_publication_adds_nothing(world: World) -> None:
     epoch_id = committed_epoch(world, ['{"a":1}', "bad-1", '{"a":2}', "bad-3"])
-    assert world.read() == []  # committing numbers the letters; publishing sends them
+    assert world.read() == by_key_partition([])  # committing numbers the letters; publishing sends them
     assert world.publish() == outcome(world, 2, 0, 2)
     want = [expected(world, 1, epoch_id, "bad-1"), expected(world, 3, epoch_id, "bad-3")]
-    assert world.read() == want
+    assert world.read() == by_key_partition(want)
     assert world.publish() == outcome(world, 0, 2, 2)
-    assert (world.read(), world.marker()) == (want, 2)
+    assert (world.read(), world.marker()) == (by_key_partition(want), 2)
     assert count_committed_records(world.stack.kafka_bootstrap, world.dlq) == 2  # the demo's count
 
 
@@ -114,9 +115,12 @@ def test_a_crash_after_the_kafka_commit_is_continued_from_the_marker(world: Worl
     with listening(crash), pytest.raises(RuntimeError, match="after_commit"):
         world.publish()
     want = [expected(world, i, epoch_id, f"bad-{i}") for i in range(3)]
-    assert (world.read(), world.marker()) == (want, 3)  # one batch: all three, marker with them
+    assert (world.read(), world.marker()) == (
+        by_key_partition(want),
+        3,
+    )  # one batch: all three, marker with them
     assert world.publish() == outcome(world, 0, 3, 3)
-    assert world.read() == want
+    assert world.read() == by_key_partition(want)
 
 
 def test_a_crash_between_batches_keeps_the_first_and_publishes_the_rest_once(world: World) -> None:
@@ -128,9 +132,9 @@ def test_a_crash_between_batches_keeps_the_first_and_publishes_the_rest_once(wor
     ):
         publish_dead_letters(ledger, world.spec.name, world.dlq, world.topic(), batch_records=1)
     want = [expected(world, i, epoch_id, f"bad-{i}") for i in range(3)]
-    assert (world.read(), world.marker()) == (want[:1], 1)
+    assert (world.read(), world.marker()) == (by_key_partition(want[:1]), 1)
     assert world.publish() == outcome(world, 2, 1, 3)
-    assert world.read() == want
+    assert world.read() == by_key_partition(want)
 
 
 def test_a_crash_before_the_kafka_commit_shows_nothing_and_the_retry_publishes_once(world: World) -> None:
@@ -138,9 +142,13 @@ def test_a_crash_before_the_kafka_commit_shows_nothing_and_the_retry_publishes_o
     crash = raising_at("dead_letters.before_commit")
     with listening(crash), pytest.raises(RuntimeError, match="before_commit"):
         world.publish()
-    assert world.read() == []  # the transaction is open (its marker unreadable): nothing visible
+    assert world.read() == by_key_partition(
+        []
+    )  # the transaction is open (its marker unreadable): nothing visible
     assert world.publish() == outcome(world, 2, 0, 2)  # init_transactions aborted it
-    assert world.read() == [expected(world, 0, epoch_id, "bad-0"), expected(world, 2, epoch_id, "bad-2")]
+    assert world.read() == by_key_partition(
+        [expected(world, 0, epoch_id, "bad-0"), expected(world, 2, epoch_id, "bad-2")]
+    )
 
 
 def test_a_zombie_publisher_is_fenced(world: World) -> None:
@@ -152,7 +160,7 @@ def test_a_zombie_publisher_is_fenced(world: World) -> None:
     with pytest.raises(EoKafkaError, match="dead-letter topic"):
         zombie.publish([stale], 1)
     zombie.close()
-    assert (world.read(), world.marker()) == ([expected(world, 0, epoch_id, "bad-0")], 1)
+    assert (world.read(), world.marker()) == (by_key_partition([expected(world, 0, epoch_id, "bad-0")]), 1)
 
 
 def test_a_recommit_by_recovery_publishes_once(world: World) -> None:
@@ -167,7 +175,9 @@ def test_a_recommit_by_recovery_publishes_once(world: World) -> None:
         assert protocol.publish_dead_letters(world.spec) == outcome(world, 0, 2, 2)
         protocol.commit(epoch.epoch_id, pipeline=world.spec)  # a no-op re-commit
     assert world.publish() == outcome(world, 0, 2, 2)
-    assert world.read() == [expected(world, i, epoch.epoch_id, f"bad-{i}") for i in range(2)]
+    assert world.read() == by_key_partition(
+        [expected(world, i, epoch.epoch_id, f"bad-{i}") for i in range(2)]
+    )
 
 
 def test_a_write_retried_after_a_killed_attempt_publishes_each_letter_once(world: World) -> None:
@@ -185,10 +195,9 @@ def test_a_write_retried_after_a_killed_attempt_publishes_each_letter_once(world
         (2, epoch.epoch_id, 1),
     ]
     assert world.publish() == outcome(world, 2, 0, 2)
-    assert world.read() == [
-        expected(world, 0, epoch.epoch_id, "bad-0"),
-        expected(world, 2, epoch.epoch_id, "bad-2"),
-    ]
+    assert world.read() == by_key_partition(
+        [expected(world, 0, epoch.epoch_id, "bad-0"), expected(world, 2, epoch.epoch_id, "bad-2")]
+    )
 
 
 def test_the_commit_task_publishes_and_its_retry_finishes_nothing_twice(world: World) -> None:
@@ -204,7 +213,7 @@ def test_the_commit_task_publishes_and_its_retry_finishes_nothing_twice(world: W
         retried = op.execute(task_context())  # type: ignore[arg-type]
     assert (first["action"], first["dead_letters"]) == ("committed", outcome(world, 1, 0, 1).to_json())
     assert (retried["action"], retried["dead_letters"]) == ("noop", outcome(world, 0, 1, 1).to_json())
-    assert world.read() == [expected(world, 0, epoch.epoch_id, "bad-0")]
+    assert world.read() == by_key_partition([expected(world, 0, epoch.epoch_id, "bad-0")])
 
 
 def test_eo_ledger_dead_letters_publish(
@@ -227,7 +236,7 @@ def test_eo_ledger_dead_letters_publish(
     code, refusal = cli(*publish, "nope")
     assert (code, refusal["type"]) == (2, "Refused")
     assert "'nope'" in refusal["error"]
-    assert world.read() == [expected(world, i, epoch_id, f"bad-{i}") for i in range(2)]
+    assert world.read() == by_key_partition([expected(world, i, epoch_id, f"bad-{i}") for i in range(2)])
 
 
 def test_a_missing_topic_is_an_error_naming_pipeline_and_topic(world: World) -> None:
@@ -260,13 +269,15 @@ def test_commit_tasks_killed_before_and_after_the_kafka_commit(world: World, tmp
     file = world.pipelines_file(tmp_path)
     killed = commit_step(world, file, epoch.epoch_id, "dead_letters.before_commit")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    assert world.read() == []  # COMMITTED in the ledger; the Kafka transaction never committed
+    assert world.read() == by_key_partition(
+        []
+    )  # COMMITTED in the ledger; the Kafka transaction never committed
     killed = commit_step(world, file, epoch.epoch_id, "dead_letters.after_commit")  # the task's retry
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     want = [expected(world, i, epoch.epoch_id, f"bad-{i}") for i in range(2)]
-    assert (world.read(), world.marker()) == (want, 2)
+    assert (world.read(), world.marker()) == (by_key_partition(want), 2)
     last = commit_step(world, file, epoch.epoch_id)  # the next retry: a no-op commit, nothing to publish
     assert last.returncode == 0, last.stderr[-2000:]
     answer = json.loads(last.stdout.strip().splitlines()[-1])
     assert (answer["action"], answer["dead_letters"]) == ("noop", outcome(world, 0, 2, 2).to_json())
-    assert world.read() == want
+    assert world.read() == by_key_partition(want)

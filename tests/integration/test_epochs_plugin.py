@@ -184,6 +184,7 @@ def test_html_page_rows_and_escaping(client: TestClient, ledgered: Ledgered) -> 
         '<span class="muted">2</span></span></td><td>2</td>'
         '<td><span class="metrics">records 2</span></td>'  # the vote's figures the page names
         f'{last_change}<td class="err"></td>'
+        '<td class="audit-cell"><span class="muted">-</span></td>'  # never audited
     )
     # the page's one script is its own (html_parts.TOP_LINKS); the hostile names are escaped
     assert html.count("<script>") == 1 and "<b>1</b>" not in html

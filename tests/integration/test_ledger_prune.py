@@ -1,6 +1,7 @@
 """``eo-ledger prune``: a guarded dry run by default; deletes exactly the settled epochs the
-policy selects (and their ranges, history and commit lag samples, and the wait lag samples
-the same criteria select) and nothing else: open epochs, cursors, pins, gaps, dead letters
+policy selects (and their ranges, history and commit lag samples, the wait lag samples
+the same criteria select, and the kept audits none of whose epochs is left, with their
+findings) and nothing else: open epochs, cursors, pins, gaps, dead letters
 and the epochs these name stay, so the next reservation starts where it would have."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg2
@@ -46,12 +48,28 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
 class History:
     """One pipeline's epochs: ids by role, settle times pushed 10 days back for e1..e5; its
     lag samples by role: commit samples of e1 and e6, a wait sample taken 10 days ago and
-    one taken now."""
+    one taken now; its kept audits by the epochs they name: ``e1+e2`` (2 findings), ``e2``
+    (clean), ``e1+e4`` (1 finding), ``e2+e6`` (clean)."""
 
     name: str
     topic: str
     ids: dict[str, int]
     samples: dict[str, int]
+    audits: dict[str, int]
+
+
+def keep_audit(ledger: Ledger, pipeline: str, epoch_ids: list[int], findings: int) -> int:
+    """An audit of ``epoch_ids`` with ``findings`` kept findings, as the CLI stores it."""
+    report = {
+        "pipeline": pipeline,
+        "epoch_ids": epoch_ids,
+        "verdict": "discrepancies" if findings else "clean",
+        "findings_total": findings,
+        "findings": [
+            {"kind": "cell_missing", "epoch_id": epoch_ids[0], "offset": i} for i in range(findings)
+        ],
+    }
+    return ledger.record_audit(report, run_key=None, source="cli", started_at=datetime.now(UTC))
 
 
 def fill(stack: StackInfo, topic: str, partition: int, n: int) -> None:
@@ -111,6 +129,10 @@ def make_history(stack: StackInfo, dsn: str, hook: EoKafkaHook, topic: str) -> H
             "wait_old": ledger.record_lag_sample(LagSample(spec.name, "wait", None, lags)),
             "wait_new": ledger.record_lag_sample(LagSample(spec.name, "wait", None, lags)),
         }
+        audits = {
+            "+".join(roles): keep_audit(ledger, spec.name, [ids[role] for role in roles], findings)
+            for roles, findings in ((("e1", "e2"), 2), (("e2",), 0), (("e1", "e4"), 1), (("e2", "e6"), 0))
+        }
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute(
             "UPDATE eo.epochs SET committed_at = committed_at - interval '10 days',"
@@ -122,7 +144,7 @@ def make_history(stack: StackInfo, dsn: str, hook: EoKafkaHook, topic: str) -> H
             (samples["wait_old"],),
         )
     conn.close()
-    return History(spec.name, topic, ids, samples)
+    return History(spec.name, topic, ids, samples, audits)
 
 
 def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -137,6 +159,8 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
         "epoch_transitions": "transition_id",
         "lag_samples": "sample_id",
         "lag_sample_partitions": "1, 2, 3",
+        "audits": "audit_id",
+        "audit_findings": "1, 2",
     }
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
@@ -150,16 +174,19 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def without_epochs(
-    rows: dict[str, list[tuple[Any, ...]]], gone: set[int], samples_gone: set[int]
+    rows: dict[str, list[tuple[Any, ...]]], gone: set[int], samples_gone: set[int], audits_gone: set[int]
 ) -> dict[str, list[tuple[Any, ...]]]:
-    """``rows`` minus the epochs ``gone``, their ranges and their history, and minus the lag
-    samples ``samples_gone`` with their partitions."""
+    """``rows`` minus the epochs ``gone``, their ranges and their history, minus the lag
+    samples ``samples_gone`` with their partitions, and the audits ``audits_gone`` with
+    their findings."""
     kept = dict(rows)
     kept["epochs"] = [r for r in rows["epochs"] if r[0] not in gone]
     kept["epoch_ranges"] = [r for r in rows["epoch_ranges"] if r[0] not in gone]
     kept["epoch_transitions"] = [r for r in rows["epoch_transitions"] if r[1] not in gone]
     kept["lag_samples"] = [r for r in rows["lag_samples"] if r[0] not in samples_gone]
     kept["lag_sample_partitions"] = [r for r in rows["lag_sample_partitions"] if r[0] not in samples_gone]
+    kept["audits"] = [r for r in rows["audits"] if r[0] not in audits_gone]
+    kept["audit_findings"] = [r for r in rows["audit_findings"] if r[0] not in audits_gone]
     return kept
 
 
@@ -188,12 +215,16 @@ def test_prune_dry_run_reports_and_deletes_nothing(
                 "batches": 0,
                 "transitions": 8,  # e1, e2: reserved, written, committed; e3: reserved, aborted
                 "lag_samples": 2,  # e1's commit sample, the wait sample of 10 days ago
+                "audits": 2,  # e1+e2 and e2; e1+e4 keeps e4 (its gap), e2+e6 keeps e6
+                "audit_findings": 2,
             }
         ],
         "epochs": 3,
         "ranges": 6,
         "transitions": 8,
         "lag_samples": 2,
+        "audits": 2,
+        "audit_findings": 2,
     }
     # --keep-last alone counts every settled epoch (e1..e7): the 3 newest (e5, e6, e7) stay,
     # e4 stays for its gap; with both criteria only e1 and e2 are old AND beyond the newest 5.
@@ -203,6 +234,7 @@ def test_prune_dry_run_reports_and_deletes_nothing(
         0, 3, 1, 2,
     )  # fmt: skip
     assert answer["pipelines"][0]["newest_epoch_id"] == h.ids["e3"]
+    assert (answer["audits"], answer["audit_findings"]) == (2, 2)
     code, answer = cli(capsys, "prune", "--pipeline", h.name, "--older-than-days", "7", "--keep-last", "5")
     assert (code, answer["epochs"], answer["ranges"], answer["transitions"], answer["lag_samples"]) == (
         0, 2, 4, 6, 2,
@@ -242,6 +274,8 @@ def test_prune_deletes_exactly_the_selected_epochs(
             "batches": 3,  # epochs e1, e2 then e3, then the old wait sample
             "transitions": 8,
             "lag_samples": 2,
+            "audits": 2,  # in the first batch: e1 and e2 gone, no epoch of theirs is left
+            "audit_findings": 2,
         }
     ]
     gone = {h.ids["e1"], h.ids["e2"], h.ids["e3"]}
@@ -249,7 +283,9 @@ def test_prune_deletes_exactly_the_selected_epochs(
     # exactly the history rows and lag samples of the deleted epochs went with them, and the
     # old wait sample; the other pipeline's rows are untouched
     samples_gone = {h.samples["commit_e1"], h.samples["wait_old"]}
-    assert snapshot(ledger_dsn) == without_epochs(before, gone, samples_gone)
+    audits_gone = {h.audits["e1+e2"], h.audits["e2"]}
+    assert len(before["audits"]) == 8 and len(before["audit_findings"]) == 6  # both pipelines'
+    assert snapshot(ledger_dsn) == without_epochs(before, gone, samples_gone, audits_gone)
 
     with Ledger(ledger_dsn) as ledger:
         assert ledger.cursors(h.name) == cursors == {(h.topic, 0): 10, (h.topic, 1): 3}

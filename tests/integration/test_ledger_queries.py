@@ -266,9 +266,9 @@ def test_epochs_and_the_page_read_in_one_transaction_each(counted: Counted, buil
         )
         counted.last.reset()
         data = views.page_data(ledger, EpochFilter(pipeline="b-open", limit=50), EveryPipeline(), None)
-        # the overview (6 statements), the epochs with their ranges (2) and their histories (1):
-        # three transactions
-        assert (len(counted.last.statements), counted.last.commits) == (OVERVIEW_STATEMENTS + 3, 3)
+        # the overview (6 statements), the epochs with their ranges (2), their histories (1) and
+        # their newest audits (1, the badges, whatever the number of epochs): four transactions
+        assert (len(counted.last.statements), counted.last.commits) == (OVERVIEW_STATEMENTS + 4, 4)
     assert data["pipeline_names"] == ["a-committed", "b-open", "c-aborted", "d-dead-letters", "e-gap"]
     assert [p["name"] for p in data["pipelines"]] == ["b-open"]
     assert [e["epoch_id"] for e in data["epochs"]] == [ids["b-stream"], ids["b-backfill"]]
@@ -277,5 +277,5 @@ def test_epochs_and_the_page_read_in_one_transaction_each(counted: Counted, buil
     # a new connection for the request; then the pipeline's charts in one more transaction:
     # the time and whether the pipeline exists, its window's committed epochs (none), its
     # lag samples (none)
-    page_statements = SESSION_ACTOR + OVERVIEW_STATEMENTS + 3 + 3
-    assert (len(counted.last.statements), counted.last.commits) == (page_statements, 4)
+    page_statements = SESSION_ACTOR + OVERVIEW_STATEMENTS + 4 + 3
+    assert (len(counted.last.statements), counted.last.commits) == (page_statements, 5)

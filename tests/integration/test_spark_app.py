@@ -177,6 +177,7 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
         "skipped_offsets": 0,
         "cells_written": 3 * 10,  # per partition, tasks [0,3) [3,6) [6,10): segments 4 + 1 + 3 + 2 cells
         "tombstones": 3,
+        "changes_skipped": 0,
         "bad_records": 6,
         "bytes": 3 * value_bytes,
         "segments": 3 * 4,

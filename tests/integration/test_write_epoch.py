@@ -93,7 +93,8 @@ def test_success_votes_written_with_aggregated_metrics(
     assert (voted.state, metrics) == (
         EpochState.WRITTEN,
         {
-            "records": 5, "skipped_offsets": 0, "cells_written": 0, "tombstones": 0, "bad_records": 0,
+            "records": 5, "skipped_offsets": 0, "cells_written": 0, "tombstones": 0, "changes_skipped": 0,
+            "bad_records": 0,
             "bytes": 0, "segments": 0, "schema_fetches": 0, "schema_ids": [], "tasks": 3,
             "spark_tasks_s": JOB_SECONDS,
             "partitions": [

@@ -217,7 +217,8 @@ def test_the_page_shows_each_epochs_history_under_its_row() -> None:
         histories={42: HISTORY},
     )
     assert (
-        '<tr class="history" id="history-42"><td></td><td colspan="9"><details><summary>History (1)</summary>'
+        '<tr class="history" id="history-42"><td></td><td colspan="10"><details>'
+        "<summary>History (1)</summary>"
         '<ol class="transitions"><li class="transition" data-from="RESERVED" data-to="WRITTEN">'
         '<span class="muted nw" title="2026-03-01T12:00:03+00:00">2026-03-01 12:00:03</span> '
         '<span class="s s-RESERVED">RESERVED</span> &rarr; <span class="s s-WRITTEN">WRITTEN</span> '

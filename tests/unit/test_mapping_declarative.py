@@ -189,7 +189,11 @@ def test_version_from_an_integer_field() -> None:
         (b'{"ts": true}', "version field 'ts' is not an integer or a timestamp (got bool)"),
         (b'{"ts": -1}', f"version field 'ts' is -1, outside 0..{2**63 - 1}"),
         (b'{"ts": 9223372036854775808}', f"version field 'ts' is {2**63}, outside 0..{2**63 - 1}"),
-        (None, "a tombstone has no version field (mapping.version is 'field:ts')"),
+        (
+            None,
+            "a tombstone has no version field (mapping.version is 'field:ts'); declare "
+            "mapping.tombstone_version: 'header:<name>' or 'key:<path>' to delete at that version",
+        ),
     ],
 )
 def test_bad_version_fields(value: bytes | None, reason: str) -> None:

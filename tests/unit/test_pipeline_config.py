@@ -285,7 +285,7 @@ INVALID_PIPELINES = [
     (document(mapping__function="m:f", mapping__flatten=["a"]), P + "field 'mapping.flatten': does not apply with 'function' (the function returns the cells)"),
     (
         document(mapping__key="x"),
-        P + "field 'mapping.key': unknown key (allowed here: columns, flatten, function, key_format, max_record_bytes, metadata_columns, row_key, row_key_prefix, value_format, version)",
+        P + "field 'mapping.key': unknown key (allowed here: columns, envelope, envelope_options, flatten, function, key_format, max_record_bytes, metadata_columns, row_key, row_key_prefix, tombstone_version, value_format, version)",
     ),
     (document(starting__policy="now"), P + "field 'starting.policy': must be one of earliest, latest, timestamp, got 'now'"),
     (document(starting__policy="timestamp"), P + "field 'starting.timestamp': is required when policy is 'timestamp'"),

@@ -102,12 +102,12 @@ def test_byte_bound_closes_field_versioned_segments_exactly_as_before() -> None:
 @pytest.mark.parametrize(
     ("items", "message"),
     [
-        ([(5, RowDelete(b"r", (FAMILY,), 9))],
-         "offset 5: a delete (tombstone) cannot carry a field version (9): "
-         "under mapping.version field:... a tombstone must be a bad record"),
+        ([(1, RowDelete(b"r", (FAMILY,))), (2, RowDelete(b"r", (FAMILY,), 9))],
+         "offset 2: a delete with a field version after mutations with offset versions in the same range: "
+         "one pipeline's versions come from one source"),
         ([(1, put(b"r", 9, a="1")), (2, RowDelete(b"r", (FAMILY,)))],
-         "offset 2: a delete (tombstone) after puts with field versions in the same range: a family delete "
-         "at an offset version cannot mask field-versioned cells"),
+         "offset 2: a delete (tombstone) without a version after mutations with field versions in the same "
+         "range: a family delete at an offset version cannot mask field-versioned cells"),
         ([(1, put(b"r", 9, a="1")), (2, put(b"r", None, a="2"))],
          "offset 2: a put with no version after mutations with field versions in the same range: "
          "one pipeline's versions come from one source"),
@@ -128,6 +128,22 @@ def test_version_contract_errors_name_the_offset(items: Items, message: str) -> 
     with pytest.raises(ValueError) as raised:
         list(build_segments(items, 10))
     assert str(raised.value) == message
+
+
+def test_versioned_deletes_go_in_the_call_of_their_version_before_its_puts() -> None:
+    items: Items = [
+        (0, put(b"r", 5, a="1")),
+        (1, RowDelete(b"r", (FAMILY,), 7)),
+        (2, RowDelete(b"r", (FAMILY,), 6)),  # lower than the pending delete: subsumed
+        (3, put(b"r", 7, a="2")),  # replaces a=1 (higher version); the delete at 7 masks it in HBase
+        (4, RowDelete(b"s", (FAMILY,), 3)),
+    ]
+    [segment] = build_segments(items, 10)
+    assert segment.versioned_deletes == {b"r": {FAMILY: 7}, b"s": {FAMILY: 3}}
+    assert segment.calls() == [
+        WriteCall(3, {b"s": (FAMILY,)}, {}),
+        WriteCall(7, {b"r": (FAMILY,)}, {b"r": {A: b"2"}}),
+    ]
 
 
 def test_puts_without_cells_and_no_ops_fix_no_version_source() -> None:

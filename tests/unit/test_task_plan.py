@@ -55,13 +55,14 @@ def test_aggregate_sums_and_lists_partitions() -> None:
     ranges = [TaskRange("a", 0, 0, 4), TaskRange("a", 1, 3, 3)]
     tasks = [
         _m("a", 0, 2, 4, records=1, skipped_offsets=1, cells_written=5, bad_records=1, bytes=10, segments=1),
-        _m("a", 0, 0, 2, records=2, cells_written=1, tombstones=2, bytes=3, segments=2),
+        _m("a", 0, 0, 2, records=2, cells_written=1, tombstones=2, changes_skipped=1, bytes=3, segments=2),
     ]
     assert aggregate_metrics(ranges, tasks, 1.23456) == {
         "records": 3,
         "skipped_offsets": 1,
         "cells_written": 6,
         "tombstones": 2,
+        "changes_skipped": 1,
         "bad_records": 1,
         "bytes": 13,
         "segments": 3,

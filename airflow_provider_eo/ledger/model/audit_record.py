@@ -30,7 +30,8 @@ class AuditRecord:
     findings: tuple[dict[str, Any], ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form (``eo-ledger audits``, the audits API)."""
+        """The JSON form (``eo-ledger audits`` and ``audit-show``, the audits API); a
+        listing's records carry no findings (:meth:`brief`)."""
         return {
             "audit_id": self.audit_id,
             "pipeline": self.pipeline,
@@ -39,6 +40,7 @@ class AuditRecord:
             "first_epoch": min(self.epoch_ids),
             "last_epoch": max(self.epoch_ids),
             "epochs": len(self.epoch_ids),
+            "epoch_ids": sorted(self.epoch_ids),
             "verdict": self.verdict,
             "findings_total": self.findings_total,
             "summary": self.summary,
@@ -46,6 +48,12 @@ class AuditRecord:
             "finished_at": self.finished_at.isoformat(),
             "findings": list(self.findings),
         }
+
+    def brief(self) -> dict[str, Any]:
+        """:meth:`to_json` without ``findings`` (what a listing of audits shows)."""
+        answer = self.to_json()
+        del answer["findings"]
+        return answer
 
 
 @dataclass(frozen=True)
@@ -58,3 +66,12 @@ class EpochAudit:
     verdict: str
     epoch_findings: int
     finished_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """``{audit_id, verdict, epoch_findings, finished_at}`` (the Epochs page's badge)."""
+        return {
+            "audit_id": self.audit_id,
+            "verdict": self.verdict,
+            "epoch_findings": self.epoch_findings,
+            "finished_at": self.finished_at.isoformat(),
+        }

@@ -10,11 +10,12 @@ smaller classes of ``ledger/store/`` implement one each):
 :class:`ProtocolStore`     what the epoch protocol calls (``EpochProtocol``, ``CommitPath``,
                            ``OperatorTools``): the guarded transitions, the epochs they read,
                            who acts, the commit's lag sample
-:class:`LedgerReads`       the read model of the ``eo-ledger`` CLI and the Epochs UI
+:class:`LedgerReads`       the read model of the ``eo-ledger`` CLI and the Epochs UI (with
+                           :class:`AuditReads`, the kept audits read back)
 :class:`LedgerAdministration` migrations and retention (``eo-ledger migrate`` / ``prune``)
 :class:`DeadLetterRecords` where a Spark task stores its dead letters
 :class:`LedgerObservations` what is observed beside the state machine: lag samples, dead letters
-:class:`AuditResults`      the kept audits: stored by the audit DAG and the CLI, read by the UI
+:class:`AuditResults`      the kept audits: stored by the audit DAG and the CLI
 ========================== ==============================================================
 
 The interfaces live with the values (``ledger/model/``) so that every layer above the
@@ -98,7 +99,27 @@ class ProtocolStore(ScriptTransactions, LagSampleSink, Protocol):
         ...
 
 
-class LedgerReads(Protocol):
+class AuditReads(Protocol):
+    """The kept audits read back (docs/audit.md): the Epochs UI and ``eo-ledger audits``."""
+
+    def audit(self, audit_id: int) -> AuditRecord | None:
+        """One audit with its kept findings, or None."""
+        ...
+
+    def audit_of_run(self, run_key: str) -> AuditRecord | None:
+        """The audit a run stored, with its kept findings, or None."""
+        ...
+
+    def audits(self, pipeline: str, limit: int = 50) -> list[AuditRecord]:
+        """The pipeline's newest audits, newest first, without findings."""
+        ...
+
+    def epoch_audits(self, epoch_ids: Sequence[int]) -> dict[int, EpochAudit]:
+        """Each epoch's newest audit; epochs never audited are absent (one statement)."""
+        ...
+
+
+class LedgerReads(AuditReads, Protocol):
     """The read model of the ``eo-ledger`` CLI and the Epochs UI: nothing here changes the
     ledger. Every read is one transaction."""
 
@@ -174,6 +195,13 @@ class LedgerReads(Protocol):
         the audit compares)."""
         ...
 
+    def dead_letters_in_range(
+        self, pipeline: str, topic: str, partition: int, start: int, end: int
+    ) -> list[tuple[int | None, DeadLetter]]:
+        """``(publish_seq or None, letter)`` of ``pipeline``'s dead letters in ``[start, end)``
+        of one partition, by offset (the audit's dead-letter topic check)."""
+        ...
+
     def pipeline_spec(self, digest: str) -> dict[str, Any] | None:
         """The spec recorded under a mapping digest (``PipelineSpec.to_dict()``'s view), or None."""
         ...
@@ -224,30 +252,14 @@ class LedgerAdministration(Protocol):
 
 
 class AuditResults(Protocol):
-    """The kept audits (docs/audit.md): stored by the audit DAG and ``eo-ledger audit``,
-    read by the Epochs UI and the CLI."""
+    """The kept audits (docs/audit.md): stored by the audit DAG and ``eo-ledger audit``;
+    read back through :class:`AuditReads` (part of :class:`LedgerReads`)."""
 
     def record_audit(
         self, report: Mapping[str, Any], *, run_key: str | None, source: str, started_at: datetime
     ) -> int:
         """Store an ``AuditReport.to_json()`` and its kept findings; the new ``audit_id``.
         A ``run_key`` stored before is replaced."""
-        ...
-
-    def audit(self, audit_id: int) -> AuditRecord | None:
-        """One audit with its kept findings, or None."""
-        ...
-
-    def audit_of_run(self, run_key: str) -> AuditRecord | None:
-        """The audit a run stored, with its kept findings, or None."""
-        ...
-
-    def audits(self, pipeline: str, limit: int = 50) -> list[AuditRecord]:
-        """The pipeline's newest audits, newest first, without findings."""
-        ...
-
-    def epoch_audits(self, epoch_ids: Sequence[int]) -> dict[int, EpochAudit]:
-        """Each epoch's newest audit; epochs never audited are absent."""
         ...
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
@@ -19,7 +20,8 @@ class EpochFilter:
     """Which epochs to read: every field given must match (None matches anything).
 
     ``states`` and ``pipelines`` match any of their members (an empty set matches
-    nothing); ``min_id`` / ``max_id`` are inclusive. With ``limit``, only the ``limit``
+    nothing); ``min_id`` / ``max_id`` are inclusive; ``committed_since`` (timezone-aware)
+    matches epochs committed at or after it (never an uncommitted one). With ``limit``, only the ``limit``
     newest matching epochs. Answers are oldest first either way.
     """
 
@@ -31,6 +33,7 @@ class EpochFilter:
     run_id: str | None = None
     min_id: int | None = None
     max_id: int | None = None
+    committed_since: datetime | None = None
     limit: int | None = None
 
     @property

@@ -34,7 +34,8 @@ class PrunePolicy:
 class PruneCount:
     """What a prune of one pipeline deletes (a dry run: would delete).
 
-    ``epochs`` / ``ranges`` / ``transitions`` (history rows) / ``lag_samples``: rows deleted;
+    ``epochs`` / ``ranges`` / ``transitions`` (history rows) / ``lag_samples`` / ``audits``
+    (kept audits none of whose epochs is left) / ``audit_findings`` (theirs): rows deleted;
     ``oldest_epoch_id`` / ``newest_epoch_id``: the span of deleted ids (None when nothing);
     ``kept_referenced``: matching epochs kept because a gap or dead letter names them;
     ``batches``: delete transactions run.
@@ -49,6 +50,8 @@ class PruneCount:
     batches: int = 0
     transitions: int = 0
     lag_samples: int = 0
+    audits: int = 0
+    audit_findings: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Every field, by name."""

@@ -10,7 +10,8 @@ scripts.
 
 from __future__ import annotations
 
-from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication
+from airflow_provider_eo.ledger.protocol import dead_letter_publication as dead_letter_headers
+from airflow_provider_eo.ledger.protocol.dead_letter_publication import DeadLetterPublication, letter_record
 from airflow_provider_eo.ledger.protocol.epoch_protocol import EpochProtocol, PipelineLookup
 from airflow_provider_eo.ledger.protocol.operator_tools import OperatorTools
 from airflow_provider_eo.ledger.protocol.outcomes import (
@@ -36,5 +37,7 @@ __all__ = [
     "Reservation",
     "Reserved",
     "Settled",
+    "dead_letter_headers",
+    "letter_record",
     "read_positions",
 ]

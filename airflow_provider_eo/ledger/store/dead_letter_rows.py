@@ -88,6 +88,33 @@ def dead_letter_offsets(
     return [int(row[0]) for row in cur.fetchall()]
 
 
+def dead_letters_in_range(
+    cur: Any, pipeline: str, topic: str, partition: int, start: int, end: int
+) -> list[tuple[int | None, DeadLetter]]:
+    """``(publish_seq or None, letter)`` of ``pipeline``'s dead letters in ``[start, end)``
+    of one partition, by offset (what the audit compares the dead-letter topic with)."""
+    cur.execute(
+        'SELECT publish_seq, "offset", epoch_id, error, key, value, headers, error_class,'
+        " record_timestamp, schema_id FROM eo.dead_letters WHERE pipeline = %s AND topic = %s"
+        ' AND "partition" = %s AND "offset" >= %s AND "offset" < %s ORDER BY "offset"',
+        (pipeline, topic, partition, start, end),
+    )
+    return [
+        (
+            None if seq is None else int(seq),
+            DeadLetter(
+                pipeline=pipeline, topic=topic, partition=partition, offset=offset, epoch_id=epoch_id,
+                error=error, key=None if key is None else bytes(key),
+                value=None if value is None else bytes(value), headers=_headers(headers),
+                error_class=error_class, timestamp=timestamp, schema_id=schema_id,
+            ),
+        )
+        for (
+            seq, offset, epoch_id, error, key, value, headers, error_class, timestamp, schema_id,
+        ) in cur.fetchall()
+    ]  # fmt: skip
+
+
 def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list[dict[str, Any]]:
     """JSON-serializable dead letters (key/value base64) ordered by topic, partition, offset;
     ``resolved_by_epoch`` / ``resolved_at``: the replay that wrote it (None: unresolved)."""

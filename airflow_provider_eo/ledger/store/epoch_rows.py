@@ -44,6 +44,7 @@ def fetch_epochs(cur: Any, wanted: EpochFilter) -> list[Epoch]:
         ("run_id = %s", wanted.run_id),
         ("epoch_id >= %s", wanted.min_id),
         ("epoch_id <= %s", wanted.max_id),
+        ("committed_at >= %s", wanted.committed_since),
     ]
     clauses = [clause for clause, value in filters if value is not None]
     params: list[Any] = [value for _, value in filters if value is not None]

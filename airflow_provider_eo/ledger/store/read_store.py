@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow_provider_eo.ledger.model.chart_figures import EpochPoint, PipelineCharts
+from airflow_provider_eo.ledger.model.epoch import DeadLetter
 from airflow_provider_eo.ledger.model.history import HistoryEvent, Transition
 from airflow_provider_eo.ledger.model.lag import SampledPartition
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
@@ -105,6 +106,14 @@ class PostgresReads(PostgresEpochLookup):
             return dead_letter_rows.dead_letter_offsets(
                 cur, pipeline, topic, partition, start, end, not_resolved_by=not_resolved_by
             )
+
+    def dead_letters_in_range(
+        self, pipeline: str, topic: str, partition: int, start: int, end: int
+    ) -> list[tuple[int | None, DeadLetter]]:
+        """``(publish_seq or None, letter)`` of ``pipeline``'s dead letters in ``[start, end)``
+        of one partition, by offset."""
+        with self._db.transaction() as cur:
+            return dead_letter_rows.dead_letters_in_range(cur, pipeline, topic, partition, start, end)
 
     def pipeline_charts(
         self,

@@ -12,9 +12,11 @@ given, among those matching a :class:`PrunePolicy`. What it never touches:
   which epoch lost, rejected or resolved what.
 
 A deleted epoch's history (``eo.epoch_transitions``), replay selection and commit lag
-sample go with it, in the same transaction; wait lag samples go by the same criteria
-(store/sample_retention.py). The report counts the history rows (``transitions``) and the
-samples (``lag_samples``), a dry run too. Cursor moves (``eo.cursor_moves``) name no epoch
+sample go with it, in the same transaction, and so do the kept audits none of whose
+epochs is left, with their findings (store/audit_retention.py); wait lag samples go by
+the same criteria (store/sample_retention.py). The report counts the history rows
+(``transitions``), the samples (``lag_samples``), the audits and their findings
+(``audits``, ``audit_findings``), a dry run too. Cursor moves (``eo.cursor_moves``) name no epoch
 and are never pruned.
 
 After a prune the committed stream ranges of a partition tile ``[first kept start,
@@ -38,7 +40,7 @@ from typing import Any
 
 from airflow_provider_eo.ledger.model.retention_policy import PruneCount, PrunePolicy
 from airflow_provider_eo.ledger.model.states import SETTLED_STATES, sql_literals
-from airflow_provider_eo.ledger.store import sample_retention
+from airflow_provider_eo.ledger.store import audit_retention, sample_retention
 
 log = logging.getLogger(__name__)
 
@@ -87,18 +89,20 @@ def count_prunable(cur: Any, pipeline: str, policy: PrunePolicy) -> PruneCount:
     epochs, ranges, oldest, newest, kept, history = cur.fetchone()
     doomed = f"SELECT epoch_id FROM ({_MATCHING}) matching WHERE NOT referenced"
     samples = sample_retention.count_samples(cur, _params(pipeline, policy), doomed)
+    audits, findings = audit_retention.count_audits(cur, _params(pipeline, policy), doomed)
     return PruneCount(
         pipeline, int(epochs), int(ranges), oldest, newest, int(kept),
-        transitions=int(history), lag_samples=samples,
+        transitions=int(history), lag_samples=samples, audits=audits, audit_findings=findings,
     )  # fmt: skip
 
 
 def delete_batch(
     cur: Any, pipeline: str, policy: PrunePolicy, batch_size: int
-) -> tuple[list[int], int, int, int]:
+) -> tuple[list[int], PruneCount]:
     """Delete the oldest ``batch_size`` prunable epochs of ``pipeline``, their ranges,
-    history and commit lag samples, in the caller's transaction; returns (deleted epoch
-    ids, ranges deleted, history rows deleted, samples deleted)."""
+    history and commit lag samples, then the audits left without an epoch, in the
+    caller's transaction; returns the deleted epoch ids and what went (a ``PruneCount``
+    of this batch)."""
     cur.execute(
         f"""
         SELECT epoch_id FROM eo.epochs
@@ -111,7 +115,7 @@ def delete_batch(
     )
     ids = [int(epoch_id) for (epoch_id,) in cur.fetchall()]
     if not ids:
-        return [], 0, 0, 0
+        return [], PruneCount(pipeline, 0, 0, None, None, 0)
     cur.execute("DELETE FROM eo.epoch_ranges WHERE epoch_id = ANY(%s)", (ids,))
     ranges = int(cur.rowcount)
     # An epoch's history and replay selection go with it (migration 0004).
@@ -123,7 +127,11 @@ def delete_batch(
         "DELETE FROM eo.epochs WHERE epoch_id = ANY(%s) AND state = ANY(%s)",
         (ids, [state.value for state in SETTLED_STATES]),
     )
-    return ids, ranges, history, samples
+    audits, findings = audit_retention.delete_orphaned_audits(cur, pipeline, ids)
+    return ids, PruneCount(
+        pipeline, len(ids), ranges, ids[0], ids[-1], 0, 1,
+        transitions=history, lag_samples=samples, audits=audits, audit_findings=findings,
+    )  # fmt: skip
 
 
 def prune_pipeline(
@@ -137,18 +145,20 @@ def prune_pipeline(
     with transaction() as cur:
         kept = count_prunable(cur, pipeline, policy).kept_referenced
     epochs: list[int] = []
-    ranges = batches = history = samples = 0
-    for ids, deleted_ranges, deleted_history, deleted_samples in _batches(
-        transaction, pipeline, policy, batch_size
-    ):
+    ranges = batches = history = samples = audits = findings = 0
+    for ids, batch in _batches(transaction, pipeline, policy, batch_size):
         epochs.extend(ids)
-        ranges += deleted_ranges
-        history += deleted_history
-        samples += deleted_samples
+        ranges += batch.ranges
+        history += batch.transitions
+        samples += batch.lag_samples
+        audits += batch.audits
+        findings += batch.audit_findings
         batches += 1
         log.info(
-            "pruned pipeline=%s epochs=%s epoch_ids=%s..%s ranges=%s transitions=%s lag_samples=%s",
-            pipeline, len(ids), ids[0], ids[-1], deleted_ranges, deleted_history, deleted_samples,
+            "pruned pipeline=%s epochs=%s epoch_ids=%s..%s ranges=%s transitions=%s lag_samples=%s"
+            " audits=%s audit_findings=%s",
+            pipeline, len(ids), ids[0], ids[-1], batch.ranges, batch.transitions, batch.lag_samples,
+            batch.audits, batch.audit_findings,
         )  # fmt: skip
     while True:
         with transaction() as cur:
@@ -160,19 +170,19 @@ def prune_pipeline(
         log.info("pruned pipeline=%s wait lag_samples=%s", pipeline, deleted)
     return PruneCount(
         pipeline, len(epochs), ranges, min(epochs, default=None), max(epochs, default=None), kept, batches,
-        transitions=history, lag_samples=samples,
+        transitions=history, lag_samples=samples, audits=audits, audit_findings=findings,
     )  # fmt: skip
 
 
 def _batches(
     transaction: Transaction, pipeline: str, policy: PrunePolicy, batch_size: int
-) -> Iterator[tuple[list[int], int, int, int]]:
+) -> Iterator[tuple[list[int], PruneCount]]:
     while True:
         with transaction() as cur:
-            ids, ranges, history, samples = delete_batch(cur, pipeline, policy, batch_size)
+            ids, batch = delete_batch(cur, pipeline, policy, batch_size)
         if not ids:
             return
-        yield ids, ranges, history, samples
+        yield ids, batch
 
 
 def known_pipelines(cur: Any, wanted: Sequence[str] | None) -> list[str]:

@@ -12,8 +12,8 @@ from airflow_provider_eo.errors import TaskError
 from airflow_provider_eo.spark.records import TaskRange
 
 SUMMED = (
-    "records", "skipped_offsets", "cells_written", "tombstones", "bad_records", "bytes", "segments",
-    "schema_fetches",
+    "records", "skipped_offsets", "cells_written", "tombstones", "changes_skipped", "bad_records", "bytes",
+    "segments", "schema_fetches",
 )  # fmt: skip
 
 

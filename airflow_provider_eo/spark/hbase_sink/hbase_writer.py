@@ -83,6 +83,7 @@ REFUSALS = (UnsafeColumnFamilyError, UnwritableTableError)
 def segment_families(segment: Segment) -> set[bytes]:
     """The column families a segment writes to (puts' ``family:qualifier`` and deletes)."""
     families = {family for row_families in segment.deletes.values() for family in row_families}
+    families.update(family for row_families in segment.versioned_deletes.values() for family in row_families)
     columns = set().union(*segment.puts.values(), *segment.versioned_puts.values())  # distinct names
     families.update(column.split(b":", 1)[0] for column in columns)
     return families

@@ -36,9 +36,12 @@ Field versions (``mapping.version: field:<path>``: every put carries its own ``v
   does not depend on the split, the batch sizes or the order ranges are written in;
 * Thrift1 has one timestamp per ``mutateRowsTs`` call, so a segment is written as one
   call per distinct version (:meth:`Segment.calls`, versions ascending);
-* a range's puts either all carry a version or none do, and a delete never carries one
-  (under field versions a tombstone is a bad record: a family delete at an offset would
-  not mask cells versioned by a field); a mix raises :class:`ValueError` naming the offset.
+* a range's mutations either all carry a version or none do: under field versions a
+  delete carries its own version too (a Debezium delete event's log position, a tombstone's
+  ``tombstone_version``) and is a family delete at that version, written in the call of its
+  version (``versioned_deletes``: per row and family the highest version asked for; at an
+  equal version HBase lets the delete mask the put). A family delete at an offset would not
+  mask cells versioned by a field: a mix raises :class:`ValueError` naming the offset.
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ class Segment:
     """Collapsed mutations of records ``[first_offset, last_offset]``.
 
     ``puts`` and ``deletes`` are written at version ``timestamp``; ``versioned_puts`` holds
-    ``row -> column -> (version, value)``, each cell written at its own version.
+    ``row -> column -> (version, value)``, each cell written at its own version, and
+    ``versioned_deletes`` ``row -> family -> version``, each family deleted at its own version.
     """
 
     first_offset: int
@@ -80,6 +84,7 @@ class Segment:
     puts: dict[bytes, dict[bytes, bytes]] = field(default_factory=dict)
     deletes: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
     versioned_puts: dict[bytes, dict[bytes, tuple[int, bytes]]] = field(default_factory=dict)
+    versioned_deletes: dict[bytes, dict[bytes, int]] = field(default_factory=dict)
 
     @property
     def timestamp(self) -> int:
@@ -95,18 +100,27 @@ class Segment:
 
     def is_empty(self) -> bool:
         """True when there is nothing to send to HBase."""
-        return not self.puts and not self.deletes and not self.versioned_puts
+        return not self.puts and not self.deletes and not self.versioned_puts and not self.versioned_deletes
 
     def calls(self) -> list[WriteCall]:
         """The ``mutateRowsTs`` calls that write this segment, in order: the offset-versioned
         deletes and puts at ``timestamp`` (when there are any), then one call per distinct
-        field version, ascending; rows and columns in first-seen order within a call."""
+        field version, ascending, its family deletes before its puts; rows and columns in
+        first-seen order within a call."""
         calls = [WriteCall(self.timestamp, self.deletes, self.puts)] if self.puts or self.deletes else []
+        deletes: dict[int, dict[bytes, tuple[bytes, ...]]] = {}
+        for row, families in self.versioned_deletes.items():
+            for family, version in families.items():
+                at = deletes.setdefault(version, {})
+                at[row] = (*at.get(row, ()), family)
         by_version: dict[int, dict[bytes, dict[bytes, bytes]]] = {}
         for row, cells in self.versioned_puts.items():
             for column, (version, value) in cells.items():
                 by_version.setdefault(version, {}).setdefault(row, {})[column] = value
-        calls += [WriteCall(version, {}, by_version[version]) for version in sorted(by_version)]
+        calls += [
+            WriteCall(version, deletes.get(version, {}), by_version.get(version, {}))
+            for version in sorted(by_version.keys() | deletes.keys())
+        ]
         return calls
 
 
@@ -158,7 +172,11 @@ class SegmentBuilder:
         segment.last_offset = offset
         segment.record_count += 1
         segment.payload_bytes += weight
-        if isinstance(mutation, RowDelete):
+        if isinstance(mutation, RowDelete) and mutation.version is not None:
+            held = segment.versioned_deletes.setdefault(mutation.row, {})
+            for family in mutation.families:
+                held[family] = max(held.get(family, -1), mutation.version)
+        elif isinstance(mutation, RowDelete):
             segment.puts.pop(mutation.row, None)
             families = segment.deletes.get(mutation.row, ())
             segment.deletes[mutation.row] = families + tuple(
@@ -188,26 +206,24 @@ class SegmentBuilder:
     def _check_version(self, offset: int, mutation: RowMutation) -> None:
         """Enforce the version contract of the module docstring for one mutation."""
         version = mutation.version
-        if isinstance(mutation, RowDelete):
-            if version is not None:
-                raise ValueError(
-                    f"offset {offset}: a delete (tombstone) cannot carry a field version ({version}): "
-                    "under mapping.version field:... a tombstone must be a bad record"
-                )
+        if isinstance(mutation, RowDelete) and version is None:
             raise ValueError(
-                f"offset {offset}: a delete (tombstone) after puts with field versions in the same "
-                "range: a family delete at an offset version cannot mask field-versioned cells"
+                f"offset {offset}: a delete (tombstone) without a version after mutations with field "
+                "versions in the same range: a family delete at an offset version cannot mask "
+                "field-versioned cells"
             )
         if version is not None and (type(version) is not int or not 0 <= version <= MAX_CELL_VERSION):
             raise ValueError(
                 f"offset {offset}: field version {version!r} is not an int in [0, {MAX_CELL_VERSION}]"
             )
-        if not mutation.cells:
+        if isinstance(mutation, RowPut) and not mutation.cells:
             return
         source: VersionSource = "offset" if version is None else "field"
         if self.version_source is not None and source != self.version_source:
+            has = "a field version" if version is not None else "no version"
+            kind = "put" if isinstance(mutation, RowPut) else "delete"
             raise ValueError(
-                f"offset {offset}: a put with {'a field version' if version is not None else 'no version'} "
+                f"offset {offset}: a {kind} with {has} "
                 f"after mutations with {self.version_source} versions in the same range: one pipeline's "
                 "versions come from one source"
             )

@@ -95,6 +95,7 @@ class TaskMetrics:
     skipped_offsets: int = 0
     cells_written: int = 0
     tombstones: int = 0
+    changes_skipped: int = 0
     bad_records: int = 0
     bytes: int = 0
     segments: int = 0
@@ -164,7 +165,9 @@ def process_range(settings: TaskSettings, rng: TaskRange, task: OpenTask, metric
     """Read ``rng``, map each record, cut segments, write them, and store the bad records as
     the policy says; returns once every segment is written and every dead letter flushed.
 
-    Counts into ``metrics``: records and bytes read, tombstones, segments and cells written.
+    Counts into ``metrics``: records and bytes read, tombstones (family deletes), changes skipped
+    (``envelope: debezium``: the tombstone after a delete, an ignored truncate, a user function's
+    None), segments and cells written.
     A replay range (``rng.offsets``) reads from its first to its last selected offset and maps
     only the selected records; any other record there is skipped (not mapped, not a bad
     record) and closes the segment being built, so a replayed record's cells get a version
@@ -208,6 +211,8 @@ def process_range(settings: TaskSettings, rng: TaskRange, task: OpenTask, metric
             continue
         if isinstance(mutation, RowDelete):
             metrics.tombstones += 1
+        elif mutation is None:  # a change envelope's tombstone after a delete, an ignored truncate
+            metrics.changes_skipped += 1
         for segment in builder.add(record.offset, mutation):
             write(segment)
     last = builder.finish()
@@ -257,12 +262,14 @@ def run_task(
     finally:
         close_task(task, rng, metrics, started)
     log.info(
-        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d bad=%d segments=%d",
+        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d changes_skipped=%d bad=%d "
+        "segments=%d",
         fields,
         metrics.records,
         metrics.skipped_offsets,
         metrics.cells_written,
         metrics.tombstones,
+        metrics.changes_skipped,
         metrics.bad_records,
         metrics.segments,
     )

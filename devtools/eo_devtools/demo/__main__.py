@@ -5,18 +5,22 @@ runs the repository's demo pipelines (``dags/pipelines.yaml``) one after the oth
 (:mod:`eo_devtools.demo.pipeline_demo`): ``demo_events`` (JSON: several partitions, updates
 to the same keys, tombstones, bad records), then ``demo_orders_avro`` (Avro from the stack's
 Schema Registry: schema v1 and v2 interleaved in the same partitions, tombstones, bad
-records) when the served pipelines file has it. For each: create its topic and its table
+records) when the served pipelines file has it, then ``demo_customers_cdc`` (Debezium-shaped
+Avro change events: inserts, updates, deletes with their tombstones, a re-snapshot, one
+row's changes over several partitions; checked against the simulated table) when it has
+that. For each: create its topic and its table
 (KEEP_DELETED_CELLS TRUE: its topic carries tombstones), produce, trigger its stream DAG
 through Airflow's REST API until the topic is drained, replay an old range through its
 backfill DAG, and verify every invariant against every record the topic holds (so reruns
-are checked as exactly as the first run). Prints one JSON report with every pipeline, then
+are checked as exactly as the first run). Then ``eo-ledger audit`` runs over each pipeline's
+committed epochs (:mod:`eo_devtools.demo.audit_step`). Prints one JSON report with every pipeline, then
 where the Airflow UI is, how to log in and what to look at. Exits 1 on any mismatch or
 failed run.
 
 ``--airflow-home DIR --dags-folder DIR`` drive an Airflow already running on the stack
 instead of starting the stack's own (:mod:`eo_devtools.demo.served_airflow`; the test suite
-runs the demo so on its session Airflow); ``--pipeline`` and ``--avro-pipeline`` pick the
-served pipelines the two parts run.
+runs the demo so on its session Airflow); ``--pipeline``, ``--avro-pipeline`` and
+``--cdc-pipeline`` pick the served pipelines the three parts run.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
-from eo_devtools.demo.feeds import DemoFeed, avro_feed, json_feed, mapping_columns
+from airflow_provider_eo.ledger import Ledger
+from eo_devtools.demo.audit_step import audit_pipeline
+from eo_devtools.demo.feeds import DemoFeed, avro_feed, cdc_feed, json_feed, mapping_columns
 from eo_devtools.demo.guide import closing_guide
 from eo_devtools.demo.pipeline_demo import PipelineDemo, run_pipeline_demo
 from eo_devtools.demo.scheduled_runs import ScheduledRuns
@@ -40,6 +46,7 @@ from eo_devtools.stack.stack import LocalStack
 
 DEFAULT_PIPELINE = "demo_events"
 AVRO_PIPELINE = "demo_orders_avro"
+CDC_PIPELINE = "demo_customers_cdc"
 
 
 def _say(message: str) -> None:
@@ -49,14 +56,19 @@ def _say(message: str) -> None:
 def _feeds(
     stack: LocalStack, specs: dict[str, PipelineSpec], pipelines_file: Path, args: argparse.Namespace
 ) -> dict[str, DemoFeed]:
-    """The JSON pipeline's feed, then the Avro one when the served file has that pipeline."""
+    """The JSON pipeline's feed, then the Avro and the CDC ones when the served file has them."""
     feeds = {args.pipeline: json_feed(specs[args.pipeline].column_family, args.events)}
-    avro = args.avro_pipeline
+    avro, cdc = args.avro_pipeline, args.cdc_pipeline
     if avro not in specs:
         _say(f"{pipelines_file} has no {avro} pipeline: the Avro part is off")
-        return feeds
-    columns = mapping_columns(pipelines_file, avro)
-    feeds[avro] = avro_feed(specs[avro].column_family, columns, stack.schema_registry_url, args.avro_events)
+    else:
+        columns = mapping_columns(pipelines_file, avro)
+        registry = stack.schema_registry_url
+        feeds[avro] = avro_feed(specs[avro].column_family, columns, registry, args.avro_events)
+    if cdc not in specs:
+        _say(f"{pipelines_file} has no {cdc} pipeline: the CDC part is off")
+    else:
+        feeds[cdc] = cdc_feed(specs[cdc].column_family, stack.schema_registry_url, args.cdc_events)
     return feeds
 
 
@@ -79,7 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--avro-pipeline", default=AVRO_PIPELINE, help="an Avro pipeline of the served DAG folder"
     )
+    parser.add_argument(
+        "--cdc-pipeline", default=CDC_PIPELINE, help="a CDC (Debezium Avro) pipeline of the served DAG folder"
+    )
     parser.add_argument("--events", type=int, default=6000)
+    parser.add_argument("--cdc-events", type=int, default=2000, help="change events for the CDC pipeline")
     parser.add_argument("--avro-events", type=int, default=3000, help="records for the Avro pipeline")
     parser.add_argument("--partitions", type=int, default=4, help="when the demo creates a topic")
     parser.add_argument("--max-runs", type=int, default=12, help="stream runs per pipeline at most")
@@ -109,6 +125,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(demo.failure, file=sys.stderr)
             break
 
+    if not any(d.failure for d in demos):  # the demo ends with the audit of each pipeline
+        ledger = Ledger(stack.ledger_dsn)
+        for demo in demos:
+            demo.audit = audit_pipeline(ledger, pipelines_file, demo.pipeline)
+            audited = demo.audit
+            _say(
+                f"{demo.pipeline}: eo-ledger audit of {audited.get('epochs')} committed epochs "
+                f"({audited.get('offsets')} offsets): verdict {audited['verdict']}, "
+                f"{audited.get('discrepancies')} discrepancies"
+            )
+        ledger.close()
     print(json.dumps({"ok": all(d.ok for d in demos), "pipelines": [d.to_dict() for d in demos]}, indent=2))
     if not all(d.ok for d in demos):
         _say("CHECKS FAILED")

@@ -5,7 +5,9 @@ A :class:`DemoFeed` pairs the (key, value) pairs one demo run produces with the
 holds (the oracle of an Avro topic needs the writer schemas of all of them).
 :func:`json_feed` feeds ``demo_events`` (:mod:`eo_devtools.demo.sample_events`);
 :func:`avro_feed` feeds ``demo_orders_avro`` (:mod:`eo_devtools.demo.avro_events`), whose
-columns come from the served pipelines file itself (the mapping the pipeline runs with).
+columns come from the served pipelines file itself (the mapping the pipeline runs with);
+:func:`cdc_feed` feeds ``demo_customers_cdc`` (:mod:`eo_devtools.demo.cdc_events`), whose
+oracle folds change events by their log position (``fold``) instead of by offsets.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from eo_devtools.demo.avro_events import UNKNOWN_SCHEMA_ID, order_events, serialized_events
 from eo_devtools.demo.avro_expected_state import AvroOracle, schema_id_of
-from eo_devtools.demo.expected_state import JsonOracle, ProducedRecord, RecordOracle
+from eo_devtools.demo.cdc_events import change_events, registered_envelope, serialized_changes
+from eo_devtools.demo.cdc_expected_state import CdcOracle, fold_changes
+from eo_devtools.demo.expected_state import JsonOracle, ProducedRecord, RecordOracle, Rows, fold_rows
 from eo_devtools.demo.registry_schemas import registered_serializers, writer_schemas
 from eo_devtools.demo.sample_events import sample_events
 
@@ -29,10 +34,12 @@ Events = Iterator[tuple[bytes | None, bytes | None]]
 @dataclass(frozen=True)
 class DemoFeed:
     """``events(topic)``: what to produce this run; ``oracle(records)``: the checks' oracle for
-    every record of the topic (raises RuntimeError when it cannot be built)."""
+    every record of the topic (raises RuntimeError when it cannot be built); ``fold``: the
+    visible rows the records make under that oracle."""
 
     events: Callable[[str], Events]
     oracle: Callable[[list[ProducedRecord]], RecordOracle]
+    fold: Callable[[list[ProducedRecord], Any], Rows] = fold_rows
 
 
 def json_feed(family: str, count: int) -> DemoFeed:
@@ -73,3 +80,17 @@ def avro_feed(family: str, columns: Mapping[str, str] | None, registry_url: str,
         return AvroOracle(family, columns, schemas)
 
     return DemoFeed(events, oracle)
+
+
+def cdc_feed(family: str, registry_url: str, count: int) -> DemoFeed:
+    """About ``count`` Debezium-shaped Avro change events (the envelope schema registered
+    first); the CDC oracle with the writer schemas of every id the topic names."""
+    client = SchemaRegistryClient({"url": registry_url})
+
+    def events(topic: str) -> Events:
+        return serialized_changes(change_events(count), registered_envelope(client, topic))
+
+    def oracle(records: list[ProducedRecord]) -> RecordOracle:
+        return CdcOracle(family, writer_schemas(client, records))
+
+    return DemoFeed(events, oracle, fold_changes)

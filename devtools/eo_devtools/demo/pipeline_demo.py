@@ -46,15 +46,21 @@ class PipelineDemo:
     failure: str | None = None
     report: Verification | None = None
     dead_letter_topic: dict[str, Any] | None = None
+    #: The closing audit's summary (``audit_step.audit_pipeline``); None: not run.
+    audit: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
-        """Every run succeeded and every check passed."""
-        return self.failure is None and self.report is not None and self.report.ok
+        """Every run succeeded and every check passed (the audit, when run, clean)."""
+        audited = self.audit is None or (
+            self.audit["verdict"] == "clean" and self.audit["discrepancies"] == 0
+        )
+        return self.failure is None and self.report is not None and self.report.ok and audited
 
     def to_dict(self) -> dict[str, Any]:
         """The pipeline's part of the demo's JSON report."""
         figures = self.report.to_dict() if self.report is not None else {"ok": False}
+        figures["ok"] = self.ok
         return {
             "pipeline": self.pipeline,
             "topic": self.topic,
@@ -63,6 +69,7 @@ class PipelineDemo:
             **({"failure": self.failure} if self.failure else {}),
             **({"dead_letter_topic": self.dead_letter_topic} if self.dead_letter_topic else {}),
             **figures,
+            **({"audit": self.audit} if self.audit is not None else {}),
         }
 
 
@@ -123,7 +130,7 @@ def run_pipeline_demo(
     oracle = feed.oracle(everything)
     with _thrift() as hbase:
         outcome.report = verify_pipeline(
-            spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase, oracle=oracle
+            spec, everything, ledger=ledger, offsets=EoKafkaHook(), hbase=hbase, oracle=oracle, fold=feed.fold
         )
     if spec.dead_letters is not None:
         _check_dead_letter_topic(stack, spec.dead_letters.topic, outcome, outcome.report)

@@ -7,7 +7,7 @@ through public interfaces: HBase over Thrift (happybase), the ledger, Kafka.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -19,7 +19,7 @@ from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.offsets import OffsetSource
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.states import EpochKind, EpochState
-from eo_devtools.demo.expected_state import JsonOracle, ProducedRecord, RecordOracle, fold_rows
+from eo_devtools.demo.expected_state import JsonOracle, ProducedRecord, RecordOracle, Rows, fold_rows
 
 TP = tuple[str, int]
 
@@ -62,17 +62,19 @@ def verify_pipeline(
     offsets: OffsetSource,
     hbase: happybase.Connection,
     oracle: RecordOracle | None = None,
+    fold: Callable[[list[ProducedRecord], Any], Rows] = fold_rows,
 ) -> Verification:
     """Compare HBase, the ledger and the consumer group with the produced records.
 
     ``oracle`` says what the pipeline's mapping makes of each record (default: the JSON
-    mapping into the pipeline's family, :class:`JsonOracle`).
+    mapping into the pipeline's family, :class:`JsonOracle`); ``fold`` the visible rows the
+    records make under it (default: by offsets, :func:`fold_rows`).
     """
     records = list(produced)
     oracle = oracle or JsonOracle(spec.column_family)
     result = Verification(records_produced=len(records))
     result.bad_records_produced = sum(1 for r in records if oracle.is_bad(r))
-    _check_hbase(result, spec, fold_rows(records, oracle), hbase)
+    _check_hbase(result, spec, fold(records, oracle), hbase)
     _check_ledger(result, spec, ledger)
     _check_progress(result, spec, records, ledger, offsets)
     return result

@@ -4,7 +4,11 @@
 (``columns``, ``flatten``), adds Kafka metadata cells, derives the row key
 (``row_key``, ``row_key_prefix``) and the version (``version``). A value that decodes
 to something other than an object (``string``/``bytes`` formats, a primitive schema) is
-the single field ``value``. A null value (tombstone) deletes the row's family.
+the single field ``value``. A null value (tombstone) deletes the row's family (under
+``version: field:...`` at its ``tombstone_version``). Under ``envelope: debezium`` the value
+is a change event (:mod:`.envelope`): the mapping applies to its ``after`` image, a delete
+event deletes the family at the event's version, and a tombstone (or an ignored truncate)
+maps to None: no mutation, counted by the write task as a skipped change.
 :class:`FunctionMapping` lets a user function produce the fields instead.
 
 Every problem with a record raises ``BadRecord`` with a human reason, among them what
@@ -18,17 +22,18 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from airflow_provider_eo.config.mapping_syntax import parse_version
+from airflow_provider_eo.config.mapping_syntax import parse_positions, parse_version
 from airflow_provider_eo.config.size_limits import KEYVALUE_OVERHEAD
-from airflow_provider_eo.config.specs import HBASE_KEYVALUE_MAXSIZE, MappingSpec
+from airflow_provider_eo.config.specs import HBASE_KEYVALUE_MAXSIZE, METADATA_FIELDS, MappingSpec
 from airflow_provider_eo.errors import BadRecord
 from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.plain import Decoder
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, RowPut
 from airflow_provider_eo.spark.task.mapping.columns import SelectedColumns, TopLevelColumns
+from airflow_provider_eo.spark.task.mapping.envelope import Change, DebeziumEnvelope, EnvelopeColumns
 from airflow_provider_eo.spark.task.mapping.metadata import MetadataColumns
 from airflow_provider_eo.spark.task.mapping.row_keys import RowKeys
-from airflow_provider_eo.spark.task.mapping.versions import VersionField
+from airflow_provider_eo.spark.task.mapping.versions import TombstoneVersion, VersionField
 
 
 class RecordMapper:
@@ -53,23 +58,73 @@ class RecordMapper:
             if spec.columns is None
             else SelectedColumns(self.family, spec.columns, spec.flatten)
         )
-        self.metadata = MetadataColumns(self.family, spec.metadata_columns) if spec.metadata_columns else None
-        version_path = parse_version(spec.version)
-        self.version = VersionField(version_path) if version_path else None
+        kafka = {name: q for name, q in spec.metadata_columns.items() if name in METADATA_FIELDS}
+        envelope = {name: q for name, q in spec.metadata_columns.items() if name not in METADATA_FIELDS}
+        self.metadata = MetadataColumns(self.family, kafka) if kafka else None
+        self.envelope_columns = EnvelopeColumns(self.family, envelope) if envelope else None
+        self.envelope: DebeziumEnvelope | None = None
+        self.version: VersionField | None = None
+        if spec.envelope == "debezium":
+            self.envelope = DebeziumEnvelope(parse_positions(spec.version), spec.truncate)
+        else:
+            version_path = parse_version(spec.version)
+            self.version = VersionField(version_path) if version_path else None
+        self.tombstone_version = (
+            TombstoneVersion(spec.tombstone_version, key_decoder) if spec.tombstone_version else None
+        )
 
-    def map(self, record: KafkaRecord) -> RowMutation:
-        """Map one record; raises BadRecord."""
+    def map(self, record: KafkaRecord) -> RowMutation | None:
+        """Map one record; None only under an envelope (a tombstone or an ignored truncate: no
+        mutation). Raises BadRecord."""
         if record.size_bytes > self.max_record_bytes:
             raise BadRecord(
                 f"record is {record.size_bytes} bytes, larger than max_record_bytes={self.max_record_bytes}"
             )
+        if self.envelope is not None:
+            return self._map_change(record, self.envelope)
         fields = self.fields(record)
         if fields is None:
-            if self.version is not None:
+            if self.version is None:
+                return RowDelete(self.row_keys.row(record, None), (self.family,))
+            if self.tombstone_version is None:
                 raise BadRecord(
-                    f"a tombstone has no version field (mapping.version is 'field:{self.version.name}')"
+                    f"a tombstone has no version field (mapping.version is 'field:{self.version.name}'); "
+                    "declare mapping.tombstone_version: 'header:<name>' or 'key:<path>' "
+                    "to delete at that version"
                 )
-            return RowDelete(self.row_keys.row(record, None), (self.family,))
+            version = self.tombstone_version.of(record)
+            return RowDelete(self.row_keys.row(record, None), (self.family,), version)
+        return self._put(record, fields, None if self.version is None else self.version.of(fields))
+
+    def _map_change(self, record: KafkaRecord, envelope: DebeziumEnvelope) -> RowMutation | None:
+        """A change event -> its put or delete; None for a tombstone or an ignored truncate."""
+        if record.value is None:
+            return None
+        value = envelope.unwrap(self.value_decoder(record.value))
+        if value is None:  # a schema wrapper around a null payload: a tombstone too
+            return None
+        change = envelope.change(value)
+        if change is None:
+            return None
+        if change.op == "d":
+            if change.image is None and self.row_keys.names_value_fields:
+                raise BadRecord(
+                    "a delete event has no 'before' image, and the row key template names fields of the value"
+                )
+            return RowDelete(self.row_keys.row(record, change.image), (self.family,), change.version)
+        fields = self.change_fields(record, change)
+        if fields is None:
+            return None
+        return self._put(record, fields, change.version, change.envelope)
+
+    def change_fields(self, record: KafkaRecord, change: Change) -> Mapping[str, Any] | None:
+        """The fields a ``c``/``u``/``r`` event writes: its ``after`` image."""
+        return change.image
+
+    def _put(
+        self, record: KafkaRecord, fields: Any, version: int | None, envelope: dict[str, Any] | None = None
+    ) -> RowPut:
+        """The put of ``fields`` at ``version``; raises BadRecord."""
         try:
             row = self.row_keys.row(record, fields)
             cells = self.columns.cells(fields)
@@ -79,7 +134,9 @@ class RecordMapper:
             raise BadRecord(f"a field cannot be encoded as a cell: {exc}") from None
         if self.metadata is not None:
             self.metadata.add_cells(record, cells)
-        put = RowPut(row, cells, None if self.version is None else self.version.of(fields))
+        if self.envelope_columns is not None and envelope is not None:
+            self.envelope_columns.add_cells(envelope, cells)
+        put = RowPut(row, cells, version)
         if put.size_bytes + KEYVALUE_OVERHEAD > self.max_cell_bytes:  # some cell may be too large
             self._check_cells(put)
         return put
@@ -116,6 +173,11 @@ class FunctionMapping(RecordMapper):
 
     The dict maps ``qualifier`` or ``family:qualifier`` to a value encoded like a field;
     row key templates and ``version: field:...`` read the returned dict; metadata columns apply.
+    Under ``envelope: debezium`` the function is called as ``function(record, change)`` for
+    ``c``/``u``/``r`` events only (``change``: :class:`~.envelope.Change`, its ``image`` the
+    ``after`` image, its ``envelope`` the whole event) and returns the cells, or None to write
+    nothing (skipped); deletes, tombstones and versions are the envelope's, and a delete's row
+    key template reads ``before``.
     """
 
     def __init__(self, spec: MappingSpec, family: str, **kwargs: Any) -> None:
@@ -125,8 +187,15 @@ class FunctionMapping(RecordMapper):
         self.function = load_function(self.function_path)
 
     def fields(self, record: KafkaRecord) -> Mapping[str, Any] | None:
+        return self._call(record)
+
+    def change_fields(self, record: KafkaRecord, change: Change) -> Mapping[str, Any] | None:
+        return self._call(record, change)
+
+    def _call(self, *args: Any) -> Mapping[str, Any] | None:
+        """The function's result; BadRecord when it raises or returns something else than a mapping."""
         try:
-            result = self.function(record)
+            result = self.function(*args)
         except BadRecord:
             raise
         except Exception as exc:

@@ -1,0 +1,121 @@
+"""The audit against the write step on the same records: records/s and peak memory.
+
+The write step writes the dataset once (spark-submit, ``local[2]``, as the ``write``
+section runs it: one backfill epoch over every partition into a fresh table); the epoch is
+committed; then ``eo-ledger audit --epochs E-E`` audits it as a user runs it (a process of
+its own, the stack's ``AIRFLOW_CONN_*`` variables). Both are measured the same way: wall
+time from the process's start to its exit, peak resident memory of its process tree
+(:class:`~benchmarks.process_meter.ProcessMeter`), CPU seconds. The audit must answer
+``clean`` with every record written, or the section fails (a wrong audit is no figure).
+
+Targets (issue 36): ``ratio_records_per_s`` >= 0.8 and ``ratio_peak_rss`` <= 1.2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_eo.config import load_pipelines
+from airflow_provider_eo.hooks.kafka import EoKafkaHook
+from airflow_provider_eo.ledger import Ledger
+from airflow_provider_eo.ledger.protocol import EpochProtocol
+from benchmarks.dataset import Dataset
+from benchmarks.process_meter import ProcessMeter
+from benchmarks.write_step import drop_table, run_write_step
+from eo_devtools.stack.stack import LocalStack
+
+
+def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
+    """``{"records", "partitions", "write_step", "audit", "ratio_records_per_s",
+    "ratio_peak_rss", "bound"}`` (``bound``: what limits the audit's rate)."""
+    step = run_write_step(stack, dataset, label="audit_write", keep_table=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="eo-bench-audit-") as folder:
+            pipelines = Path(folder) / "pipelines.yaml"
+            pipelines.write_text(step["pipelines_yaml"])
+            _commit(stack, pipelines, step["pipeline"], step["epoch_id"])
+            audit = _measured_audit(stack, pipelines, step["pipeline"], step["epoch_id"], dataset.records)
+    finally:
+        drop_table(stack, step["table"])
+    write = {key: step[key] for key in ("wall_s", "records_per_s", "peak_rss_mb", "client_cpu_s_per_million")}
+    busy = audit["cpu_s_per_million"] * dataset.records / 1e6 / audit["wall_s"]
+    return {
+        "records": dataset.records,
+        "partitions": len(dataset.ends),
+        "write_step": write,
+        "audit": audit,
+        "ratio_records_per_s": round(audit["records_per_s"] / write["records_per_s"], 2),
+        "ratio_peak_rss": round(audit["peak_rss_mb"] / write["peak_rss_mb"], 2),
+        "bound": (
+            f"the audit runs in one Python process: {audit['cpu_s_per_million']} CPU s per million "
+            f"records (the write step's client {write['client_cpu_s_per_million']}, over local[2]), "
+            f"{busy:.2f} cores busy"
+        ),
+    }
+
+
+@contextmanager
+def _stack_connections(stack: LocalStack) -> Iterator[dict[str, str]]:
+    """This process's environment with the stack's ``AIRFLOW_CONN_*`` set, restored after."""
+    before = dict(os.environ)
+    os.environ.update(stack.conn_env())
+    try:
+        yield dict(os.environ)
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+
+
+def _commit(stack: LocalStack, pipelines: Path, pipeline: str, epoch_id: int) -> None:
+    """Commit the written backfill epoch (the audit audits committed epochs only)."""
+    spec = load_pipelines(pipelines)[pipeline]
+    with _stack_connections(stack), Ledger(stack.ledger_dsn) as ledger:
+        kafka = EoKafkaHook()
+        EpochProtocol(ledger, kafka=lambda: kafka).commit(epoch_id, pipeline=spec)
+
+
+def _measured_audit(
+    stack: LocalStack, pipelines: Path, pipeline: str, epoch_id: int, records: int
+) -> dict[str, Any]:
+    """``eo-ledger audit`` of the one epoch, measured; RuntimeError unless it is clean with
+    every record written."""
+    argv = [
+        sys.executable, "-m", "airflow_provider_eo.cli.eo_ledger", "audit", "--pipeline", pipeline,
+        "--epochs", f"{epoch_id}-{epoch_id}", "--pipelines-file", str(pipelines),
+    ]  # fmt: skip
+    with _stack_connections(stack) as env, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        process = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        meter = ProcessMeter(process.pid).start()
+        code = process.wait()
+        meter.stop()
+        wall = time.monotonic() - started
+        out.seek(0)
+        err.seek(max(0, err.seek(0, 2) - 4000))
+        answer_text, tail = out.read().decode(), err.read().decode("utf-8", "replace")
+    try:
+        answer = json.loads(answer_text)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"audit: exit {code}, no answer:\n{tail}") from None
+    written = answer["offsets"]["records_written"]
+    if (code, answer["verdict"], written) != (0, "clean", records):
+        shown = json.dumps(answer["findings"][:5])
+        raise RuntimeError(f"audit: exit {code} {answer['verdict']} written={written} of {records}: {shown}")
+    return {
+        "wall_s": round(wall, 2),
+        "records_per_s": round(records / wall),
+        "peak_rss_mb": round(meter.peak_rss_bytes / 2**20, 1),
+        "cpu_s_per_million": round(meter.cpu_seconds / records * 1e6, 1),
+        "verdict": answer["verdict"],
+        "cells": answer["cells"],
+        "hbase_calls": answer["hbase_calls"],
+    }
