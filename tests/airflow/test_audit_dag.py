@@ -120,6 +120,7 @@ def test_a_clean_window_is_stored_clean_and_equals_the_in_process_audit(
     # HBase calls aside: each Spark task asks the table's families once (4 ranges, 4 tasks),
     # the process once for the window
     assert spark.pop("hbase_calls") == local.pop("hbase_calls") + spark["offsets"]["ranges"] - 1
+    assert local.pop("audit_id") != record.audit_id  # the CLI keeps its own audit (source cli)
     assert spark == local
 
 
