@@ -7,9 +7,10 @@ step's tasks, mapped and segmented as the writer does (:mod:`.expected_writes`),
 checked in batches of at most ``batch_bytes`` bytes of expected cells (:mod:`.hbase_view`,
 :mod:`.cell_check`): memory stays bounded by that budget, whatever the range's size. A
 range Kafka or HBase cannot serve (topic or table gone) is one ``range_unreadable``
-finding. It takes everything as arguments and returns plain values, so a later Spark job
-can run it per range (``mapInArrow``, like the write step's tasks) and merge the window
-indexes and candidates on the driver before :func:`~.cell_check.settle`.
+finding. It takes everything as arguments and returns plain values (findings in a
+bounded :class:`~.findings.FindingLog`), so it runs in the CLI's process or in a Spark task
+(:mod:`.range_jobs`); the window's indexes and candidates are merged before
+:func:`~.cell_check.settle`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from airflow_provider_eo.audit.cell_check import CellCandidates, CellTally, RangeRef, check_batch
 from airflow_provider_eo.audit.dead_letter_check import check_dead_letters
 from airflow_provider_eo.audit.expected_writes import ExpectedSegment, ExpectedWrites, task_ranges
-from airflow_provider_eo.audit.findings import Finding, FindingKind
+from airflow_provider_eo.audit.findings import MAX_FINDINGS, Finding, FindingKind, FindingLog
 from airflow_provider_eo.audit.hbase_reads import HBaseReadError, HBaseRowsReader
 from airflow_provider_eo.audit.hbase_view import read_plan
 from airflow_provider_eo.audit.offset_check import OffsetCounts
@@ -64,9 +65,10 @@ class WindowState:
 
 @dataclass
 class RangeOutcome:
-    """One range's results: final findings and its offsets' counts (None: not read)."""
+    """One range's results: final findings (the first ``limit`` kept, every one counted) and
+    its offsets' counts (None: not read)."""
 
-    findings: list[Finding] = field(default_factory=list)
+    findings: FindingLog = field(default_factory=FindingLog)
     counts: OffsetCounts | None = None
 
 
@@ -102,10 +104,12 @@ def audit_range(
     state: WindowState,
     in_window: Callable[[int], bool | None],
     batch_bytes: int = BATCH_BYTES,
+    findings_limit: int = MAX_FINDINGS,
 ) -> RangeOutcome:
-    """Audit one range of one committed epoch (see the module contract)."""
+    """Audit one range of one committed epoch (see the module contract); at most
+    ``findings_limit`` findings are kept."""
     ref = RangeRef(epoch.epoch_id, rng.topic, rng.partition)
-    outcome = RangeOutcome()
+    outcome = RangeOutcome(FindingLog(findings_limit))
     present, bad = 0, []
     read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * spec.batch_bytes)  # the write task's bound
     writes: ExpectedWrites | None = None
@@ -118,13 +122,13 @@ def audit_range(
             )
             for batch in _batches(writes, records, batch_bytes):
                 view = hbase.view(read_plan(batch))
-                outcome.findings += check_batch(
-                    ref, batch, view, state.index, in_window, state.cells, state.candidates
+                outcome.findings.extend(
+                    check_batch(ref, batch, view, state.index, in_window, state.cells, state.candidates)
                 )
             present += writes.account.present
             bad += writes.account.bad
     except (RangeReadError, HBaseReadError) as exc:
-        outcome.findings.append(
+        outcome.findings.add(
             Finding(FindingKind.RANGE_UNREADABLE, str(exc), ref.epoch_id, ref.topic, ref.partition, rng.start)
         )
         return outcome
@@ -132,7 +136,7 @@ def audit_range(
         if writes is None or writes.account.unmappable is None:
             raise
         # the writer's segment builder refuses a record (its version contract): the spec changed
-        outcome.findings.append(
+        outcome.findings.add(
             Finding(FindingKind.RECORD_UNMAPPABLE, str(exc), ref.epoch_id, ref.topic, ref.partition)
         )
         return outcome
@@ -140,7 +144,7 @@ def audit_range(
     if selection is not None:  # a replay answers for its selected offsets only
         chosen = set(selection.get(rng.tp, ()))
         ledger_offsets = [offset for offset in ledger_offsets if offset in chosen]
-    outcome.findings += check_dead_letters(epoch.epoch_id, rng, spec.bad_records, bad, ledger_offsets)
+    outcome.findings.extend(check_dead_letters(epoch.epoch_id, rng, spec.bad_records, bad, ledger_offsets))
     return outcome
 
 

@@ -11,7 +11,13 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from airflow_provider_eo.config.mapping_parsing import parse_mapping
-from airflow_provider_eo.config.scheduling import parse_backfill, parse_schedule, parse_timeouts, parse_wait
+from airflow_provider_eo.config.scheduling import (
+    parse_audit,
+    parse_backfill,
+    parse_schedule,
+    parse_timeouts,
+    parse_wait,
+)
 from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.size_limits import MAX_BATCH_BYTES, check_pipeline_sizes
 from airflow_provider_eo.config.specs import (
@@ -75,6 +81,7 @@ def parse_pipeline(section: Section) -> PipelineSpec:
         timeouts=parse_timeouts(section.child("timeouts")),
         backfill=parse_backfill(section.child("backfill")),
         wait=parse_wait(section),
+        audit=parse_audit(section.child("audit")),
         schedule=parse_schedule(section),
         batch_size=section.integer("batch_size", 1000, maximum=MAX_BATCH_SIZE),
         batch_bytes=section.integer("batch_bytes", DEFAULT_BATCH_BYTES, maximum=MAX_BATCH_BYTES),

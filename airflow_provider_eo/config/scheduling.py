@@ -1,12 +1,12 @@
 """Validation of a pipeline's scheduling sections: ``schedule``, ``timeouts``,
-``backfill`` and ``wait``. Each ``parse_*`` function reads its section through
+``backfill``, ``wait`` and ``audit``. Each ``parse_*`` function reads its section through
 :class:`Section`, rejects unknown keys and raises ``PipelineConfigError`` on the first
 problem."""
 
 from __future__ import annotations
 
 from airflow_provider_eo.config.section import Section
-from airflow_provider_eo.config.specs import BackfillSpec, TimeoutsSpec, WaitSpec
+from airflow_provider_eo.config.specs import AuditSpec, BackfillSpec, TimeoutsSpec, WaitSpec
 
 SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly",
                     "@yearly", "@annually")  # fmt: skip
@@ -101,5 +101,13 @@ def parse_wait(pipeline: Section) -> WaitSpec:
     if spec.poll_seconds > spec.timeout_seconds:
         limit = spec.timeout_seconds
         section.fail("poll_seconds", f"must not exceed timeout_seconds ({limit}), got {spec.poll_seconds}")
+    section.finish()
+    return spec
+
+
+def parse_audit(section: Section) -> AuditSpec:
+    """``audit: {schedule}``: the audit DAG's schedule, a cron expression, a preset or null
+    (the default: the DAG runs only when triggered)."""
+    spec = AuditSpec(schedule=parse_schedule(section))
     section.finish()
     return spec

@@ -168,6 +168,14 @@ class WaitSpec:
 
 
 @dataclass(frozen=True)
+class AuditSpec:
+    """The ``eo_audit__<pipeline>`` DAG's settings: its ``schedule`` (None: runs only when
+    triggered). Audit settings never decide cells, so the mapping digest leaves them out."""
+
+    schedule: str | None = None
+
+
+@dataclass(frozen=True)
 class SparkResources:
     """Spark resource requests; ``None`` leaves Spark's own default."""
 
@@ -245,6 +253,7 @@ class PipelineSpec:
     timeouts: TimeoutsSpec = field(default_factory=TimeoutsSpec)
     backfill: BackfillSpec = field(default_factory=BackfillSpec)
     wait: WaitSpec = field(default_factory=WaitSpec)
+    audit: AuditSpec = field(default_factory=AuditSpec)
     schedule: str | None = None
     batch_size: int = 1000
     batch_bytes: int = DEFAULT_BATCH_BYTES
@@ -269,6 +278,7 @@ class PipelineSpec:
             "timeouts": TimeoutsSpec(**data["timeouts"]),
             "backfill": BackfillSpec(**data["backfill"]),
             "wait": WaitSpec(**data["wait"]),
+            "audit": AuditSpec(**data.get("audit", {})),  # absent from specs recorded before it
             "dead_letters": None
             if data.get("dead_letters") is None
             else DeadLettersSpec(**data["dead_letters"]),

@@ -17,6 +17,8 @@ DAG ids (``<name>`` is the pipeline name):
   range), as ``backfill`` epochs beside the stream (no cursor or group offsets move),
   several (chunks) when larger than ``backfill.max_records_per_epoch``; the stream DAG
   refuses backfill runs (``allowed_run_types``);
+* ``eo_audit__<name>``: resolve -> audit (Spark) -> verdict, on the pipeline's
+  ``audit.schedule`` (:mod:`.audit_dag`);
 * ``eo_recovery``: recovers every pipeline's open epochs (manual trigger).
 
 Only the YAML is read at parse time; nothing connects anywhere.
@@ -35,7 +37,14 @@ from airflow.sdk.api.datamodels._generated import DagRunType
 
 from airflow_provider_eo.assets import asset_for
 from airflow_provider_eo.config import PipelineSpec, load_pipelines, resolve_pipelines_file
-from airflow_provider_eo.dag_ids import CHUNK_GROUP_ID, RECOVERY_DAG_ID, backfill_dag_id, stream_dag_id
+from airflow_provider_eo.dag_ids import (
+    CHUNK_GROUP_ID,
+    RECOVERY_DAG_ID,
+    audit_dag_id,
+    backfill_dag_id,
+    stream_dag_id,
+)
+from airflow_provider_eo.dags.audit_dag import build_audit_dag
 from airflow_provider_eo.dags.backfill_params import backfill_params
 from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
@@ -109,6 +118,7 @@ def build_dags(
     for spec in specs.values():
         dags[stream_dag_id(spec.name)] = build_stream_dag(spec, path)
         dags[backfill_dag_id(spec.name)] = build_backfill_dag(spec, path)
+        dags[audit_dag_id(spec.name)] = build_audit_dag(spec, path, START_DATE)
     dags[RECOVERY_DAG_ID] = build_recovery_dag(list(specs.values()), path)
     return dags
 

@@ -8,16 +8,12 @@ so TLS/SASL settings reach every client this hook creates.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
 
 from confluent_kafka import (
     Consumer,
     KafkaError,
-    KafkaException,
-    TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
 
@@ -26,6 +22,12 @@ from airflow_provider_eo.clients.connections import DEFAULT_KAFKA_CONN_ID
 from airflow_provider_eo.clients.dead_letter_topic import DeadLetterTopic
 from airflow_provider_eo.clients.kafka_errors import ClientErrorLog, EoKafkaError
 from airflow_provider_eo.clients.kafka_group_offsets import GroupOffsets
+from airflow_provider_eo.clients.kafka_offset_reads import (
+    list_partitions,
+    new_admin,
+    offsets_for_timestamp,
+    read_consumer,
+)
 from airflow_provider_eo.clients.kafka_watermarks import TP, WatermarkReader
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.hooks.base import EoHook
@@ -80,10 +82,7 @@ class EoKafkaHook(EoHook):
         return self._shared_admin
 
     def _new_admin(self) -> AdminClient:
-        # a metadata request naming a topic never makes the broker create it
-        conf: dict[str, Any] = {**self.settings.config, "allow.auto.create.topics": False}
-        conf["error_cb"] = self._client_errors
-        return AdminClient(conf)
+        return new_admin(self.settings, self._client_errors)  # never creates a topic
 
     @contextmanager
     def one_admin_client(self) -> Iterator[EoKafkaHook]:
@@ -103,50 +102,17 @@ class EoKafkaHook(EoHook):
             self._sharing = False
             self._shared_admin = None
 
-    @contextmanager
-    def _consumer(self, group_id: str = _PROBE_GROUP) -> Iterator[Consumer]:
-        conf: dict[str, Any] = {**self.settings.config, "group.id": group_id, "enable.auto.commit": False}
-        # Watermarks must be read as the range reader reads (read_committed), so a reservation
-        # ends at the last stable offset, never inside an undecided transaction.
-        conf["isolation.level"] = "read_committed"
-        conf["error_cb"] = self._client_errors
-        consumer = Consumer(conf)
-        try:
-            yield consumer
-        finally:
-            consumer.close()
+    def _consumer(self, group_id: str = _PROBE_GROUP) -> AbstractContextManager[Consumer]:
+        # read_committed: a reservation ends at the last stable offset, never inside an
+        # undecided transaction
+        return read_consumer(self.settings, group_id, self._client_errors)
 
     def list_partitions(self, topics: Iterable[str] | None, pattern: str | None) -> list[TP]:
-        """Sorted (topic, partition) of the named ``topics`` plus every topic whose name
-        fully matches the regex ``pattern`` in the current cluster metadata. Internal
-        topics (``__*``) never match the pattern. A named topic that does not exist, or
-        a topic whose metadata carries an error, raises :class:`EoKafkaError`.
-
-        Without a pattern only the named topics' metadata is asked for (one request per
-        topic), not the whole cluster's; no request ever creates a topic."""
-        wanted = set(topics or ())
-        admin = self._admin()
-        try:
-            if pattern:
-                found = dict(admin.list_topics(timeout=self.settings.timeout_s).topics)
-            else:
-                found = {t: admin.list_topics(t, timeout=self.settings.timeout_s).topics[t] for t in wanted}
-        except KafkaException as exc:
-            why = f"{exc}{self._client_errors.explain(admin)}"
-            raise EoKafkaError(f"Kafka connection {self.kafka_conn_id!r}: cannot list topics: {why}") from exc
-        missing = sorted(t for t in wanted if t not in found or _unknown_topic(found[t].error))
-        if missing:
-            raise EoKafkaError(f"topic(s) not found: {', '.join(missing)}")
-        if pattern:
-            regex = re.compile(pattern)
-            wanted |= {t for t in found if not t.startswith("__") and regex.fullmatch(t)}
-        result: list[TP] = []
-        for topic in sorted(wanted):
-            meta = found[topic]
-            if meta.error is not None:
-                raise EoKafkaError(f"topic {topic!r}: metadata error {meta.error}")
-            result.extend((topic, p) for p in sorted(meta.partitions))
-        return result
+        """:func:`~airflow_provider_eo.clients.kafka_offset_reads.list_partitions` through this
+        hook's admin client."""
+        return list_partitions(
+            self._admin(), self.settings, self._client_errors, self.kafka_conn_id, topics, pattern
+        )
 
     def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
         """(low, high) watermark of each partition, read from the broker (not cached).
@@ -163,30 +129,10 @@ class EoKafkaHook(EoHook):
         return WatermarkReader(self._admin, self.settings.timeout_s, self._client_errors).read(tps)
 
     def offsets_for_timestamp(self, tps: Iterable[TP], ts_ms: int) -> dict[TP, int]:
-        """Per partition, the first offset whose record timestamp is >= ``ts_ms``; the
-        high watermark where no such record exists."""
-        tps = list(tps)
-        if not tps:
-            return {}
-        query = [TopicPartition(t, p, int(ts_ms)) for t, p in tps]
-        with self._consumer() as consumer:
-            try:
-                answer = consumer.offsets_for_times(query, timeout=self.settings.timeout_s)
-            except KafkaException as exc:
-                why = f"{exc}{self._client_errors.explain(consumer)}"
-                raise EoKafkaError(f"offsets for timestamp {ts_ms} of {list(tps)}: {why}") from exc
-        result: dict[TP, int] = {}
-        ends: list[TP] = []
-        for tp in answer:
-            if tp.error is not None:
-                raise EoKafkaError(f"offset for timestamp {ts_ms} of {tp.topic}[{tp.partition}]: {tp.error}")
-            if tp.offset < 0:
-                ends.append((tp.topic, tp.partition))
-            else:
-                result[(tp.topic, tp.partition)] = int(tp.offset)
-        for tp_key, (_, high) in self.watermarks(ends).items():
-            result[tp_key] = high
-        return result
+        """:func:`~airflow_provider_eo.clients.kafka_offset_reads.offsets_for_timestamp`."""
+        return offsets_for_timestamp(
+            self._consumer(), self.settings, self._client_errors, tps, ts_ms, self.watermarks
+        )
 
     def committed_offsets(self, group_id: str, tps: Iterable[TP]) -> dict[TP, int | None]:
         """The group's committed offset per partition, ``None`` where it has none

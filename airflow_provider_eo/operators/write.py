@@ -206,6 +206,16 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.spec,
         )
 
+    def application_arguments(self, context: Any, epoch_id: str) -> list[str]:
+        """The application's arguments for ``epoch_id`` (names and ids only: no secret)."""
+        return application_args(
+            pipeline=self.pipeline,
+            epoch_id=epoch_id,
+            fencing_token=self.fencing_token,
+            actor=task_actor(context),  # the driver votes as this task (the epoch's history)
+            conn_id_args=self.conn_id_args(),
+        )
+
     def hook_arguments(self, submission: WriteSubmission, context: Any) -> dict[str, Any]:
         """``SparkSubmitHook`` keyword arguments of ``submission``: the operator's settings
         (constant and rendered), then the submission's conf (with the OpenLineage properties the
@@ -305,13 +315,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         if self.spark_master:
             override = master_connection(self.submit_conn_id, target.connection, self.spark_master)
             scope.enter_context(connection_in_environment(override))  # the hook resolves it
-        args = application_args(
-            pipeline=self.pipeline,
-            epoch_id=epoch_id,
-            fencing_token=self.fencing_token,
-            actor=task_actor(context),  # the driver votes as this task (the epoch's history)
-            conn_id_args=self.conn_id_args(),
-        )
+        args = self.application_arguments(context, epoch_id)
         ships_zip = not master.startswith("local") and self.spec.spark.package == "zip"
         credentials = shippable(credential_files(env)) if deploy_mode == "cluster" else []
         env = shipped_environment(env, credentials)  # the driver's names of the shipped files

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import runpy
 from datetime import timedelta
 from pathlib import Path
@@ -10,8 +11,12 @@ import jsonschema
 import pytest
 import yaml
 
-from airflow_provider_eo.config import PipelineConfigError
+from airflow_provider_eo.config import PipelineConfigError, load_pipelines
+from airflow_provider_eo.config.spec_digest import spec_digest
+from airflow_provider_eo.config.specs import AuditSpec
 from airflow_provider_eo.dags.factory import EPOCH_LABEL, RECOVERY_DAG_ID, build_dags
+from airflow_provider_eo.operators.audit import AuditVerdictOperator, ResolveAuditWindowOperator
+from airflow_provider_eo.operators.audit_submit import AuditWindowOperator
 from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
@@ -25,7 +30,13 @@ pytestmark = pytest.mark.airflow
 TEMPLATE = Path(__file__).resolve().parents[2] / "dags" / "eo_pipelines.py"
 PIPELINES = {
     "pipelines": [
-        {"name": "orders", "topics": ["orders"], "hbase": {"table": "orders"}, "schedule": "*/5 * * * *"},
+        {
+            "name": "orders",
+            "topics": ["orders"],
+            "hbase": {"table": "orders"},
+            "schedule": "*/5 * * * *",
+            "audit": {"schedule": "@daily"},
+        },
         {
             "name": "clicks",
             "topic_pattern": "clicks-.*",
@@ -56,10 +67,13 @@ def test_factory_builds_every_dag_with_its_tasks_and_order(pipelines_file: Path)
     assert list(dags) == [
         "eo_stream__orders",
         "eo_backfill__orders",
+        "eo_audit__orders",
         "eo_stream__clicks",
         "eo_backfill__clicks",
+        "eo_audit__clicks",
         "eo_stream__manual",
         "eo_backfill__manual",
+        "eo_audit__manual",
         RECOVERY_DAG_ID,
     ]
 
@@ -255,3 +269,24 @@ def test_invalid_pipelines_file_names_file_pipeline_and_field(tmp_path: Path) ->
     assert str(bad.resolve()) in message
     assert "pipeline 'orders'" in message
     assert "field 'caps.max_records_total'" in message
+
+
+def test_the_audit_dag_resolves_audits_on_spark_then_judges(pipelines_file: Path) -> None:
+    dags = build_dags(pipelines_file)
+    audit = dags["eo_audit__orders"]
+    assert [type(t) for t in audit.tasks] == [
+        ResolveAuditWindowOperator,
+        AuditWindowOperator,
+        AuditVerdictOperator,
+    ]
+    assert _edges(audit) == {("resolve", "audit"), ("audit", "verdict")}
+    assert (audit.schedule, dags["eo_audit__manual"].schedule) == ("@daily", None)
+    assert list(audit.params) == ["epochs", "since", "last"]
+    spark = audit.get_task("audit")
+    assert spark.application.endswith("spark/driver/audit_application.py")
+    assert spark.name == "eo-audit-orders"
+    assert "epoch_ids" in spark.template_fields
+    assert spark.epoch_ids == "{{ ti.xcom_pull(task_ids='resolve')['epoch_ids'] }}"
+    # audit settings decide no cell: the mapping digest is the same with or without them
+    orders = load_pipelines(pipelines_file)["orders"]
+    assert spec_digest(orders) == spec_digest(dataclasses.replace(orders, audit=AuditSpec()))

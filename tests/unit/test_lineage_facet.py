@@ -217,6 +217,9 @@ def test_the_provider_works_without_openlineage(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split("\n")[-2] == str(
         [
+            "eo_audit__demo_customers_cdc",
+            "eo_audit__demo_events",
+            "eo_audit__demo_orders_avro",
             "eo_backfill__demo_customers_cdc",
             "eo_backfill__demo_events",
             "eo_backfill__demo_orders_avro",

@@ -201,7 +201,7 @@ def test_timestamp_forms(timestamp: Any, expected_ms: int) -> None:
 
 
 PIPELINE_KEYS = (
-    "backfill, bad_records, batch_bytes, batch_size, caps, dead_letters, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
+    "audit, backfill, bad_records, batch_bytes, batch_size, caps, dead_letters, group_id, hbase, mapping, name, on_data_loss, schedule, spark, "
     "starting, timeouts, topic_pattern, topics, wait"
 )
 P = "p.yaml: pipeline 'orders': "

@@ -1,0 +1,69 @@
+"""AuditWindowOperator: run the audit application for a window of committed epochs.
+
+The write operator's submission (:class:`~airflow_provider_eo.operators.write.WriteEpochOperator`:
+the pipeline's Spark settings and master, ``--py-files``, the connections and the spec in the
+driver's environment or, in cluster deploy mode, a private file; never in argv) with the
+audit application (``spark/driver/audit_application.py``) and its arguments: the pipeline,
+the epoch ids, the run key the audit is stored under, connection ids. The application exits
+0 once the audit is stored, whatever its verdict (the DAG's verdict task judges it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_eo.operators.audit import run_key
+from airflow_provider_eo.operators.write import WriteEpochOperator
+
+
+def audit_application_path() -> str:
+    """Path of the audit application file shipped in this package (no import needed)."""
+    spec = importlib.util.find_spec("airflow_provider_eo.spark.driver.audit_application")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("airflow_provider_eo.spark.driver.audit_application is not installed")
+    return spec.origin
+
+
+class AuditWindowOperator(WriteEpochOperator):
+    """Submit the audit of the committed epochs ``epoch_ids`` of ``pipeline``.
+
+    :param epoch_ids: "12,13,15" (templated; usually the resolve task's XCom).
+
+    Every other parameter is :class:`WriteEpochOperator`'s (no epoch id, no fencing token).
+    ``execute`` raises the hook's ``AirflowException`` when the application fails (nothing
+    stored) and ``ConfigError`` for a refused submission; ``on_kill`` is the write
+    operator's (kills the spark-submit it started, and its YARN application).
+    """
+
+    template_fields: Sequence[str] = (*WriteEpochOperator.template_fields, "epoch_ids")
+    ui_color = "#fff0d0"
+
+    def __init__(self, *, epoch_ids: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.epoch_ids = epoch_ids
+        self.application = audit_application_path()
+        self.name = f"eo-audit-{self.pipeline}"
+
+    def application_arguments(self, context: Any, epoch_id: str) -> list[str]:
+        """``--pipeline P --epoch-ids IDS --run-key DAG/RUN`` and the connection ids."""
+        return [
+            "--pipeline", self.pipeline, "--epoch-ids", str(self.epoch_ids),
+            "--run-key", run_key(context), *self.conn_id_args(),
+        ]  # fmt: skip
+
+    def execute(self, context: Any) -> None:
+        """Submit the audit (see the class doc); its report is in the ledger afterwards."""
+        from airflow_provider_eo.operators.submission_files import refuse_unreadable_credentials
+
+        env = self.application_env()
+        target = self.submission_target()
+        refuse_unreadable_credentials(
+            self.pipeline, env, master=target.master, deploy_mode=target.deploy_mode,
+            ledger_conn_id=self.ledger_conn_id,
+        )  # fmt: skip
+        self.log.info(
+            "Auditing: pipeline=%s epoch_ids=%s master=%s", self.pipeline, self.epoch_ids, target.master
+        )
+        self.write(context, target, env)
