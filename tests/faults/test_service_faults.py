@@ -216,7 +216,8 @@ def test_broker_kill9_and_restart_mid_commit(
         order=30,
         fault="Kafka broker JVM kill -9 while commit stands (a) before publishing the group offsets "
         "(it publishes to the dead broker, restarted afterwards), (b) after publishing, before "
-        "COMMITTED (restarted at once)",
+        "COMMITTED (restarted at once), (c) COMMITTED, its dead letters in an open Kafka transaction "
+        "(restarted at once)",
     )
     case = new_case(fault_stack, tmp_path, "brcommit", records=240, cap=80, dead_letter_topic=True)
     group = case.spec.group_id
@@ -265,16 +266,49 @@ def test_broker_kill9_and_restart_mid_commit(
         f"(b) the group's offsets (epoch {b}'s ends) survived the kill; commit resumed, exit 0, COMMITTED, "
         + _dead_letter_topic_exact(case)
     )
+    observed.append(_broker_kill_mid_dead_letter_publication(case, fault_stack, tmp_path))
     report["observed"] = "; ".join(observed)
     epochs = case.drain()
     rows = case.epoch_rows()
-    assert [(e, s) for e, s, _ in rows] == [(a, EpochState.COMMITTED), (b, EpochState.COMMITTED)] + [
-        (e, EpochState.COMMITTED) for e, _, _ in rows[2:]
-    ]
+    assert [(e, s) for e, s, _ in rows[:2]] == [(a, EpochState.COMMITTED), (b, EpochState.COMMITTED)]
+    assert all(s is EpochState.COMMITTED for _, s, _ in rows[2:]), rows
     assert case.group_offsets() == case.ends()
     assert case.topic_contents() == case.produced_contents()
     _record_verified_end(
         case, fault_stack, report, recovery=f"direct: recover re-committed (a); {epochs} epoch(s) drained"
+    )
+
+
+def _broker_kill_mid_dead_letter_publication(case: Case, fault_stack: FaultStack, tmp_path: Path) -> str:
+    """Case (c) of the broker kill mid-commit: an epoch with dead letters commits and stands at
+    ``dead_letters.before_commit`` (its letters and the marker produced in an open Kafka
+    transaction, the epoch already COMMITTED); the broker is killed and restarted, the commit
+    released. Either the transaction commits after the restart (exit 0), or the commit fails
+    and the topic still holds none of the epoch's letters, and the task's retry (a no-op
+    commit) publishes them. Either way each letter is on the topic exactly once."""
+    c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
+    assert case.write(c) == 0
+    assert case.spec.dead_letters is not None
+    topic = case.spec.dead_letters.topic
+    before = read_committed(fault_stack.bootstrap, topic)
+    release = tmp_path / "release-c"
+    commit = case.start_commit_held(c, "run-c", "dead_letters.before_commit", release)
+    assert case.epoch(c).state is EpochState.COMMITTED
+    with case.ledger() as ledger:
+        own = [d for d in ledger.list_dead_letters(case.name) if d["epoch_id"] == c]
+    assert own, "epoch (c) has dead letters to publish"
+    fault_stack.kill_and_restart("kafka")
+    release.touch()
+    done = commit.result(90)
+    outcome = f"commit exit {done.returncode}"
+    if done.returncode != 0:
+        assert read_committed(fault_stack.bootstrap, topic) == before, done.output[-3000:]  # none of (c)'s
+        retry = case.step("commit", "run-c", epoch_id=c)
+        assert retry.returncode == 0, retry.output[-3000:]
+        outcome += ", the topic without its letters; the retried commit (no-op) published them, exit 0"
+    return (
+        f"(c) epoch {c} COMMITTED, its {len(own)} dead letters produced in an open Kafka transaction "
+        f"when the broker was killed and restarted; {outcome}; " + _dead_letter_topic_exact(case)
     )
 
 
