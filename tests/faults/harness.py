@@ -48,6 +48,7 @@ from eo_devtools.demo.expected_state import ProducedRecord
 from eo_devtools.demo.sample_events import big_sample_events, produce_records, sample_events
 from eo_devtools.demo.verification import Verification, verify_pipeline
 from eo_devtools.stack.hbase_admin import HBaseTableTool
+from eo_devtools.stack.ports import PortBusyError
 from eo_devtools.stack.process import running_pid, stop_process_group
 from eo_devtools.stack.stack import LocalStack, service_classes
 from eo_devtools.stack.topology import Topology
@@ -139,10 +140,20 @@ class FaultStack:
         stop_process_group(self.pid(service), first_signal=first_signal, grace_s=5.0)
 
     def restart(self, service: str) -> None:
-        """Start the stopped ``service`` again (``up``: running ones are left alone) and wait
-        until it is ready for clients (:meth:`wait_ready`)."""
+        """Start the stopped ``service`` again (``up``: running ones are left alone; while its
+        port is still held, retried each second for up to ``READY_TIMEOUT_S``) and wait until
+        it is ready for clients (:meth:`wait_ready`)."""
         started = time.monotonic()
-        self.up()
+        while True:
+            try:
+                self.up()
+                break
+            except PortBusyError:
+                # the killed JVM's accepted connections outlive it a while (FIN_WAIT) and hold
+                # its port when its listener did not set SO_REUSEADDR: wait them out, bounded
+                if time.monotonic() - started > READY_TIMEOUT_S:
+                    raise
+                time.sleep(1.0)
         self.wait_ready(service)
         # every service healthy again: a health probe may time out once on a loaded machine
         while not self.local.is_up():

@@ -18,6 +18,7 @@ from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.ledger_direct import partition_pins
 from tests.faults.harness import Case, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
+from tests.integration.dead_letter_support import read_committed
 
 HANG = "spark.task.after_segment:hang"
 
@@ -60,6 +61,21 @@ def _final_epochs(case: Case, first: int, rc: int) -> None:
     assert case.group_offsets() == case.ends()
 
 
+def _dead_letter_topic_exact(case: Case) -> str:
+    """Assert that the case's dead-letter topic (every partition, ``read_committed``) holds each
+    of the ledger's dead letters exactly once, as the exact record with every ``__eo.*`` header
+    (:meth:`Case.dead_letter_topic_problems`); call it only while no epoch is RESERVED or
+    WRITTEN. Returns what the topic holds, for the report."""
+    assert case.spec.dead_letters is not None
+    with case.ledger() as ledger:
+        assert case.dead_letter_topic_problems(ledger) == []
+        letters = ledger.list_dead_letters(case.name)
+    found = read_committed(case.stack.bootstrap, case.spec.dead_letters.topic)
+    per_partition = [len(found[p]) for p in sorted(found)]
+    assert sum(per_partition) == len(letters), (per_partition, len(letters))
+    return f"{len(letters)} dead letters on the topic once each ({per_partition} per partition)"
+
+
 def _record_verified_end(case: Case, fault_stack: FaultStack, report: dict[str, Any], recovery: str) -> None:
     """Assert the drained pipeline verifies without a problem on a healthy stack; record
     ``recovery`` and the verified end state in the case's report row."""
@@ -68,6 +84,9 @@ def _record_verified_end(case: Case, fault_stack: FaultStack, report: dict[str, 
     assert fault_stack.healthy()
     report["recovery"] = recovery
     report["verified"] = _verified(verification)
+    if case.spec.dead_letters is not None:
+        assert verification.dead_letters > 0, "the case must have dead letters to publish"
+        report["verified"] += "; dead-letter topic exact: " + _dead_letter_topic_exact(case)
 
 
 def _drain_and_verify(
@@ -197,10 +216,13 @@ def test_broker_kill9_and_restart_mid_commit(
         order=30,
         fault="Kafka broker JVM kill -9 while commit stands (a) before publishing the group offsets "
         "(it publishes to the dead broker, restarted afterwards), (b) after publishing, before "
-        "COMMITTED (restarted at once)",
+        "COMMITTED (restarted at once), (c) COMMITTED, its dead letters in an open Kafka transaction "
+        "(restarted at once)",
     )
-    case = new_case(fault_stack, tmp_path, "brcommit", records=240, cap=80)
+    case = new_case(fault_stack, tmp_path, "brcommit", records=240, cap=80, dead_letter_topic=True)
     group = case.spec.group_id
+    assert case.spec.dead_letters is not None
+    dead_letters = case.spec.dead_letters.topic
     hook = EoKafkaHook()
     observed = []
 
@@ -218,11 +240,13 @@ def test_broker_kill9_and_restart_mid_commit(
     ends_a = case.epoch(a).end_offsets
     assert case.epoch(a).state is EpochState.WRITTEN
     assert hook.committed_offsets(group, list(ends_a)) == {tp: None for tp in ends_a}
+    assert read_committed(fault_stack.bootstrap, dead_letters) == {0: [], 1: [], 2: []}
     assert case.recover("recover-a")["recommitted"] == [a]
     assert hook.committed_offsets(group, list(ends_a)) == ends_a
     observed.append(
         f"(a) commit exit 1 (EoKafkaError naming group and offsets), epoch {a} WRITTEN, group without "
-        "offsets after the restart; recover re-committed it"
+        "offsets and dead-letter topic empty after the restart; recover re-committed it: "
+        + _dead_letter_topic_exact(case)
     )
 
     # (b) published, then the broker dies before the ledger marks COMMITTED
@@ -239,18 +263,52 @@ def test_broker_kill9_and_restart_mid_commit(
     assert done.returncode == 0, done.output[-3000:]
     assert case.epoch(b).state is EpochState.COMMITTED
     observed.append(
-        f"(b) the group's offsets (epoch {b}'s ends) survived the kill; commit resumed, exit 0, COMMITTED"
+        f"(b) the group's offsets (epoch {b}'s ends) survived the kill; commit resumed, exit 0, COMMITTED, "
+        + _dead_letter_topic_exact(case)
     )
+    observed.append(_broker_kill_mid_dead_letter_publication(case, fault_stack, tmp_path))
     report["observed"] = "; ".join(observed)
     epochs = case.drain()
     rows = case.epoch_rows()
-    assert [(e, s) for e, s, _ in rows] == [(a, EpochState.COMMITTED), (b, EpochState.COMMITTED)] + [
-        (e, EpochState.COMMITTED) for e, _, _ in rows[2:]
-    ]
+    assert [(e, s) for e, s, _ in rows[:2]] == [(a, EpochState.COMMITTED), (b, EpochState.COMMITTED)]
+    assert all(s is EpochState.COMMITTED for _, s, _ in rows[2:]), rows
     assert case.group_offsets() == case.ends()
     assert case.topic_contents() == case.produced_contents()
     _record_verified_end(
         case, fault_stack, report, recovery=f"direct: recover re-committed (a); {epochs} epoch(s) drained"
+    )
+
+
+def _broker_kill_mid_dead_letter_publication(case: Case, fault_stack: FaultStack, tmp_path: Path) -> str:
+    """Case (c) of the broker kill mid-commit: an epoch with dead letters commits and stands at
+    ``dead_letters.before_commit`` (its letters and the marker produced in an open Kafka
+    transaction, the epoch already COMMITTED); the broker is killed and restarted, the commit
+    released. Either the transaction commits after the restart (exit 0), or the commit fails
+    and the topic still holds none of the epoch's letters, and the task's retry (a no-op
+    commit) publishes them. Either way each letter is on the topic exactly once."""
+    c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
+    assert case.write(c) == 0
+    assert case.spec.dead_letters is not None
+    topic = case.spec.dead_letters.topic
+    before = read_committed(fault_stack.bootstrap, topic)
+    release = tmp_path / "release-c"
+    commit = case.start_commit_held(c, "run-c", "dead_letters.before_commit", release)
+    assert case.epoch(c).state is EpochState.COMMITTED
+    with case.ledger() as ledger:
+        own = [d for d in ledger.list_dead_letters(case.name) if d["epoch_id"] == c]
+    assert own, "epoch (c) has dead letters to publish"
+    fault_stack.kill_and_restart("kafka")
+    release.touch()
+    done = commit.result(90)
+    outcome = f"commit exit {done.returncode}"
+    if done.returncode != 0:
+        assert read_committed(fault_stack.bootstrap, topic) == before, done.output[-3000:]  # none of (c)'s
+        retry = case.step("commit", "run-c", epoch_id=c)
+        assert retry.returncode == 0, retry.output[-3000:]
+        outcome += ", the topic without its letters; the retried commit (no-op) published them, exit 0"
+    return (
+        f"(c) epoch {c} COMMITTED, its {len(own)} dead letters produced in an open Kafka transaction "
+        f"when the broker was killed and restarted; {outcome}; " + _dead_letter_topic_exact(case)
     )
 
 
@@ -302,7 +360,7 @@ def test_broker_stalled_during_reserve_write_commit(
         fault="broker SIGSTOPped (longer than the 4 s client timeouts) during reserve, during the write, "
         "during commit",
     )
-    case = new_case(fault_stack, tmp_path, "stall", records=200, cap=100)
+    case = new_case(fault_stack, tmp_path, "stall", records=200, cap=100, dead_letter_topic=True)
     observed = []
     with fault_stack.broker_stalled():
         step = case.step("reserve", "run-r", timeout=60)
@@ -339,11 +397,13 @@ def test_broker_stalled_during_reserve_write_commit(
     report["observed"] = "; ".join(observed)
     epochs = case.drain()
     assert case.epoch(epoch_c).state is EpochState.COMMITTED
-    verification = case.verify()
-    assert verification.problems == []
     assert EoKafkaHook().committed_offsets(case.spec.group_id, list(case.ends())) == case.ends()
-    report["recovery"] = f"direct: SIGCONT, recover re-committed/aborted, {epochs} epoch(s) drained"
-    report["verified"] = _verified(verification)
+    _record_verified_end(
+        case,
+        fault_stack,
+        report,
+        recovery=f"direct: SIGCONT, recover re-committed/aborted, {epochs} epoch(s) drained",
+    )
 
 
 def test_postgres_restart_during_reserve_and_commit(
