@@ -35,9 +35,9 @@ MIRROR = "http://deb.debian.org/debian"
 LOCAL_CA_DIR = Path("/usr/local/share/ca-certificates")
 #: (tag, Dockerfile) in build order; eo-jvm first, the JVM images build FROM it.
 IMAGES: tuple[tuple[str, str], ...] = (
-    ("eo-jvm:17", "Dockerfile.jvm"),
-    ("eo-postgres:15", "Dockerfile.postgres"),
-    ("eo-redis:7", "Dockerfile.redis"),
+    ("eo-jvm:0.1.0", "Dockerfile.jvm"),
+    ("eo-postgres:0.1.0", "Dockerfile.postgres"),
+    ("eo-redis:0.1.0", "Dockerfile.redis"),
     ("eo-kafka:4.1.1", "Dockerfile.kafka"),
     ("eo-hbase:2.6.1", "Dockerfile.hbase"),
     ("eo-schema-registry:2.4.2.Final", "Dockerfile.schema-registry"),
