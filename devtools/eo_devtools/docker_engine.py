@@ -86,7 +86,9 @@ class PrivateDockerd:
             "--storage-driver=overlay2",
         ]
         with self.log.open("ab") as log:
-            self._process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self._process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -94,7 +96,9 @@ class PrivateDockerd:
             if self.answers():
                 return
             time.sleep(1)
-        raise DockerEngineError(f"dockerd did not answer on {self.socket} in {timeout_s:.0f} s: {self._log_tail()}")
+        raise DockerEngineError(
+            f"dockerd did not answer on {self.socket} in {timeout_s:.0f} s: {self._log_tail()}"
+        )
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """SIGTERM dockerd by its pid (the pid file's), wait for it, then delete the docker0
@@ -131,16 +135,23 @@ def _alive(pid: int) -> bool:
 def clean_network() -> None:
     """Delete the docker0 bridge and Docker's iptables rules and chains (what dockerd leaves)."""
     ip = shutil.which("ip")
-    if ip and subprocess.run([ip, "link", "show", "docker0"], capture_output=True, check=False).returncode == 0:
+    if (
+        ip
+        and subprocess.run([ip, "link", "show", "docker0"], capture_output=True, check=False).returncode == 0
+    ):
         subprocess.run([ip, "link", "delete", "docker0"], capture_output=True, check=False)
     iptables = shutil.which("iptables")
     if iptables is None:
         return
     for table in ("filter", "nat"):
-        rules = subprocess.run([iptables, "-t", table, "-S"], capture_output=True, text=True, check=False).stdout
+        rules = subprocess.run(
+            [iptables, "-t", table, "-S"], capture_output=True, text=True, check=False
+        ).stdout
         for rule in rules.splitlines():
             if rule.startswith("-A ") and ("DOCKER" in rule or "docker0" in rule):
-                subprocess.run([iptables, "-t", table, "-D", *rule.split()[1:]], capture_output=True, check=False)
+                subprocess.run(
+                    [iptables, "-t", table, "-D", *rule.split()[1:]], capture_output=True, check=False
+                )
         for chain in IPTABLES_CHAINS:
             subprocess.run([iptables, "-t", table, "-F", chain], capture_output=True, check=False)
             subprocess.run([iptables, "-t", table, "-X", chain], capture_output=True, check=False)

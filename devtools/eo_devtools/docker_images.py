@@ -48,7 +48,9 @@ JVM_COMPONENTS = ("kafka", "hbase", "schema-registry")
 
 def image_exists(engine: PrivateDockerd, tag: str) -> bool:
     """True when ``tag`` is an image of ``engine``."""
-    run = subprocess.run([DOCKER, "image", "inspect", tag], env=engine.env(), capture_output=True, check=False)
+    run = subprocess.run(
+        [DOCKER, "image", "inspect", tag], env=engine.env(), capture_output=True, check=False
+    )
     return run.returncode == 0
 
 
@@ -61,10 +63,17 @@ def build_base(engine: PrivateDockerd, tag: str = DEFAULT_BASE) -> None:
         argv = ["nice", DEBOOTSTRAP, "--variant=minbase", "bookworm", rootfs, MIRROR]
         run = subprocess.run(argv, capture_output=True, text=True, check=False)
         if run.returncode != 0:
-            raise DockerEngineError(f"debootstrap failed ({run.returncode}): {run.stdout[-2000:]}{run.stderr[-2000:]}")
+            raise DockerEngineError(
+                f"debootstrap failed ({run.returncode}): {run.stdout[-2000:]}{run.stderr[-2000:]}"
+            )
         tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
         imported = subprocess.run(
-            [DOCKER, "import", "-", tag], stdin=tar.stdout, env=engine.env(), capture_output=True, text=True, check=False
+            [DOCKER, "import", "-", tag],
+            stdin=tar.stdout,
+            env=engine.env(),
+            capture_output=True,
+            text=True,
+            check=False,
         )
         tar.wait()
         if imported.returncode != 0 or tar.returncode != 0:
@@ -100,7 +109,9 @@ def build_images(engine: PrivateDockerd, base: str = DEFAULT_BASE) -> dict[str, 
         argv += ["--build-arg", f"BASE_IMAGE={base}", str(REPO)]
         run = subprocess.run(argv, env=engine.env(), capture_output=True, text=True, check=False)
         if run.returncode != 0:
-            raise DockerEngineError(f"building {tag} ({dockerfile}) failed: {run.stdout[-3000:]}{run.stderr[-2000:]}")
+            raise DockerEngineError(
+                f"building {tag} ({dockerfile}) failed: {run.stdout[-3000:]}{run.stderr[-2000:]}"
+            )
         seconds[tag] = round(time.monotonic() - started, 1)
     return seconds
 
@@ -108,8 +119,12 @@ def build_images(engine: PrivateDockerd, base: str = DEFAULT_BASE) -> dict[str, 
 def main(argv: list[str] | None = None) -> int:
     """The command line (see the module doc); prints each image's build seconds."""
     parser = argparse.ArgumentParser(prog="python -m eo_devtools.docker_images", description=__doc__)
-    parser.add_argument("--base", default=DEFAULT_BASE, help="Debian bookworm base image (default: made here)")
-    parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH, help="the private engine's directory")
+    parser.add_argument(
+        "--base", default=DEFAULT_BASE, help="Debian bookworm base image (default: made here)"
+    )
+    parser.add_argument(
+        "--scratch", type=Path, default=DEFAULT_SCRATCH, help="the private engine's directory"
+    )
     parser.add_argument("--keep-engine", action="store_true", help="leave dockerd running")
     args = parser.parse_args(argv)
     engine = PrivateDockerd(args.scratch)

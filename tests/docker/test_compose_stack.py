@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import happybase
 import pytest
@@ -104,12 +105,21 @@ class Compose:
 
     def __init__(self, engine: PrivateDockerd, root: Path) -> None:
         self.engine = engine
-        self.files = ["-f", str(root / "docker/docker-compose.yml"), "-f", str(root / "docker/test-override.yml")]
+        self.files = [
+            "-f",
+            str(root / "docker/docker-compose.yml"),
+            "-f",
+            str(root / "docker/test-override.yml"),
+        ]
 
     def run(self, *args: str, timeout: float = 1800) -> str:
         argv = [COMPOSE, "-p", PROJECT, *self.files, *args]
-        done = subprocess.run(argv, env=self.engine.env(), capture_output=True, text=True, timeout=timeout, check=False)
-        assert done.returncode == 0, f"docker-compose {' '.join(args)}: {done.stdout[-3000:]}{done.stderr[-3000:]}"
+        done = subprocess.run(
+            argv, env=self.engine.env(), capture_output=True, text=True, timeout=timeout, check=False
+        )
+        assert done.returncode == 0, (
+            f"docker-compose {' '.join(args)}: {done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
         return done.stdout
 
     def states(self) -> dict[str, tuple[str, str, int]]:
@@ -128,7 +138,9 @@ class Compose:
             states = self.states()
             failed = {s: v for s, v in states.items() if v[0] == "exited" and v[2] != 0}
             assert not failed, f"exited with an error: {failed}"
-            ready = all((st == "running" and h == "healthy") or st == "exited" for st, h, _ in states.values())
+            ready = all(
+                (st == "running" and h == "healthy") or st == "exited" for st, h, _ in states.values()
+            )
             if ready and len(states) == services:
                 return
             assert time.monotonic() < deadline, f"not ready in {timeout:.0f} s: {states}"
@@ -161,7 +173,11 @@ def write_project(root: Path) -> dict[str, Any]:
     env_file.write_text("".join(f"{key}={value}\n" for key, value in env.items()))
     override = {"services": {"postgres": {"ports": [f"127.0.0.1:{ports['postgres']}:5432"]}}}
     (root / "docker/test-override.yml").write_text(yaml.safe_dump(override))
-    return {**ports, "admin_password": env["AIRFLOW_ADMIN_PASSWORD"], "ledger_password": env["EO_LEDGER_PASSWORD"]}
+    return {
+        **ports,
+        "admin_password": env["AIRFLOW_ADMIN_PASSWORD"],
+        "ledger_password": env["EO_LEDGER_PASSWORD"],
+    }
 
 
 def _fernet_key() -> str:
@@ -215,8 +231,8 @@ def compose_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeRun
             seconds["up"] = round(time.monotonic() - started, 1)
             yield scenario(ports, seconds)
         finally:
-            logs = subprocess.run([COMPOSE, "-p", PROJECT, *compose.files, "logs", "--no-color", "--tail", "200"],
-                                  env=engine.env(), capture_output=True, text=True, check=False)  # fmt: skip
+            argv = [COMPOSE, "-p", PROJECT, *compose.files, "logs", "--no-color", "--tail", "200"]
+            logs = subprocess.run(argv, env=engine.env(), capture_output=True, text=True, check=False)
             (scratch / "compose-logs.txt").write_text(logs.stdout + logs.stderr)
             compose.run("down", "-v", "--remove-orphans")
     finally:
@@ -245,7 +261,7 @@ def scenario(ports: dict[str, Any], seconds: dict[str, float]) -> ComposeRun:
     for record in produced:
         tp = (record.topic, record.partition)
         ends[tp] = max(ends.get(tp, 0), record.offset + 1)
-    dsn = f"postgresql://eo:{ports['ledger_password']}@127.0.0.1:{ports['postgres']}/eo"
+    dsn = f"postgresql://eo:{quote(ports['ledger_password'], safe='')}@127.0.0.1:{ports['postgres']}/eo"
     with Ledger(dsn) as ledger:
         epochs = ledger.epochs(EpochFilter(pipeline=PIPELINE))
         cursors = ledger.cursors(PIPELINE)
@@ -280,7 +296,9 @@ def test_the_ledger_holds_one_committed_stream_epoch_and_the_group_its_ends(comp
     run = compose_run
     ends: dict[tuple[str, int], int] = {}
     for record in run.produced:
-        ends[(record.topic, record.partition)] = max(ends.get((record.topic, record.partition), 0), record.offset + 1)
+        ends[(record.topic, record.partition)] = max(
+            ends.get((record.topic, record.partition), 0), record.offset + 1
+        )
     assert [(e.kind, e.state, e.run_id, e.dag_id) for e in run.epochs] == [
         (EpochKind.STREAM, EpochState.COMMITTED, run.run_id, stream_dag_id(PIPELINE))
     ]
