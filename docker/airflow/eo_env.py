@@ -61,8 +61,9 @@ def derived_settings(environ: Mapping[str, str]) -> dict[str, str]:
         user, database = AIRFLOW_DB
         url = database_url("postgresql+psycopg2", user, db_password, host, port, database)
         settings["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = url
+        # The driver named: SQLAlchemy 2.1's default for "postgresql" is psycopg 3, not installed.
         settings["AIRFLOW__CELERY__RESULT_BACKEND"] = "db+" + database_url(
-            "postgresql", user, db_password, host, port, database
+            "postgresql+psycopg2", user, db_password, host, port, database
         )
     if ledger_password := environ.get("EO_LEDGER_PASSWORD"):
         user, database = LEDGER_DB

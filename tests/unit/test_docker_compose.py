@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 
 from airflow_provider_eo.clients.connections import parse_connection
 from airflow_provider_eo.config.loader import load_pipelines
+from eo_devtools import docker_images
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker"
@@ -135,26 +136,39 @@ def pom_property(component: str, name: str) -> str:
     return found[0]
 
 
-def test_images_and_base_images_are_pinned_to_versions() -> None:
+def test_images_are_built_here_from_a_named_debian_base_and_pinned() -> None:
+    """Nothing is pulled from a registry: every image is an ``eo-*`` image built from this
+    repository, FROM a build argument whose default is the debootstrapped Debian base (or
+    the eo-jvm image built from it), each tag pinned to a version."""
     images = {name: s["image"] for name, s in services().items()}
     for name, image in images.items():
         repository, _, tag = image.rpartition(":")
-        assert repository and PINNED_TAG.match(tag), f"{name}: image {image!r} is not pinned to a version"
-    for dockerfile in sorted(DOCKER_DIR.glob("Dockerfile*")):
-        bases = re.findall(r"^FROM\s+(\S+)", dockerfile.read_text(), flags=re.MULTILINE)
-        assert bases, dockerfile
-        for base in bases:
-            assert PINNED_TAG.match(base.rpartition(":")[2]), f"{dockerfile.name}: FROM {base} is not pinned"
-    # The same Kafka and HBase releases as the local stack the tests run against.
-    assert images["kafka"] == f"apache/kafka:{pom_property('kafka', 'kafka.version')}"
+        assert repository.startswith("eo-") and PINNED_TAG.match(tag), f"{name}: image {image!r}"
+        assert "build" in services()[name], f"{name}: {image} has no build section"
+    built = dict(docker_images.IMAGES)
+    assert set(images.values()) <= set(built), set(images.values()) - set(built)
+    for tag, dockerfile in docker_images.IMAGES:
+        text = docker_file(dockerfile)
+        assert "# syntax=" not in text, f"{dockerfile}: a syntax line makes BuildKit pull its frontend"
+        args = dict(re.findall(r"^ARG\s+(\w+)=(\S+)", text, flags=re.MULTILINE))
+        bases = re.findall(r"^FROM\s+(\S+)", text, flags=re.MULTILINE)
+        assert bases in (["${BASE_IMAGE}"], ["${JVM_IMAGE}"]), f"{dockerfile}: FROM {bases}"
+        if bases == ["${BASE_IMAGE}"]:
+            assert args["BASE_IMAGE"] == docker_images.DEFAULT_BASE, dockerfile
+        else:
+            assert args["JVM_IMAGE"] == docker_images.IMAGES[0][0], dockerfile
+        assert PINNED_TAG.match(tag.rpartition(":")[2]), tag
+    assert docker_images.IMAGES[0][1] == "Dockerfile.jvm"  # built before its users
+    assert sorted(p.name for p in DOCKER_DIR.glob("Dockerfile*")) == sorted(built.values())
+    # The same Kafka, HBase and Apicurio Registry releases as the local stack's.
+    assert images["kafka"] == f"eo-kafka:{pom_property('kafka', 'kafka.version')}"
     hbase_release = pom_property("hbase", "hbase.release")
     assert images["hbase"] == f"eo-hbase:{hbase_release}"
-    assert f"ARG HBASE_VERSION={hbase_release}\n" in (DOCKER_DIR / "Dockerfile.hbase").read_text()
+    assert f"ARG HBASE_VERSION={hbase_release}\n" in docker_file("Dockerfile.hbase")
     assert images["airflow-scheduler"] == "eo-airflow:0.1.0"
-    # The same Apicurio Registry release as the local stack's, with persistent (KafkaSQL) storage.
     apicurio = pom_property("schema-registry", "apicurio.version")
     assert images["schema-registry"] == images["schema-registry-init"]
-    assert images["schema-registry"] == f"apicurio/apicurio-registry-kafkasql:{apicurio}"
+    assert images["schema-registry"] == f"eo-schema-registry:{apicurio}"
 
 
 def test_every_service_writes_to_a_named_volume() -> None:
@@ -209,7 +223,7 @@ def test_long_running_services_have_real_healthchecks_and_restart() -> None:
     expected_check = {
         "postgres": "pg_isready",
         "redis": "redis-cli ping",
-        "kafka": "kafka-broker-api-versions.sh",
+        "kafka": "/dev/tcp/kafka/9092",  # the image has Kafka's server jars, not its CLI tools
         "hbase": "numRegionServers",
         "hbase-thrift": "/dev/tcp/127.0.0.1/9090",
         "airflow-apiserver": "/api/v2/monitor/health",
@@ -245,7 +259,7 @@ def test_depends_on_waits_for_healthy_or_completed_dependencies() -> None:
     assert {"kafka", "hbase-thrift", "hbase-init", "spark-master", "schema-registry-init"} <= set(
         svc["airflow-worker"]["depends_on"]
     )
-    assert set(svc["schema-registry"]["depends_on"]) == {"kafka"}
+    assert "depends_on" not in svc["schema-registry"]  # in-memory storage: needs nothing
     assert set(svc["schema-registry-init"]["depends_on"]) == {"schema-registry"}
     assert set(svc["hbase-init"]["depends_on"]) == {"hbase"}
 
@@ -274,7 +288,7 @@ def test_kafka_has_an_internal_and_a_host_reachable_listener() -> None:
 def test_schema_registry_sets_backward_and_airflow_reaches_its_ccompat_api() -> None:
     svc = services()
     registry = environment(svc["schema-registry"])
-    assert registry["KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"  # KafkaSQL storage on the stack's Kafka
+    assert "KAFKA_BOOTSTRAP_SERVERS" not in registry  # in-memory storage, as the local stack
     assert registry["REGISTRY_RULES_GLOBAL_COMPATIBILITY"] == "BACKWARD"
     init = svc["schema-registry-init"]["entrypoint"]
     assert init[-1] == "http://schema-registry:8080/apis/ccompat/v7/config"
@@ -293,13 +307,27 @@ def test_schema_registry_sets_backward_and_airflow_reaches_its_ccompat_api() -> 
 def test_hbase_init_creates_the_pipelines_tables_with_keep_deleted_cells() -> None:
     init = services()["hbase-init"]
     command = " ".join(init["command"])
-    assert "hbase_tables.py /opt/eo/pipelines.yaml" in command and "hbase shell -n" in command
+    assert "hbase_tables.py /opt/eo/pipelines.yaml > /tmp/eo-tables.sh" in command
+    assert "exec bash /tmp/eo-tables.sh" in command
     assert "../dags/pipelines.yaml:/opt/eo/pipelines.yaml:ro" in init["volumes"]
     assert "COPY docker/hbase/hbase_tables.py /opt/eo/hbase_tables.py" in docker_file("Dockerfile.hbase")
+    assert "/HBaseTableTool.java /opt/eo/HBaseTableTool.java" in docker_file("Dockerfile.hbase")
     pipelines_file = REPO / "dags" / "pipelines.yaml"
     run = subprocess.run([sys.executable, str(DOCKER_DIR / "hbase/hbase_tables.py"), str(pipelines_file)],
                          capture_output=True, text=True, check=True)  # fmt: skip
+    # HBaseTableTool create TABLE FAMILY KEEP_DELETED_CELLS MAX_VERSIONS, unless describe finds it
     assert run.stdout == (
+        f"# Generated by hbase_tables.py from {pipelines_file}.\n"
+        "set -e\n"
+        "hbase-run.sh tool describe 'demo_events' > /dev/null 2>&1"
+        " || hbase-run.sh tool create 'demo_events' 'd' true 3\n"
+        "hbase-run.sh tool describe 'demo_orders' > /dev/null 2>&1"
+        " || hbase-run.sh tool create 'demo_orders' 'd' true 3\n"
+    )
+    script = str(DOCKER_DIR / "hbase/hbase_tables.py")
+    shell = subprocess.run([sys.executable, script, "--shell", str(pipelines_file)],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert shell.stdout == (
         f"# Generated by hbase_tables.py from {pipelines_file}.\n"
         "create 'demo_events', {NAME => 'd', KEEP_DELETED_CELLS => 'TRUE'} unless exists('demo_events')\n"
         "create 'demo_orders', {NAME => 'd', KEEP_DELETED_CELLS => 'TRUE'} unless exists('demo_orders')\n"
@@ -329,10 +357,19 @@ def test_hbase_tables_script_handles_namespaces_shared_tables_and_quotes() -> No
         "create 'u', {NAME => 'd', KEEP_DELETED_CELLS => 'TRUE'} unless exists('u')\n"
         "exit\n"
     )
+    # the image's tool script: one family per table, no namespace; a quote survives bash
+    with pytest.raises(ValueError, match="'ns:t'"):
+        module.tool_script(module.table_families({"pipelines": pipelines}), "p.yaml")
+    one = {"pipelines": [{"hbase": {"table": "it's", "column_family": "d"}}]}
+    assert module.tool_script(module.table_families(one), "p.yaml").splitlines()[-1] == (
+        "hbase-run.sh tool describe 'it'\\''s' > /dev/null 2>&1"
+        " || hbase-run.sh tool create 'it'\\''s' 'd' true 3"
+    )
 
 
 def test_no_architecture_specific_paths() -> None:
-    for path in sorted(p for p in DOCKER_DIR.rglob("*") if p.is_file()):
+    # docker/.build/ is staged at build time (jars, CA files) and ignored by git
+    for path in sorted(p for p in DOCKER_DIR.rglob("*") if p.is_file() and ".build" not in p.parts):
         text = path.read_text(errors="replace")
         assert not re.search(r"amd64|arm64|x86_64|aarch64", text), f"{path.name} names an architecture"
     dockerfile = (DOCKER_DIR / "Dockerfile.airflow").read_text()
