@@ -323,6 +323,8 @@ def test_hbase_init_creates_the_pipelines_tables_with_keep_deleted_cells() -> No
         " || hbase-run.sh tool create 'demo_events' 'd' true 3\n"
         "hbase-run.sh tool describe 'demo_orders' > /dev/null 2>&1"
         " || hbase-run.sh tool create 'demo_orders' 'd' true 3\n"
+        "hbase-run.sh tool describe 'demo_customers' > /dev/null 2>&1"
+        " || hbase-run.sh tool create 'demo_customers' 'd' true 3\n"
     )
     script = str(DOCKER_DIR / "hbase/hbase_tables.py")
     shell = subprocess.run([sys.executable, script, "--shell", str(pipelines_file)],
