@@ -29,6 +29,13 @@ WHERE EXCLUDED.epoch_id IS NULL OR eo.dead_letters.epoch_id IS NULL
 """
 
 
+#: A dead letter's columns as :func:`_sequenced_letter` reads them, its publish number first.
+_LETTER_COLUMNS = (
+    'publish_seq, topic, "partition", "offset", epoch_id, error, key, value, headers,'
+    " error_class, record_timestamp, schema_id"
+)
+
+
 def as_dead_letter(row: DeadLetter | Mapping[str, Any]) -> DeadLetter:
     """Accept a ``DeadLetter`` or a mapping with the same field names."""
     return row if isinstance(row, DeadLetter) else DeadLetter(**row)
@@ -94,25 +101,11 @@ def dead_letters_in_range(
     """``(publish_seq or None, letter)`` of ``pipeline``'s dead letters in ``[start, end)``
     of one partition, by offset (what the audit compares the dead-letter topic with)."""
     cur.execute(
-        'SELECT publish_seq, "offset", epoch_id, error, key, value, headers, error_class,'
-        " record_timestamp, schema_id FROM eo.dead_letters WHERE pipeline = %s AND topic = %s"
+        f"SELECT {_LETTER_COLUMNS} FROM eo.dead_letters WHERE pipeline = %s AND topic = %s"
         ' AND "partition" = %s AND "offset" >= %s AND "offset" < %s ORDER BY "offset"',
         (pipeline, topic, partition, start, end),
     )
-    return [
-        (
-            None if seq is None else int(seq),
-            DeadLetter(
-                pipeline=pipeline, topic=topic, partition=partition, offset=offset, epoch_id=epoch_id,
-                error=error, key=None if key is None else bytes(key),
-                value=None if value is None else bytes(value), headers=_headers(headers),
-                error_class=error_class, timestamp=timestamp, schema_id=schema_id,
-            ),
-        )
-        for (
-            seq, offset, epoch_id, error, key, value, headers, error_class, timestamp, schema_id,
-        ) in cur.fetchall()
-    ]  # fmt: skip
+    return [_sequenced_letter(pipeline, row) for row in cur.fetchall()]
 
 
 def list_dead_letters(cur: Any, pipeline: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -184,9 +177,8 @@ UPDATE eo.dead_letters d SET publish_seq = n.seq
 
 #: One batch in publish order: at most ``limit`` rows, and rows while the bytes before each
 #: stay under ``max_bytes`` (> 0, so the first row always comes). Reads the publish-order index.
-_BATCH = """
-SELECT publish_seq, topic, "partition", "offset", epoch_id, error, key, value, headers,
-       error_class, record_timestamp, schema_id
+_BATCH = f"""
+SELECT {_LETTER_COLUMNS}
   FROM (SELECT *, sum(coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0))
                       OVER (ORDER BY publish_seq) AS upto,
                coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0) AS size
@@ -206,21 +198,22 @@ def dead_letters_to_publish(
     publish order: at most ``limit`` of them and about ``max_bytes`` of raw key and value
     (the first one whatever its size). Empty: every numbered letter is before ``start``."""
     cur.execute(_BATCH, {"pipeline": pipeline, "start": start, "limit": limit, "max_bytes": max_bytes})
-    return [
-        SequencedDeadLetter(
-            int(seq),
-            DeadLetter(
-                pipeline=pipeline, topic=topic, partition=partition, offset=offset, epoch_id=epoch_id,
-                error=error, key=None if key is None else bytes(key),
-                value=None if value is None else bytes(value), headers=_headers(headers),
-                error_class=error_class, timestamp=timestamp, schema_id=schema_id,
-            ),
-        )
-        for (
-            seq, topic, partition, offset, epoch_id, error, key, value, headers,
-            error_class, timestamp, schema_id,
-        ) in cur.fetchall()
-    ]  # fmt: skip
+    letters = [_sequenced_letter(pipeline, row) for row in cur.fetchall()]
+    return [SequencedDeadLetter(seq, letter) for seq, letter in letters if seq is not None]  # all numbered
+
+
+def _sequenced_letter(pipeline: str, row: tuple[Any, ...]) -> tuple[int | None, DeadLetter]:
+    """``(publish_seq or None, letter)`` of a row selected as :data:`_LETTER_COLUMNS`."""
+    seq, topic, partition, offset, epoch_id, error, key, value, headers, error_class, timestamp, schema_id = (
+        row
+    )
+    letter = DeadLetter(
+        pipeline=pipeline, topic=topic, partition=partition, offset=offset, epoch_id=epoch_id,
+        error=error, key=None if key is None else bytes(key),
+        value=None if value is None else bytes(value), headers=_headers(headers),
+        error_class=error_class, timestamp=timestamp, schema_id=schema_id,
+    )  # fmt: skip
+    return (None if seq is None else int(seq)), letter
 
 
 def _headers(stored: Any) -> list[tuple[str, bytes | None]] | None:
