@@ -164,7 +164,7 @@ def test_migration_fills_cursors_from_history(stack: StackInfo) -> None:
                 cur.execute("INSERT INTO eo.schema_migrations (version, name) VALUES (1, 'initial')")
                 cur.execute(HISTORY_0001)
             conn.commit()
-            assert apply_migrations(conn) == [2, 3, 4, 5, 6]
+            assert apply_migrations(conn) == [2, 3, 4, 5, 6, 7]
         finally:
             conn.close()
         assert stored(dsn, "p") == {
