@@ -10,20 +10,11 @@ the epoch ids, the run key the audit is stored under, connection ids. The applic
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_eo.operators.audit import run_key
-from airflow_provider_eo.operators.write import WriteEpochOperator
-
-
-def audit_application_path() -> str:
-    """Path of the audit application file shipped in this package (no import needed)."""
-    spec = importlib.util.find_spec("airflow_provider_eo.spark.driver.audit_application")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("airflow_provider_eo.spark.driver.audit_application is not installed")
-    return spec.origin
+from airflow_provider_eo.operators.write import WriteEpochOperator, application_path
 
 
 class AuditWindowOperator(WriteEpochOperator):
@@ -43,7 +34,7 @@ class AuditWindowOperator(WriteEpochOperator):
     def __init__(self, *, epoch_ids: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.epoch_ids = epoch_ids
-        self.application = audit_application_path()
+        self.application = application_path("airflow_provider_eo.spark.driver.audit_application")
         self.name = f"eo-audit-{self.pipeline}"
 
     def application_arguments(self, context: Any, epoch_id: str) -> list[str]:

@@ -91,12 +91,18 @@ from airflow_provider_eo.spark.driver.credential_files import (
 )
 
 
-def spark_application_path() -> str:
-    """Path of the PySpark application file shipped in this package (no import needed)."""
-    spec = importlib.util.find_spec("airflow_provider_eo.spark.driver.application")
+def application_path(module: str = "airflow_provider_eo.spark.driver.application") -> str:
+    """Path of a PySpark application file shipped in this package (no import needed);
+    ``RuntimeError`` when ``module`` is not installed."""
+    spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise RuntimeError("airflow_provider_eo.spark.driver.application is not installed with this package")
+        raise RuntimeError(f"{module} is not installed with this package")
     return spec.origin
+
+
+def spark_application_path() -> str:
+    """Path of the write step's application (:func:`application_path` of the default)."""
+    return application_path()
 
 
 class WriteEpochOperator(SparkSubmitOperator):
