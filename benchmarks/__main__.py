@@ -21,7 +21,10 @@ Sections (each a ratio or a figure measured against a baseline in this run):
   (Spark's JVM and Python, Kafka, HBase, Thrift, PostgreSQL);
 * ``spark_native``: the write step against Spark's own Kafka source (a bounded
   ``spark.read`` and ``readStream`` with ``Trigger.AvailableNow``, both writing the same
-  cells with happybase from ``foreachPartition``), alternated, at 500k and 1M records.
+  cells with happybase from ``foreachPartition``), alternated, at 500k and 1M records;
+* ``partition_spread``: 20,000 records of 100 bytes over 8, 400 and 4,000 partitions: the
+  Spark tasks' time, the Spark task count and the whole run of each (target: 400 partitions
+  <= 1.3x the Spark time of 8).
 
 Uses the local stack in ``--state-dir`` (default ``$EO_STACK_STATE_DIR`` or
 ``.eo-state``), started for the run (``epoch_overhead`` starts an Airflow of its own on it) and

@@ -29,6 +29,7 @@ SECTIONS = (
     "scaling",
     "epoch_overhead",
     "spark_native",
+    "partition_spread",
 )
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -111,6 +112,10 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
 
         sizes = spark_native.QUICK_SIZES if args.quick else spark_native.SIZES
         report.update(spark_native.run(stack, sizes=sizes, partitions=args.partitions))
+    if "partition_spread" in args.sections:
+        from benchmarks import partition_spread
+
+        report["partition_spread"] = partition_spread.run(stack)
     if "epoch_overhead" in args.sections:
         from benchmarks import epoch_overhead
 

@@ -64,6 +64,13 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 
 _WRITE, _RESERVE = "write.cpu", "reserve_commit_detail"
 TARGETS = (
+    Target(
+        "partition_spread.ratio_400_vs_8",
+        "<=",
+        1.3,
+        "Spark tasks' time over 400 partitions <= 1.3x over 8 (20,000 records of 100 bytes)",
+        "partition_spread.runs",
+    ),
     Target("write.ratio_vs_loop", ">=", 1.0, "write step >= 1.0x the hand-written loop", _WRITE),
     Target("write.ratio_vs_bound", ">=", 0.7, "write step >= 0.7x min(read-only, write-only bound)", _WRITE),
     Target(

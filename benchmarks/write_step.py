@@ -96,8 +96,10 @@ def run_write_step(
     to its exit; ``peak_rss_mb`` of the driver JVM + Python workers; CPU per record by
     component) plus ``tasks_records_per_s`` (the vote's ``duration_s``: the SparkContext and its
     tasks), ``table``, and the epoch's ``cells_written`` and ``bad_records`` (and
-    ``schema_fetches`` when the epoch reports it); with ``keep_table`` also ``pipeline``,
-    ``epoch_id`` and ``pipelines_yaml`` (the epoch stays WRITTEN, its table kept).
+    ``schema_fetches`` when the epoch reports it), and the vote's ``spark_tasks_s``,
+    ``spark_task_count`` and ``tasks`` (None when the epoch does not report it); with
+    ``keep_table`` also ``pipeline``, ``epoch_id`` and ``pipelines_yaml`` (the epoch stays
+    WRITTEN, its table kept).
     """
     table = fresh_table(stack, f"bench_{label}")
     pipeline = f"bench_{label}_{uuid.uuid4().hex[:6]}"
@@ -137,6 +139,8 @@ def run_write_step(
     result["table"] = table
     result["cells_written"] = metrics.get("cells_written")
     result["bad_records"] = metrics.get("bad_records")
+    for key in ("spark_tasks_s", "spark_task_count", "tasks"):  # where the Spark job's time went
+        result[key] = metrics.get(key)
     if "schema_fetches" in metrics:
         result["schema_fetches"] = metrics["schema_fetches"]
     if keep_table:  # what a later step over the same epoch needs (the audit section)

@@ -184,6 +184,7 @@ def test_epoch_over_three_partitions_in_nine_tasks_is_written_and_voted(world: W
         "schema_fetches": 0,
         "schema_ids": [],
         "tasks": 9,
+        "spark_task_count": 8,  # 30 offsets / split_size 4: the 9 ranges packed into 8 Spark tasks
         "partitions": [
             {
                 "topic": world.topic,

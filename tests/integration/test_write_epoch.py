@@ -96,7 +96,7 @@ def test_success_votes_written_with_aggregated_metrics(
             "records": 5, "skipped_offsets": 0, "cells_written": 0, "tombstones": 0, "changes_skipped": 0,
             "bad_records": 0,
             "bytes": 0, "segments": 0, "schema_fetches": 0, "schema_ids": [], "tasks": 3,
-            "spark_tasks_s": JOB_SECONDS,
+            "spark_tasks_s": JOB_SECONDS, "spark_task_count": 3,  # a runner that does not pack
             "partitions": [
                 {"topic": topic, "partition": 0, "start": 0, "end": 5, "records": 5, "skipped_offsets": 0,
                  "bad_records": 0},

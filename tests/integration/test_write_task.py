@@ -31,7 +31,8 @@ from airflow_provider_eo.spark.hbase_sink.segments import Segment, build_segment
 from airflow_provider_eo.spark.records import RowMutation, TaskRange
 from airflow_provider_eo.spark.task.bad_records import BadRecordError
 from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
-from airflow_provider_eo.spark.task.write_task import TaskSettings, run_task, task_partition_function
+from airflow_provider_eo.spark.task.task_pack import pack_partition_function
+from airflow_provider_eo.spark.task.write_task import TaskSettings, run_task
 from eo_devtools.ledger_direct import reserve_backfill_epoch
 from tests.conftest import StackInfo
 from tests.integration.ledger_support import fresh_database
@@ -199,11 +200,11 @@ def test_fail_policy_names_topic_partition_offset_and_writes_nothing_after(
 def test_partition_function_raises_the_tasks_error_as_data(
     stack: StackInfo, table: str, topic: str, ledger_dsn: str
 ) -> None:
-    run_partition = task_partition_function(
+    run_partition = pack_partition_function(
         _settings(stack, table, ledger_dsn, bad_records="fail", batch_size=10, epoch_id=41)
     )
     with pytest.raises(ExecutorTaskError) as info:
-        list(run_partition([TaskRange(topic, 0, 1, 8)]))
+        list(run_partition([(TaskRange(topic, 0, 1, 8),)]))
     cause = info.value.__cause__  # the executor's log keeps the original traceback
     assert isinstance(cause, BadRecordError)
     where = f"topic {topic} partition 0 offset 3"

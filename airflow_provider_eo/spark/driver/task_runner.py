@@ -1,4 +1,4 @@
-"""Running an epoch's write tasks on Spark: one Spark task per :class:`TaskRange`."""
+"""Running an epoch's write tasks on Spark: task ranges packed into Spark tasks (``task_packing``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_eo.errors import TaskError
+from airflow_provider_eo.spark.driver.task_packing import pack_tasks
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.task_errors import TaskErrorData
-from airflow_provider_eo.spark.task.write_task import TaskSettings, task_partition_function
+from airflow_provider_eo.spark.task.task_pack import pack_partition_function
+from airflow_provider_eo.spark.task.write_task import TaskSettings
 
 
 class TaskFailed(TaskError, RuntimeError):
@@ -30,15 +32,19 @@ class TaskFailed(TaskError, RuntimeError):
 class SparkTasks:
     """What the tasks returned: each task's metrics, and when the job ran on the driver's
     monotonic clock (``time.monotonic()``): ``started`` when the tasks were submitted (the
-    SparkContext up), ``ended`` when the last result arrived."""
+    SparkContext up), ``ended`` when the last result arrived; ``spark_tasks``: how many Spark
+    tasks carried the ranges (None: one per range, a runner that does not pack)."""
 
     metrics: list[dict[str, Any]]
     started: float
     ended: float
+    spark_tasks: int | None = None
 
 
 def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
-    """One Spark task per TaskRange; returns their metrics and the job's times.
+    """The task ranges packed into Spark tasks (``task_packing.pack_tasks`` with
+    ``settings.split_size`` and the context's ``defaultParallelism`` as slots); returns one
+    metrics dict per range, the job's times and the number of Spark tasks.
 
     Raises :class:`TaskFailed` when a task fails (Spark aborts the job).
 
@@ -55,9 +61,10 @@ def run_on_spark(settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTas
     sc = SparkContext.getOrCreate(conf)
     try:
         started = time.monotonic()
-        rdd = sc.parallelize(list(tasks), len(tasks)).mapPartitions(task_partition_function(settings))
+        packs = pack_tasks(tasks, settings.split_size, sc.defaultParallelism)
+        rdd = sc.parallelize(packs, len(packs)).mapPartitions(pack_partition_function(settings))
         metrics = rdd.collect()
-        return SparkTasks(metrics, started, time.monotonic())
+        return SparkTasks(metrics, started, time.monotonic(), len(packs))
     except Exception as exc:
         raise task_failure(exc) from exc
 

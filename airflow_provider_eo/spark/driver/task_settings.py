@@ -117,4 +117,5 @@ def task_settings(
         hbase_conn_id=hbase_conn_id,
         ledger_dsn=ledger_dsn_from_env(ledger_conn_id),
         schema_registry=schema_registry_from_env(spec, schema_registry_conn_id),
+        split_size=spec.spark.split_size,
     )

@@ -1,4 +1,4 @@
-"""The write step's driver: check the epoch, run one Spark task per sub-range, vote.
+"""The write step's driver: check the epoch, run its sub-ranges packed into Spark tasks, vote.
 
 Contract of :func:`write_epoch` (returns the process exit code):
 
@@ -13,7 +13,8 @@ Contract of :func:`write_epoch` (returns the process exit code):
 * ``4``: a task failed (range unreadable, bad record under ``fail``, HBase
   unwritable): the epoch is not voted; the message is the task's own.
 
-The vote's metrics carry, beside the totals, where the Spark job sat in time: its length
+The vote's metrics carry ``tasks`` (the task ranges) and ``spark_task_count`` (the Spark tasks
+that carried them, ``task_packing``) and, beside the totals, where the Spark job sat in time: its length
 (``spark_tasks_s``, from the tasks' submission to the last result) and the time from its
 end to the vote (``vote_after_tasks_s``), both on the driver's monotonic clock, so the
 ledger places them from the vote's own time (``ledger/model/phases.py``).
@@ -123,6 +124,7 @@ def write_epoch(
         return ExitCode.TASK_FAILED
     metrics = aggregate_metrics(epoch.ranges, ran.metrics, time.monotonic() - started)
     metrics["spark_tasks_s"] = round(ran.ended - ran.started, 3)
+    metrics["spark_task_count"] = len(tasks) if ran.spark_tasks is None else ran.spark_tasks
     protocol_points.passed("spark.after_last_batch")
     metrics["vote_after_tasks_s"] = round(time.monotonic() - ran.ended, 3)
     vote = protocol.vote(permission, metrics)
@@ -133,9 +135,9 @@ def write_epoch(
     if metrics["tombstones"]:
         warn_keep_deleted_cells(where, settings, int(metrics["tombstones"]))
     log.info(
-        "%s: voted WRITTEN records=%d cells=%d tombstones=%d bad=%d tasks=%d duration_s=%.3f"
-        " spark_tasks_s=%.3f",
-        where, metrics["records"], metrics["cells_written"], metrics["tombstones"],
-        metrics["bad_records"], metrics["tasks"], metrics["duration_s"], metrics["spark_tasks_s"],
+        "%s: voted WRITTEN records=%d cells=%d tombstones=%d bad=%d tasks=%d spark_task_count=%d"
+        " duration_s=%.3f spark_tasks_s=%.3f",
+        where, metrics["records"], metrics["cells_written"], metrics["tombstones"], metrics["bad_records"],
+        metrics["tasks"], metrics["spark_task_count"], metrics["duration_s"], metrics["spark_tasks_s"],
     )  # fmt: skip
     return ExitCode.OK

@@ -18,30 +18,27 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo import protocol_points
 from airflow_provider_eo.config.specs import BadRecordPolicy, MappingSpec
-from airflow_provider_eo.errors import BadRecord, EoError
+from airflow_provider_eo.errors import BadRecord
 from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.registry.settings import RegistrySettings
 from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder
-from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import spark_task_index
-from airflow_provider_eo.spark.records import RowDelete, RowMutation, TaskRange
+from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.task.bad_records import (
     BadRecordHandler,
     DeadLetterSink,
     LedgerDeadLetterSink,
 )
 from airflow_provider_eo.spark.task.mapping import RecordMapper, build_mapper
-from airflow_provider_eo.spark.task.range_reader import read_range
+from airflow_provider_eo.spark.task.range_reader import RangeConsumer, read_range
 from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
-from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.task.task_schemas import open_schema_cache, registry_schema_id
-from airflow_provider_eo.spark.task.worker_gc import task_gc
 
 if TYPE_CHECKING:  # imported by open_schema_cache only for a registry format
     from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
@@ -72,6 +69,7 @@ class TaskSettings:
     schema_registry: RegistrySettings | None = field(repr=False, default=None)
     hbase_servers: tuple[tuple[str, int], ...] = ()  # every Thrift server (empty: hbase_kwargs')
     hbase_conn_id: str | None = None  # named in the writer's refusals (None: unknown)
+    split_size: int = 100_000  # offsets per Spark task when packing ranges (``spark.split_size``)
 
 
 @dataclass
@@ -161,7 +159,15 @@ def open_task(settings: TaskSettings, dead_letter_sink: DeadLetterSink | None, t
     return OpenTask(schema_cache, mapper, ledger_sink, handler, writer, writes, builder)
 
 
-def process_range(settings: TaskSettings, rng: TaskRange, task: OpenTask, metrics: TaskMetrics) -> None:
+def process_range(
+    settings: TaskSettings,
+    rng: TaskRange,
+    task: OpenTask,
+    metrics: TaskMetrics,
+    reader: RangeConsumer | None = None,
+    *,
+    wait_writes: bool = True,
+) -> None:
     """Read ``rng``, map each record, cut segments, write them, and store the bad records as
     the policy says; returns once every segment is written and every dead letter flushed.
 
@@ -174,7 +180,10 @@ def process_range(settings: TaskSettings, rng: TaskRange, task: OpenTask, metric
     below every record it does not write (a newer value stays visible). A dead letter closes
     the segment too (``SegmentBuilder.skip``), so every earlier record is versioned below it
     and its later replay outranks them. Raises on an unreadable range, a bad record under the
-    ``fail`` policy or an HBase write that failed: nothing then counts as written.
+    ``fail`` policy or an HBase write that failed: nothing then counts as written. ``reader``:
+    the consumer of a packed task (None: one of the range's own). ``wait_writes`` False (a
+    packed task's ranges but its last): returns once every segment is queued on the writer
+    thread, whose ``finish`` the caller must call before anything counts as written.
     """
     builder = task.builder
 
@@ -186,13 +195,15 @@ def process_range(settings: TaskSettings, rng: TaskRange, task: OpenTask, metric
     read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
     span = rng.read_span
     selected = None if rng.offsets is None else frozenset(rng.offsets)
-    records = (
-        iter(())
-        if span is None
-        else read_range(
+    records: Iterable[KafkaRecord]
+    if span is None:
+        records = ()
+    elif reader is not None:
+        records = reader.read(span, settings.batch_size, settings.read_timeout_s)
+    else:
+        records = read_range(
             settings.kafka_config, span, settings.batch_size, settings.read_timeout_s, queue_bytes=read_ahead
         )
-    )
     for record in records:
         if selected is not None and record.offset not in selected:
             for segment in builder.skip(record.offset):  # the replay does not write it
@@ -218,7 +229,8 @@ def process_range(settings: TaskSettings, rng: TaskRange, task: OpenTask, metric
     last = builder.finish()
     if last is not None:
         write(last)
-    task.writes.finish()
+    if wait_writes:
+        task.writes.finish()
     task.handler.flush()
 
 
@@ -274,28 +286,3 @@ def run_task(
         metrics.segments,
     )
     return metrics
-
-
-def task_partition_function(settings: TaskSettings) -> Any:
-    """The ``mapPartitions`` function: each Spark partition holds exactly one TaskRange,
-    so the partition id (0 outside Spark) is the task index.
-
-    An ``EoError`` of a task is raised again as ``ExecutorTaskError`` (the task still
-    fails); any other exception propagates unchanged.
-    """
-
-    def run_partition(ranges: Iterable[TaskRange]) -> Iterator[dict[str, Any]]:
-        from airflow_provider_eo.spark.logs import configure_logging
-
-        configure_logging()
-        index = spark_task_index()
-        for rng in ranges:
-            try:
-                with task_gc():
-                    metrics = run_task(settings, rng, task_index=index)
-            except EoError as exc:
-                data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
-                raise ExecutorTaskError(data) from exc
-            yield metrics.to_dict()
-
-    return run_partition

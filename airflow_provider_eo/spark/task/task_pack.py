@@ -1,0 +1,122 @@
+"""One Spark task carrying a pack of task ranges (``spark/driver/task_packing.py``).
+
+Contract of :func:`run_pack`:
+
+* the pack opens once what its ranges share: one Kafka consumer (``RangeConsumer``), the
+  schema cache, the mapper, the dead-letter sinks, the HBase writer with its Thrift
+  connection and its writer thread (a range's last writes overlap the next range's read);
+  everything that makes a range's writes and accounting its own is per range: its segment
+  builder (versions derive from its own offsets, as in a task of its own), its dead-letter
+  flush and its :class:`TaskMetrics`;
+* ranges run one after another in the pack's order, so memory is bounded in bytes as for
+  one range (the write task's bounds), never two ranges' buffers at once;
+* it returns one :class:`TaskMetrics` per range only once every range was read to its end
+  and every segment of the pack written; the first range that raises ends the pack (the
+  Spark task fails, nothing of the pack counts as written). An ``EoError`` leaves it as
+  :class:`ExecutorTaskError` naming that range (an HBase write error: the range being read
+  when it surfaced, the pack's last range at the end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from airflow_provider_eo.errors import EoError
+from airflow_provider_eo.spark.hbase_sink.segments import SegmentBuilder
+from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import spark_task_index
+from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.task.bad_records import DeadLetterSink
+from airflow_provider_eo.spark.task.range_reader import RangeConsumer
+from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.task.worker_gc import task_gc
+from airflow_provider_eo.spark.task.write_task import (
+    READ_AHEAD_SEGMENTS,
+    OpenTask,
+    TaskMetrics,
+    TaskSettings,
+    open_task,
+    process_range,
+)
+
+log = logging.getLogger(__name__)
+
+
+def run_pack(
+    settings: TaskSettings,
+    ranges: Sequence[TaskRange],
+    dead_letter_sink: DeadLetterSink | None = None,
+    task_index: int = 0,
+) -> list[TaskMetrics]:
+    """Write every range of the pack completely or raise (see the module contract)."""
+    where = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id}"
+    log.info("pack start %s task_index=%d ranges=%d", where, task_index, len(ranges))
+    shared = open_task(settings, dead_letter_sink, task_index)
+    reader = RangeConsumer(settings.kafka_config, max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes))
+    results = []
+    try:
+        for rng in ranges:
+            try:
+                results.append(_run_range(settings, rng, shared, reader))
+                if rng is ranges[-1]:
+                    shared.writes.finish()
+            except EoError as exc:
+                data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
+                raise ExecutorTaskError(data) from exc
+    finally:
+        shared.writes.close()
+        reader.close()
+        shared.writer.close()
+        shared.ledger_sink.close()
+        if shared.schema_cache is not None:
+            shared.schema_cache.close()
+    log.info("pack done %s task_index=%d ranges=%d", where, task_index, len(ranges))
+    return results
+
+
+def _run_range(
+    settings: TaskSettings, rng: TaskRange, shared: OpenTask, reader: RangeConsumer
+) -> TaskMetrics:
+    started = time.monotonic()
+    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
+    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
+    log.info("task start %s", fields)
+    cache = shared.schema_cache
+    fetches_before, bad_before = (0 if cache is None else cache.fetches), shared.handler.count
+    task = dataclasses.replace(shared, builder=SegmentBuilder(settings.batch_size, settings.batch_bytes))
+    process_range(settings, rng, task, metrics, reader, wait_writes=False)
+    if cache is not None:
+        metrics.schema_fetches = cache.fetches - fetches_before
+        metrics.schema_ids = list(cache.schema_ids)
+    metrics.bad_records = shared.handler.count - bad_before
+    metrics.skipped_offsets = rng.end - rng.start - metrics.records
+    metrics.duration_s = round(time.monotonic() - started, 3)
+    log.info(
+        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d changes_skipped=%d bad=%d "
+        "segments=%d",
+        fields, metrics.records, metrics.skipped_offsets, metrics.cells_written, metrics.tombstones,
+        metrics.changes_skipped, metrics.bad_records, metrics.segments,
+    )  # fmt: skip
+    return metrics
+
+
+def pack_partition_function(settings: TaskSettings) -> Any:
+    """The ``mapPartitions`` function: each Spark partition holds exactly one pack (a tuple
+    of TaskRanges), so the partition id (0 outside Spark) is the task index; yields one
+    metrics dict per range. A range's ``EoError`` fails the task as ``ExecutorTaskError``;
+    any other exception propagates unchanged."""
+
+    def run_partition(packs: Iterable[Sequence[TaskRange]]) -> Iterator[dict[str, Any]]:
+        from airflow_provider_eo.spark.logs import configure_logging
+
+        configure_logging()
+        index = spark_task_index()
+        for pack in packs:
+            with task_gc():
+                metrics = run_pack(settings, pack, task_index=index)
+            yield from (m.to_dict() for m in metrics)
+
+    return run_partition
