@@ -60,8 +60,9 @@ wanted="$(cat pyproject.toml devtools/pyproject.toml constraints.txt | sha256sum
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$wanted" ]; then
   echo "setup: installing Python packages (a pyproject.toml or constraints.txt changed)"
   .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]' -e ./devtools
-  # apache-airflow-providers-apache-spark pulls pyspark-client, which overwrites files of
-  # pyspark; reinstalling pyspark last restores them.
+  # apache-airflow-providers-apache-spark pulls pyspark-client (4.2), which owns many of
+  # pyspark's files under pyspark/ (a hundred differ): which copy is on disk would depend on
+  # the install order. Reinstalling pyspark last makes every one pyspark's; checked below.
   pyspark_pin="$(grep -E '^pyspark==' constraints.txt)"
   .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$pyspark_pin"
   echo "$wanted" > "$STAMP"
@@ -80,6 +81,11 @@ expected="${pyspark_pin:-$(grep -E '^pyspark==' constraints.txt)}"
 actual="pyspark==$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')"
 if [ "$actual" != "$expected" ]; then
   echo "setup: $actual importable but constraints.txt pins $expected; delete $STAMP and re-run" >&2
+  exit 1
+fi
+# Every file under pyspark/ as pyspark's RECORD says (tests/unit/test_pyspark_files.py too).
+if ! .venv/bin/python -m eo_devtools.pyspark_files; then
+  echo "setup: pyspark's files are not its own; delete $STAMP and re-run" >&2
   exit 1
 fi
 echo "setup: ready (.venv, $actual, java $(java -version 2>&1 | head -1 | cut -d'"' -f2))"
