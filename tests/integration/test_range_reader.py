@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Producer
 
 from airflow_provider_eo.spark.records import TaskRange
-from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
+from airflow_provider_eo.spark.task.range_reader import RangeConsumer, RangeReadError, read_range
 from eo_devtools.stack.ports import find_free_port
 from tests.conftest import StackInfo
 from tests.kafka_helpers import BATCHING_PRODUCER, produce
@@ -57,6 +57,18 @@ def test_split_ranges_read_every_record_exactly_once(stack: StackInfo, topic10: 
     parts = [TaskRange(topic10, 1, a, b) for a, b in [(0, 3), (3, 4), (4, 4), (4, 9), (9, 10)]]
     offsets = [r.offset for part in parts for r in read_range(_config(stack), part, batch_size=3)]
     assert offsets == list(range(10))
+
+
+def test_one_consumer_reads_a_packs_ranges_in_turn_each_exactly(stack: StackInfo, topic10: str) -> None:
+    """A packed task's consumer: partitions in turn, a partition again (a fresh consumer), and
+    a range ending at the high watermark (its end-of-partition event) between them."""
+    reader = RangeConsumer(_config(stack))
+    parts = [(1, 2, 5), (0, 0, 1), (1, 5, 10), (1, 0, 2), (0, 0, 1)]
+    try:
+        read = [[(r.partition, r.offset) for r in reader.read(TaskRange(topic10, *part))] for part in parts]
+    finally:
+        reader.close()
+    assert read == [[(p, o) for o in range(a, b)] for p, a, b in parts]
 
 
 def test_end_beyond_the_data_is_a_clear_error(stack: StackInfo, topic10: str) -> None:

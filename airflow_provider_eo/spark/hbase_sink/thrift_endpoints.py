@@ -68,8 +68,8 @@ class ThriftEndpoints:
 
 
 def spark_task_index() -> int:
-    """The running Spark task's partition id: its index in the epoch's task list (one
-    TaskRange per partition); 0 outside a Spark task."""
+    """The running Spark task's partition id: its index in the epoch's list of packs (one
+    pack of task ranges per partition); 0 outside a Spark task."""
     from pyspark import TaskContext
 
     context = TaskContext.get()

@@ -148,17 +148,30 @@ def read_range(
 class RangeConsumer:
     """One consumer reading ranges one after another (a packed Spark task's ranges), each
     under the module contract: a range's partition is assigned at its start and unassigned
-    after it, and a message of any other partition is never yielded for it."""
+    after it, a message of any other partition is never yielded for it, and a partition
+    read before gets a fresh consumer."""
 
     def __init__(self, kafka_config: Mapping[str, str], queue_bytes: int | None = None) -> None:
-        self._errors = _ReaderErrors()
+        self._config = consumer_config(kafka_config, queue_bytes)
         self._closed = False
-        self._consumer = Consumer({**consumer_config(kafka_config, queue_bytes), "error_cb": self._errors})
+        self._read: set[tuple[str, int]] = set()  # partitions this consumer was assigned
+        self._consumer, self._errors = self._open()
+
+    def _open(self) -> tuple[Consumer, _ReaderErrors]:
+        errors = _ReaderErrors()
+        return Consumer({**self._config, "error_cb": errors}), errors
 
     def read(self, rng: TaskRange, batch_size: int = 1000, timeout_s: float = 30.0) -> Iterator[KafkaRecord]:
         """Yield the records of ``rng``; raises :class:`RangeReadError` as the contract says."""
         if rng.start >= rng.end:
             return
+        if (rng.topic, rng.partition) in self._read:
+            # a partition read before (sub-ranges of one big range): a fresh consumer, so no
+            # record or end-of-partition event fetched for the earlier range can count here
+            self._consumer.close()
+            self._consumer, self._errors = self._open()
+            self._read.clear()
+        self._read.add((rng.topic, rng.partition))
         self._consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         try:
             yield from _records(self._consumer, rng, batch_size, timeout_s, self._errors)
