@@ -19,8 +19,10 @@ an empty list when every file is the distribution's own. Raises
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import sys
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
@@ -28,11 +30,16 @@ from pathlib import Path
 HASHED_BYTES = 1 << 18
 
 
-def shared_paths(dist_name: str, prefix: str) -> set[str]:
-    """Paths under ``prefix`` that another installed distribution records too (read from the
-    RECORD texts: building every distribution's file objects takes seconds)."""
+def _distributions(search_path: list[str] | None) -> Iterable[metadata.Distribution]:
+    return metadata.distributions() if search_path is None else metadata.distributions(path=search_path)
+
+
+def shared_paths(dist_name: str, prefix: str, search_path: list[str] | None = None) -> set[str]:
+    """Paths under ``prefix`` that another distribution installed on ``search_path`` (None:
+    ``sys.path``) records too (read from the RECORD texts: building every distribution's file
+    objects takes seconds)."""
     shared: set[str] = set()
-    for other in metadata.distributions():
+    for other in _distributions(search_path):
         name = other.metadata["Name"]
         if name is None or _normal(name) == _normal(dist_name):
             continue
@@ -41,27 +48,36 @@ def shared_paths(dist_name: str, prefix: str) -> set[str]:
     return shared
 
 
-def pyspark_file_mismatches(dist_name: str = "pyspark", prefix: str = "pyspark/") -> list[str]:
-    """Files of ``dist_name`` under ``prefix`` not as its RECORD says (see the module contract)."""
-    dist = metadata.distribution(dist_name)
+def pyspark_file_mismatches(
+    dist_name: str = "pyspark", prefix: str = "pyspark/", search_path: list[str] | None = None
+) -> list[str]:
+    """Files of ``dist_name`` under ``prefix`` not as its RECORD says (see the module contract);
+    distributions are looked up on ``search_path`` (None: ``sys.path``)."""
+    found = [
+        d for d in _distributions(search_path) if _normal(d.metadata["Name"] or "") == _normal(dist_name)
+    ]
+    if not found:
+        raise metadata.PackageNotFoundError(dist_name)
+    dist = found[0]  # the first on the path: the one Python imports
     version = dist.version
-    shared = shared_paths(dist_name, prefix)
+    shared = shared_paths(dist_name, prefix, search_path)
     problems = []
-    for entry in dist.files or ():
-        name = str(entry)
-        if not name.startswith(prefix) or entry.hash is None:
+    record = dist.read_text("RECORD") or ""  # not dist.files: it leaves out missing files
+    for name, hashed, recorded_size in (row[:3] for row in csv.reader(record.splitlines()) if len(row) >= 3):
+        if not name.startswith(prefix) or not hashed:
             continue
-        path = Path(str(entry.locate()))
+        mode, _, expected = hashed.partition("=")
+        path = Path(str(dist.locate_file(name)))
         if not path.is_file():
             problems.append(f"{name}: missing (recorded by {dist_name} {version})")
             continue
         size = path.stat().st_size
-        if entry.size is not None and size != entry.size:
-            problems.append(f"{name}: {size} bytes, {dist_name} {version} records {entry.size}")
+        if recorded_size and size != int(recorded_size):
+            problems.append(f"{name}: {size} bytes, {dist_name} {version} records {recorded_size}")
             continue
         if name.endswith(".py") or size <= HASHED_BYTES or name in shared:
-            digest = hashlib.new(entry.hash.mode, path.read_bytes()).digest()
-            if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != entry.hash.value:
+            digest = hashlib.new(mode, path.read_bytes()).digest()
+            if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != expected:
                 owners = " (also recorded by another distribution)" if name in shared else ""
                 problems.append(f"{name}: content differs from {dist_name} {version}'s RECORD{owners}")
     return problems

@@ -6,8 +6,6 @@ import base64
 import hashlib
 from pathlib import Path
 
-import pytest
-
 from eo_devtools.pyspark_files import pyspark_file_mismatches
 
 
@@ -33,17 +31,14 @@ def _install(root: Path, dist: str, files: dict[str, bytes]) -> None:
     (info / "RECORD").write_text("\n".join(lines) + "\n")
 
 
-def test_a_file_overwritten_by_another_distribution_is_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_file_overwritten_by_another_distribution_is_named(tmp_path: Path) -> None:
     _install(tmp_path, "eo-fake-spark", {"eofake/a.py": b"A = 1\n", "eofake/b.py": b"B = 2\n"})
     _install(tmp_path / "client", "eo-fake-client", {"eofake/a.py": b"A = 0\n"})
-    monkeypatch.syspath_prepend(str(tmp_path / "client"))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert pyspark_file_mismatches("eo-fake-spark", "eofake/") == []
+    path = [str(tmp_path), str(tmp_path / "client")]
+    assert pyspark_file_mismatches("eo-fake-spark", "eofake/", path) == []
     (tmp_path / "eofake/a.py").write_bytes(b"A = 0\n")  # the client's copy, same size
     (tmp_path / "eofake/b.py").unlink()
-    assert pyspark_file_mismatches("eo-fake-spark", "eofake/") == [
+    assert pyspark_file_mismatches("eo-fake-spark", "eofake/", path) == [
         "eofake/a.py: content differs from eo-fake-spark 1.0's RECORD"
         " (also recorded by another distribution)",
         "eofake/b.py: missing (recorded by eo-fake-spark 1.0)",
