@@ -24,6 +24,7 @@ import pytest
 
 from eo_devtools.stack.topology import Topology
 from tests.faults.harness import FaultStack
+from tests.faults.kafka_brokers import wait_cluster_whole
 
 #: 3 KRaft nodes (each broker and controller), 2 region servers, 2 Thrift servers.
 CLUSTER_TOPOLOGY = Topology(kafka_brokers=3, hbase_regionservers=2, thrift_servers=2)
@@ -71,3 +72,12 @@ def retire(stacks: Iterable[FaultStack]) -> None:
     """Stop each single-node stack (idempotent: their fixtures' teardown then finds them down)."""
     for stack in stacks:
         stack.down()
+
+
+def restore_whole(stack: FaultStack) -> None:
+    """Start whatever of ``stack`` is down and wait until the Kafka cluster is whole (every
+    broker registered, every partition's ISR full); a no-op on a healthy stack."""
+    if stack.healthy():
+        return
+    stack.up()
+    wait_cluster_whole(stack)

@@ -22,6 +22,7 @@ from tests.faults.cluster_topology import (
     CLUSTER_STACK_DIR_ENV,
     CLUSTER_TOPOLOGY,
     cluster_cases_last,
+    restore_whole,
     retire,
 )
 from tests.faults.harness import FAULT_STACK_DIR_ENV, FaultStack, running_fault_stack
@@ -71,6 +72,16 @@ def cluster_stack() -> Iterator[FaultStack]:
     retire(_SINGLE_NODE)
     with running_fault_stack("eo-cluster-", CLUSTER_TOPOLOGY, CLUSTER_STACK_DIR_ENV) as stack:
         yield stack
+
+
+@pytest.fixture(autouse=True)
+def _whole_cluster_after(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a cluster case, the cluster is whole again even when the case failed before its
+    own restart: a node or server it left down is started, and every partition's ISR is full
+    (so one failure does not fail the cases after it)."""
+    yield
+    if "cluster_stack" in request.fixturenames:
+        restore_whole(request.getfixturevalue("cluster_stack"))
 
 
 @pytest.fixture(scope="package")
