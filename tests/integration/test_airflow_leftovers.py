@@ -6,10 +6,9 @@ task processes run in process groups of their own in the same session. After a
 ``kill -9`` of the scheduler, ``up`` (before starting a new scheduler) and ``down`` SIGKILL
 what is left in the dead service's session (:meth:`LocalAirflow.leftovers`).
 
-The first test is cheap (a shell pretends to be a scheduler); the second kills the
-scheduler of the session's real Airflow (``airflow_server``, tests/airflow_server.py), takes
-it ``down`` and brings it back ``up`` for the tests after it: one real Airflow for the whole
-session instead of one more of its own.
+The first test is cheap (a shell pretends to be a scheduler); the second runs a real
+Airflow of its own on the session's stack (its ``down`` must leave nothing, so it cannot be
+the session's ``airflow_server``, which the tests after it use). Both run in every run.
 """
 
 from __future__ import annotations
@@ -27,7 +26,8 @@ from eo_devtools.stack.airflow import LocalAirflow
 from eo_devtools.stack.airflow_config import AirflowConfig
 from eo_devtools.stack.airflow_services import SERVICE_MARKER, AirflowScheduler
 from eo_devtools.stack.process import cmdline, group_members, has_env, is_running, session_members
-from tests.airflow_server import AirflowServer
+from tests.airflow_server import running_airflow_server
+from tests.conftest import StackInfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]
 
@@ -120,13 +120,12 @@ def test_leftovers_of_a_dead_scheduler_are_its_session_minus_strangers(tmp_path:
             os.kill(pid, signal.SIGKILL)
 
 
-def test_scheduler_killed_then_up_and_down_leave_nothing(airflow_server: AirflowServer) -> None:
+def test_scheduler_killed_then_up_and_down_leave_nothing(stack: StackInfo) -> None:
     """A real Airflow (LocalExecutor): ``kill -9`` of the scheduler leaves its idle workers;
     ``up`` kills them before it starts a new scheduler; the scheduler killed again, ``down``
-    leaves no process of this Airflow (a /proc scan for its state dir and marker). The
-    session's Airflow is up again afterwards, whatever happened."""
-    airflow = airflow_server.airflow
-    try:
+    leaves no process of this Airflow (a /proc scan for its state dir and marker)."""
+    with running_airflow_server(stack) as server:
+        airflow = server.airflow
         state_dir = airflow.config.state_dir
         (scheduler,) = [s for s in airflow.services if s.name == "airflow-scheduler"]
         for attempt in ("up", "down"):
@@ -143,6 +142,3 @@ def test_scheduler_killed_then_up_and_down_leave_nothing(airflow_server: Airflow
             else:
                 airflow.down()
                 assert stack_processes(state_dir, airflow.config.home) == []
-    finally:
-        airflow.up()  # the session's Airflow serves the tests after this one
-        assert airflow.is_up()
