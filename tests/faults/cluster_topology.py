@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from eo_devtools.stack.process import running_pid
+from eo_devtools.stack.stack import service_classes
 from eo_devtools.stack.topology import Topology
 from tests.faults.harness import FaultStack
 from tests.faults.kafka_brokers import wait_cluster_whole
@@ -75,9 +77,16 @@ def retire(stacks: Iterable[FaultStack]) -> None:
 
 
 def restore_whole(stack: FaultStack) -> None:
-    """Start whatever of ``stack`` is down and wait until the Kafka cluster is whole (every
-    broker registered, every partition's ISR full); a no-op on a healthy stack."""
-    if stack.healthy():
+    """Start whatever of ``stack`` a case left stopped (a killed node or server: its pid file
+    names no live process; no health probe, which costs seconds on a loaded machine) and wait
+    until the Kafka cluster is whole (every broker registered, every partition's ISR full)."""
+    stopped = [
+        service
+        for service in service_classes(stack.local.topology)
+        if running_pid(stack.local.state_dir / "pids" / f"{service}.pid") is None
+    ]
+    if not stopped:
         return
+    print(f"cluster stack: restarting {stopped} after the case")
     stack.up()
     wait_cluster_whole(stack)
