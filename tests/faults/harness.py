@@ -874,16 +874,18 @@ def new_case(
 
 
 @contextlib.contextmanager
-def running_fault_stack(prefix: str, topology: Topology | None = None) -> Iterator[FaultStack]:
+def running_fault_stack(
+    prefix: str, topology: Topology | None = None, kept_dir_env: str = FAULT_STACK_DIR_ENV
+) -> Iterator[FaultStack]:
     """A private :class:`FaultStack` of ``topology`` in a fresh state dir named ``prefix...``,
     its connections in the environment while the block runs; stopped and removed afterwards.
 
-    With ``EO_FAULT_STACK_DIR`` set, the stack of that state dir (``eo-stack up --state-dir``)
-    is used instead (what is not running is started) and left running: a developer's
-    stack for one fault test at a time."""
+    With ``kept_dir_env`` (default ``EO_FAULT_STACK_DIR``) set, the stack of that state dir
+    (``eo-stack up --state-dir``) is used instead (what is not running is started) and left
+    running: a developer's stack for one fault test at a time."""
     from tests.conftest import new_stack_dir
 
-    kept = os.environ.get(FAULT_STACK_DIR_ENV)
+    kept = os.environ.get(kept_dir_env)
     if kept:
         stack = FaultStack(Path(kept), topology)
         stack.up()

@@ -1,27 +1,23 @@
 """HBase regions changing under a write: a split and a move while the Spark tasks stand between
 two HBase segments, and a table pre-split into many regions written by many tasks.
 
-These run on a stack of their own with two region servers in the HBase master's JVM
-(``Topology(hbase_regionservers=2)``, docs/scale.md), so they are long mode only
-(``EO_FAULT_LONG=1``, docs/faults.md). The regions are changed through HBase's Java Admin
-API (:class:`~eo_devtools.stack.hbase_admin.HBaseTableTool`), each change waited for until
-the regions are open again. Each case asserts the exact end state: HBase cells and their
-versions, the ledger's epoch rows and the group's offsets (:meth:`Case.verify`).
+These run on the suite's shared cluster stack, whose HBase master JVM holds two region
+servers (``cluster_stack``: tests/faults/cluster_topology.py, docs/scale.md). The regions are
+changed through HBase's Java Admin API (:class:`~eo_devtools.stack.hbase_admin.HBaseTableTool`),
+each change waited for until the regions are open again. Each case asserts the exact end
+state: HBase cells and their versions, the ledger's epoch rows and the group's offsets
+(:meth:`Case.verify`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode
 from eo_devtools.stack.hbase_admin import Region
-from eo_devtools.stack.topology import Topology
-from tests.faults.harness import Case, FaultStack, new_case, running_fault_stack
+from tests.faults.harness import Case, FaultStack, new_case
 from tests.faults.test_service_faults import (
     _after_write,
     _final_epochs,
@@ -29,21 +25,12 @@ from tests.faults.test_service_faults import (
     _record_verified_end,
 )
 
-pytestmark = pytest.mark.long_faults
-
 #: Where the sample events' rows (``user-0000`` .. ``user-0039``) are cut in two.
 MIDDLE = "user-0020"
 #: 15 keys: 16 regions of about 2-3 sample users each.
 SIXTEEN_REGIONS = [f"user-{i * 40 // 16:04d}" for i in range(1, 16)]
 #: What a segment write that failed and was retried logs (spark/hbase_sink/hbase_writer.py).
 RETRY_LOG = "HBase write failed"
-
-
-@pytest.fixture(scope="module")
-def region_stack() -> Iterator[FaultStack]:
-    """A private stack with two HBase region servers (the fault suite's own stays untouched)."""
-    with running_fault_stack("eo-regions-", Topology(hbase_regionservers=2)) as stack:
-        yield stack
 
 
 def _bounds(regions: list[Region]) -> list[tuple[str, str]]:
@@ -69,14 +56,14 @@ def _finish(
     )
 
 
-def test_region_split_mid_write(region_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
+def test_region_split_mid_write(cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(
         order=37,
         fault="HBase region split (2 region servers) while the Spark tasks stand between two HBase "
         "segments: the table's only region split at its middle row, daughters open, tasks released",
     )
-    case = new_case(region_stack, tmp_path, "rsplit", records=200, cap=None)
-    tool = region_stack.table_tool
+    case = new_case(cluster_stack, tmp_path, "rsplit", records=200, cap=None)
+    tool = cluster_stack.table_tool
     table = case.spec.hbase_table
     assert _bounds(tool.regions(table)) == [("", "")]
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
@@ -96,17 +83,17 @@ def test_region_split_mid_write(region_stack: FaultStack, tmp_path: Path, report
         f"split at {MIDDLE} into 2 daughters on {len({r.server for r in seen['regions']})} server(s) "
         f"with {len(seen['before'])} rows written; cells unchanged by the split"
     )
-    _finish(case, region_stack, report, epoch_id, rc, output)
+    _finish(case, cluster_stack, report, epoch_id, rc, output)
 
 
-def test_region_move_mid_write(region_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
+def test_region_move_mid_write(cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(
         order=38,
         fault="HBase region moves (2 region servers) while the Spark tasks stand between two HBase "
         "segments: each region of a table pre-split in 2 moved to the other server, tasks released",
     )
-    case = new_case(region_stack, tmp_path, "rmove", records=200, cap=None, split_keys=[MIDDLE])
-    tool = region_stack.table_tool
+    case = new_case(cluster_stack, tmp_path, "rmove", records=200, cap=None, split_keys=[MIDDLE])
+    tool = cluster_stack.table_tool
     table = case.spec.hbase_table
     servers = tool.servers()
     assert len(servers) == 2
@@ -130,21 +117,21 @@ def test_region_move_mid_write(region_stack: FaultStack, tmp_path: Path, report:
         f"both regions moved to the other region server with {len(seen['before'])} rows written; "
         "cells unchanged by the moves"
     )
-    _finish(case, region_stack, report, epoch_id, rc, output)
+    _finish(case, cluster_stack, report, epoch_id, rc, output)
     # The regions kept their bounds (the balancer may have moved them again since).
     assert _bounds(tool.regions(table)) == _bounds(before)
 
 
-def test_many_regions_many_tasks(region_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
+def test_many_regions_many_tasks(cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]) -> None:
     report.update(
         order=39,
         fault="a table pre-split into 16 regions over 2 region servers, written by 8 Spark tasks "
         "(8 partitions) in one epoch",
     )
     case = new_case(
-        region_stack, tmp_path, "rmany", partitions=8, records=800, cap=None, split_keys=SIXTEEN_REGIONS
+        cluster_stack, tmp_path, "rmany", partitions=8, records=800, cap=None, split_keys=SIXTEEN_REGIONS
     )
-    tool = region_stack.table_tool
+    tool = cluster_stack.table_tool
     table = case.spec.hbase_table
     regions = tool.regions(table)
     assert len(regions) == 16
@@ -161,4 +148,4 @@ def test_many_regions_many_tasks(region_stack: FaultStack, tmp_path: Path, repor
         f"16 regions, {sorted(per_server.values())} per region server; 8 tasks (one per partition) "
         f"wrote {len(case.hbase_cells())} rows across them"
     )
-    _finish(case, region_stack, report, epoch_id, rc, output)
+    _finish(case, cluster_stack, report, epoch_id, rc, output)

@@ -1,6 +1,6 @@
-"""A node of a 3-node Kafka cluster killed mid-epoch (long mode: a stack of its own).
+"""A node of a 3-node Kafka cluster killed mid-epoch (the suite's shared cluster stack).
 
-The module's stack runs ``Topology(kafka_brokers=3)``: three KRaft nodes that are each broker
+The suite's ``cluster_stack`` (tests/faults/cluster_topology.py) runs three KRaft nodes that are each broker
 and controller, topics replicated 3 times with ``min.insync.replicas`` 2 and unclean leader
 election off (:mod:`eo_devtools.stack.kafka_cluster`). Each test ``kill -9``s one node at a
 phase of an epoch - the leader of the pipeline's partition 0 during reserve and during the
@@ -14,16 +14,12 @@ records at their offsets, the ledger's epoch rows, the group's offsets, HBase's 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode
-from eo_devtools.stack.topology import Topology
 from tests.faults.harness import (
     OFFSETS_TOPIC,
     Case,
@@ -31,7 +27,6 @@ from tests.faults.harness import (
     hang_env,
     java_string_hash,
     new_case,
-    running_fault_stack,
 )
 from tests.faults.kafka_brokers import (
     active_controller,
@@ -42,17 +37,8 @@ from tests.faults.kafka_brokers import (
 )
 from tests.faults.test_service_faults import _after_write, _drain_and_verify, _record_verified_end
 
-pytestmark = pytest.mark.long_faults
-
 ALL = [1, 2, 3]
 HANG = "spark.task.after_segment:hang"
-
-
-@pytest.fixture(scope="module")
-def cluster_stack() -> Iterator[FaultStack]:
-    """A private stack with a 3-node Kafka cluster, stopped after the module."""
-    with running_fault_stack("eo-kcluster-", Topology(kafka_brokers=3)) as stack:
-        yield stack
 
 
 def _new_case(stack: FaultStack, tmp_path: Path, tag: str, **options: Any) -> Case:

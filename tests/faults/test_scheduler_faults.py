@@ -1,4 +1,16 @@
-"""Faults under a real scheduler (LocalExecutor) that Airflow recovers from by itself (long mode).
+"""Faults under a real scheduler (LocalExecutor) that Airflow recovers from by itself.
+
+The cases run on the suite's shared cluster stack (``cluster_stack``:
+tests/faults/cluster_topology.py) with one Airflow metadata database and DAG folder for
+the task-tree and scheduler kills (``pg_airflow``); each case starts its own scheduler
+(two of them kill it). The normal suite runs the task-tree kill (``task``) and the
+scheduler kill with its session (``killed``: what ``eo-stack up`` and a service manager do).
+Long mode adds the tree kill with its LocalExecutor worker (``worker``: the
+heartbeat-timeout path, which the zombie case of test_airflow_faults.py, row 17, runs in
+every CI run), the scheduler kill with its workers left running (``live-on``: the setup
+docs/scale.md advises against; its tries depend on timing, a third write try on a loaded
+machine) and the kill-to-commit figures (Airflow's defaults wait out a 300 s heartbeat
+timeout).
 
 Nobody aborts, clears or marks anything: the run succeeds through Airflow's own retries,
 its heartbeat timeout and its adoption of a dead scheduler's tasks, and the harness checks
@@ -48,7 +60,7 @@ from tests.faults.crash_points import crash_env
 from tests.faults.harness import Case, FaultStack, hang_env, new_case
 from tests.faults.test_process_faults import _verified
 
-pytestmark = [pytest.mark.long_faults]
+LONG = pytest.mark.long_faults
 
 AIRFLOW_DEFAULTS = {
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "300",
@@ -60,8 +72,8 @@ AIRFLOW_DEFAULTS = {
 """Airflow 3's own values of the settings :data:`RECOVERY_SETTINGS` changes."""
 
 
-def _home(fault_stack: FaultStack, base: Path, retry_delay_s: int | None) -> Iterator[PostgresAirflow]:
-    airflow = PostgresAirflow.create(fault_stack, base, retry_delay_s)
+def _home(cluster_stack: FaultStack, base: Path, retry_delay_s: int | None) -> Iterator[PostgresAirflow]:
+    airflow = PostgresAirflow.create(cluster_stack, base, retry_delay_s)
     try:
         yield airflow
     finally:
@@ -71,18 +83,18 @@ def _home(fault_stack: FaultStack, base: Path, retry_delay_s: int | None) -> Ite
 
 @pytest.fixture(scope="module")
 def pg_airflow(
-    fault_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory
+    cluster_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[PostgresAirflow]:
     """The product's DAGs with a 1 s ``retry_delay`` on the fault stack's PostgreSQL."""
-    yield from _home(fault_stack, tmp_path_factory.mktemp("airflow-sched"), 1)
+    yield from _home(cluster_stack, tmp_path_factory.mktemp("airflow-sched"), 1)
 
 
 @pytest.fixture(scope="module")
 def product_airflow(
-    fault_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory
+    cluster_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[PostgresAirflow]:
     """The product's DAGs exactly as the factory builds them (its retry delays)."""
-    yield from _home(fault_stack, tmp_path_factory.mktemp("airflow-product"), None)
+    yield from _home(cluster_stack, tmp_path_factory.mktemp("airflow-product"), None)
 
 
 def _committed_epoch(case: Case, run_id: str) -> Any:
@@ -101,9 +113,9 @@ def _finish(case: Case, report: dict[str, Any]) -> None:
     report["verified"] = _verified(verification)
 
 
-@pytest.mark.parametrize("tree", ["task", "worker"])
+@pytest.mark.parametrize("tree", ["task", pytest.param("worker", marks=LONG)])
 def test_write_task_process_tree_killed(
-    fault_stack: FaultStack, pg_airflow: PostgresAirflow, tmp_path: Path, report: dict[str, Any], tree: str
+    cluster_stack: FaultStack, pg_airflow: PostgresAirflow, tmp_path: Path, report: dict[str, Any], tree: str
 ) -> None:
     """The write task's process tree SIGKILLed mid-write: ``task`` = the task process and its
     spark-submit (with Spark's Python workers), ``worker`` = also the LocalExecutor worker
@@ -114,7 +126,7 @@ def test_write_task_process_tree_killed(
         fault=f"a running write task's process tree SIGKILLed under a real scheduler (LocalExecutor): "
         f"{'the task process and its spark-submit' if tree == 'task' else 'its LocalExecutor worker too'}",
     )
-    case = new_case(fault_stack, tmp_path, f"sk{tree}", records=200, cap=None)
+    case = new_case(cluster_stack, tmp_path, f"sk{tree}", records=200, cap=None)
     release = tmp_path / "release"
     run_id = f"tree-{tree}"
     with AirflowServices.running(pg_airflow, case, {**crash_env(HANG), **hang_env(600, release)}) as airflow:
@@ -140,9 +152,9 @@ def test_write_task_process_tree_killed(
     _finish(case, report)
 
 
-@pytest.mark.parametrize("leftovers", ["live-on", "killed"])
+@pytest.mark.parametrize("leftovers", [pytest.param("live-on", marks=LONG), "killed"])
 def test_scheduler_killed_during_write_then_restarted(
-    fault_stack: FaultStack,
+    cluster_stack: FaultStack,
     pg_airflow: PostgresAirflow,
     tmp_path: Path,
     report: dict[str, Any],
@@ -158,7 +170,7 @@ def test_scheduler_killed_during_write_then_restarted(
         fault="the scheduler SIGKILLed while an epoch's write runs, then restarted; the dead scheduler's "
         + ("workers left running" if leftovers == "live-on" else "whole session killed before the restart"),
     )
-    case = new_case(fault_stack, tmp_path, f"ss{leftovers[:4]}", records=200, cap=None)
+    case = new_case(cluster_stack, tmp_path, f"ss{leftovers[:4]}", records=200, cap=None)
     release = tmp_path / "release"
     run_id = f"sched-{leftovers}"
     faults = {**crash_env(HANG), **hang_env(600, release)}
@@ -189,9 +201,10 @@ def test_scheduler_killed_during_write_then_restarted(
     _finish(case, report)
 
 
+@LONG
 @pytest.mark.parametrize("settings", ["airflow-defaults", "recommended"])
 def test_time_from_write_kill_to_epoch_committed(
-    fault_stack: FaultStack,
+    cluster_stack: FaultStack,
     product_airflow: PostgresAirflow,
     tmp_path: Path,
     report: dict[str, Any],
@@ -202,7 +215,7 @@ def test_time_from_write_kill_to_epoch_committed(
     with :data:`RECOVERY_SETTINGS`, both with the factory's retries and retry delays."""
     values = AIRFLOW_DEFAULTS if settings == "airflow-defaults" else dict(RECOVERY_SETTINGS)
     report.update(order=42, fault=f"write kill to epoch committed, {settings} ({values})")
-    case = new_case(fault_stack, tmp_path, f"kt{settings[:3]}", records=200, cap=None)
+    case = new_case(cluster_stack, tmp_path, f"kt{settings[:3]}", records=200, cap=None)
     release = tmp_path / "release"
     run_id = f"kill-time-{settings}"
     faults = {**crash_env(HANG), **hang_env(1200, release)}

@@ -170,45 +170,6 @@ def test_hbase_thrift_kill9_and_restart_mid_write(
     )
 
 
-def test_broker_kill9_and_restart_mid_write(
-    fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
-) -> None:
-    report.update(
-        order=29,
-        fault="Kafka broker JVM kill -9 as the Spark tasks start reading their ranges, restarted at once "
-        "(log recovery); more records produced after the restart",
-    )
-    case = new_case(fault_stack, tmp_path, "brkill", records=200, cap=None)
-    produced = case.produced_contents()
-    epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
-    proc = case.start_write(epoch_id)
-    proc.wait_for_output("task start")
-    fault_stack.kill_and_restart("kafka")
-    rc = proc.wait()
-    output = proc.output()
-    assert rc in (ExitCode.OK, ExitCode.TASK_FAILED), output[-3000:]
-    if rc == ExitCode.TASK_FAILED:
-        assert "RangeReadError" in output, output[-3000:]
-    assert case.topic_contents() == produced  # every record back at its offset, nothing more
-    assert case.group_offsets() == {tp: None for tp in case.ends()}
-    ends = case.ends()
-    more = case.produce(40, seed=36)
-    first_new: dict[tuple[str, int], int] = {}
-    for r in more:
-        tp = (r.topic, r.partition)
-        first_new[tp] = min(first_new.get(tp, r.offset), r.offset)
-    assert first_new == {tp: ends[tp] for tp in first_new}  # appended right after the old ends
-    state = _after_write(case, epoch_id, rc)
-    report["observed"] = (
-        f"spark-submit exit {rc} "
-        f"({'the tasks read after the restart' if rc == 0 else 'RangeReadError: no progress'}), "
-        f"epoch {state.value}; after log recovery the topic serves exactly the {len(case.produced) - 40} "
-        "records produced before, new records continue at the old ends; group offsets untouched"
-    )
-    _drain_and_verify(case, fault_stack, report, epoch_id, rc)
-    assert case.topic_contents() == case.produced_contents()
-
-
 def test_broker_kill9_and_restart_mid_commit(
     fault_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:

@@ -1,69 +1,36 @@
-"""One of two HBase Thrift servers killed mid-epoch, for good: the write tasks carry on
-through the other (long mode: an extra Thrift server JVM).
+"""One of two HBase Thrift servers killed mid-epoch: the write tasks carry on through the other.
 
-The suite's stack runs one Thrift server (``hbase-thrift``); this test starts a second
-ThriftServer JVM on the same HBase (the stack's ``hbase-thrift-2`` instance, as
-``eo-stack up --thrift-servers 2`` runs it: its own port, pid and log file in the stack's
-state dir; cheaper than a second stack) and lists both in the ``eo_hbase`` connection
-(``extra.servers``). Task ``i`` of the epoch starts on server ``i mod 2``; the second server
-is killed with ``kill -9`` while both tasks stand after their first HBase segment and is
-not restarted. The task that used it must fail over to the first server with one failed
-call and write the rest there; the epoch must be written, committed, and exact.
+The suite's ``cluster_stack`` (tests/faults/cluster_topology.py) runs two Thrift servers on
+the same HBase (``hbase-thrift`` and ``hbase-thrift-2``, as ``eo-stack up --thrift-servers 2``
+runs them) and lists both in the ``eo_hbase`` connection (``extra.servers``). Task ``i`` of
+the epoch starts on server ``i mod 2``; the second server is killed with ``kill -9`` while both
+tasks stand after their first HBase segment and stays dead for a later epoch too. The task
+that used it must fail over to the first server with one failed call and write the rest
+there; the epochs must be written, committed, and exact. The server is restarted at the end,
+so the cluster is whole for the next case.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from airflow_provider_eo.ledger.model.states import EpochState
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode
-from eo_devtools.stack.hbase import HBaseThriftService
-from eo_devtools.stack.ports import LOOPBACK, find_free_port
-from eo_devtools.stack.process import stop_process_group
-from eo_devtools.stack.service import Service
-from eo_devtools.stack.service_process import start_service, stop_service
-from eo_devtools.stack.topology import Topology
 from tests.faults.harness import Case, FaultStack, hang_env, new_case
 from tests.faults.test_service_faults import HANG, _final_epochs, _record_verified_end
 
-pytestmark = pytest.mark.long_faults
+SECOND = "hbase-thrift-2"
 
 
-@pytest.fixture
-def second_thrift(fault_stack: FaultStack) -> Iterator[Service]:
-    """A running second Thrift server: the stack's ``hbase-thrift-2`` instance
-    (:mod:`eo_devtools.stack.topology`), started beside the suite's one-server stack and
-    stopped (if still alive) after the test."""
-    cls = HBaseThriftService.configured(Topology(thrift_servers=2), 2)
-    service = cls(fault_stack.local.state_dir, {cls.port_keys[0]: find_free_port()})
-    start_service(service)
-    try:
-        yield service
-    finally:
-        stop_service(service)
-
-
-@pytest.fixture
-def two_servers(fault_stack: FaultStack, second_thrift: Service) -> Iterator[tuple[str, str]]:
-    """The suite's ``eo_hbase`` connection listing both servers (the stack's first), for this
-    test only; yields the two servers as ``host:port``."""
-    first = f"{fault_stack.local.hbase_host}:{fault_stack.local.hbase_port}"
-    second = f"{LOOPBACK}:{second_thrift.port}"
-    previous = fault_stack.conn_env["AIRFLOW_CONN_EO_HBASE"]
-    conn = json.loads(previous)
-    conn["extra"] = {**conn.get("extra", {}), "servers": f"{first},{second}"}
-    fault_stack.conn_env["AIRFLOW_CONN_EO_HBASE"] = json.dumps(conn)
-    try:
-        yield first, second
-    finally:
-        fault_stack.conn_env["AIRFLOW_CONN_EO_HBASE"] = previous
+def _servers(stack: FaultStack) -> tuple[str, str]:
+    """The two Thrift servers of the stack's ``eo_hbase`` connection, as ``host:port``."""
+    conn = json.loads(stack.conn_env["AIRFLOW_CONN_EO_HBASE"])
+    first, second = str(conn["extra"]["servers"]).split(",")
+    assert first == f"{stack.local.hbase_host}:{stack.local.hbase_port}", (first, second)
+    return first, second
 
 
 def _by_partition(case: Case) -> dict[int, list[tuple[int, bytes | None, bytes | None]]]:
@@ -71,26 +38,22 @@ def _by_partition(case: Case) -> dict[int, list[tuple[int, bytes | None, bytes |
 
 
 def test_thrift_server_kill9_mid_write_tasks_fail_over(
-    fault_stack: FaultStack,
-    second_thrift: Service,
-    two_servers: tuple[str, str],
-    tmp_path: Path,
-    report: dict[str, Any],
+    cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(
         order=32,
         fault="one of two HBase Thrift server JVMs kill -9 while the Spark tasks (one per server) stand "
-        "between two HBase segments; not restarted",
+        "between two HBase segments; still dead for the next epoch, restarted at the end",
     )
-    first, second = two_servers
-    case = new_case(fault_stack, tmp_path / "faulted", "thrfo", records=200, cap=None)
+    first, second = _servers(cluster_stack)
+    case = new_case(cluster_stack, tmp_path / "faulted", "thrfo", records=200, cap=None)
     epoch_id = int(case.reserve("fault-run")["epoch_id"])  # type: ignore[index]
     release = tmp_path / "release"
     proc = case.start_write(epoch_id, faults=HANG, **hang_env(240, release))
     proc.wait_for_hanging(case.partitions)
     assert case.hbase_cells(), "the tasks had written their first segments"
-    stop_process_group(int(second_thrift.pid_path.read_text()), first_signal=signal.SIGKILL, grace_s=5.0)
-    assert not second_thrift.healthy()
+    cluster_stack.kill(SECOND)
+    assert not cluster_stack.healthy()
     killed_at = time.monotonic()
     release.touch()
     rc, output = proc.wait(), proc.output()
@@ -107,7 +70,7 @@ def test_thrift_server_kill9_mid_write_tasks_fail_over(
     assert case.group_offsets() == case.ends()
 
     # Exact cells AND versions: those of the same records written without a fault.
-    control = new_case(fault_stack, tmp_path / "control", "thrfoc", records=200, cap=None)
+    control = new_case(cluster_stack, tmp_path / "control", "thrfoc", records=200, cap=None)
     assert _by_partition(control) == _by_partition(case)  # the same records at the same offsets
     assert control.run_epoch("control-run") is not None
     cells = case.hbase_cells()
@@ -125,6 +88,7 @@ def test_thrift_server_kill9_mid_write_tasks_fail_over(
     epochs = 1 + case.drain()
     assert epochs == 1
     _final_epochs(case, epoch_id, rc)
+    cluster_stack.restart(SECOND)
     report["observed"] = (
         f"spark-submit exit 0: the task on the killed server failed one call (attempt 1/4, failover "
         f"to the other server) and wrote the same segment there, the other task never failed; the "
@@ -133,7 +97,7 @@ def test_thrift_server_kill9_mid_write_tasks_fail_over(
     )
     _record_verified_end(
         case,
-        fault_stack,
+        cluster_stack,
         report,
         recovery=f"none needed: epoch {epoch_id} committed; {epochs} more epoch written with the server "
         "still dead (its task on that server failed over on its first call)",

@@ -7,7 +7,8 @@ task processes run in process groups of their own in the same session. After a
 what is left in the dead service's session (:meth:`LocalAirflow.leftovers`).
 
 The first test is cheap (a shell pretends to be a scheduler); the second runs a real
-Airflow of its own on the session's stack and is long mode (``EO_FAULT_LONG=1``).
+Airflow of its own on the session's stack (its ``down`` must leave nothing, so it cannot be
+the session's ``airflow_server``, which the tests after it use). Both run in every run.
 """
 
 from __future__ import annotations
@@ -119,7 +120,6 @@ def test_leftovers_of_a_dead_scheduler_are_its_session_minus_strangers(tmp_path:
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.long_faults
 def test_scheduler_killed_then_up_and_down_leave_nothing(stack: StackInfo) -> None:
     """A real Airflow (LocalExecutor): ``kill -9`` of the scheduler leaves its idle workers;
     ``up`` kills them before it starts a new scheduler; the scheduler killed again, ``down``
