@@ -386,6 +386,23 @@ class LocalStack:
         classes = self._classes()
         return all(s["healthy"] for name, s in self.status().items() if name in classes)
 
+    # -- Spark Connect server ----------------------------------------------------
+    def spark_connect_up(self) -> int:
+        """Start the Spark Connect server (:mod:`.spark_connect`) unless it runs; its port."""
+        with self._locked():
+            SparkConnectPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
+        return self._recorded_ports()[SparkConnectPart.port_keys[0]]
+
+    def spark_connect_down(self) -> None:
+        """Stop the Spark Connect server, if it runs."""
+        with self._locked():
+            SparkConnectPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+
+    @property
+    def spark_connect_port(self) -> int | None:
+        """The running Spark Connect server's port, or None."""
+        return self._recorded_ports().get(SparkConnectPart.port_keys[0])
+
     # -- Spark standalone cluster ----------------------------------------------
     def spark_up(self, workers: int = 2) -> dict[str, dict[str, Any]]:
         """Run the Spark master and exactly ``workers`` workers (the services must be up); return
