@@ -93,6 +93,11 @@ class SessionWrite:
 
     def interrupt(self) -> None:
         """Interrupt this try's job by its tag (nothing when none started)."""
-        if self.runner is not None:
+        if self.runner is None:
+            return
+        try:
             interrupted = self.runner.interrupt()
-            log.info("pipeline=%s epoch_id=%s: interrupted %s", self.spec.name, self.epoch_id, interrupted)
+        except Exception as exc:  # the session already released: its job has ended
+            log.info("pipeline=%s epoch_id=%s: nothing to interrupt (%s)", self.spec.name, self.epoch_id, exc)
+            return
+        log.info("pipeline=%s epoch_id=%s: interrupted %s", self.spec.name, self.epoch_id, interrupted)

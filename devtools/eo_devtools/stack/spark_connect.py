@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from eo_devtools.stack.ports import LOOPBACK
 from eo_devtools.stack.service import MissingBinaryError, Service
@@ -34,6 +35,21 @@ PROBE = (
     "assert s.sql('SELECT 1 AS one').collect()[0].one == 1\n"
     "s.stop()\n"
 )
+#: The server's log4j2 configuration. Spark Connect's execution manager logs every plan it
+#: starts at INFO, and a plan holds the job's pickled closure (in session mode: the
+#: pipeline's connections). Its level is WARN here, as it must be on any server that runs
+#: session-mode epochs (docs/spark.md "Session mode").
+LOG4J2 = """\
+rootLogger.level = info
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.plans.name = org.apache.spark.sql.connect.service.SparkConnectExecutionManager
+logger.plans.level = warn
+"""
 
 
 def connect_url(port: int) -> str:
@@ -62,14 +78,21 @@ class SparkConnectService(Service):
         if not list((spark_home() / "jars").glob("spark-connect_*.jar")):
             raise MissingBinaryError(f"no spark-connect_*.jar in {spark_home()}/jars: pyspark >= 4 ships it")
 
+    @property
+    def log4j2_file(self) -> Path:
+        return self.state_dir / "spark-connect" / "log4j2.properties"
+
     def prepare(self) -> None:
+        """The executors' interpreter, the server's scratch dir and :data:`LOG4J2` (rewritten)."""
         write_executor_python(self.state_dir)
-        (self.state_dir / "spark-connect").mkdir(exist_ok=True)
+        self.log4j2_file.parent.mkdir(exist_ok=True)
+        self.log4j2_file.write_text(LOG4J2)
 
     def argv(self) -> list[str]:
         return [
             str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", LOCAL_MASTER,
             "--name", "eo-spark-connect", "--driver-memory", DRIVER_MEMORY,
+            "--driver-java-options", f"-Dlog4j2.configurationFile=file:{self.log4j2_file}",
             "--conf", f"spark.connect.grpc.binding.port={self.port}",
             "--conf", f"spark.connect.grpc.binding.address={LOOPBACK}",
             "--conf", f"spark.local.dir={self.state_dir / 'spark-connect'}",
