@@ -33,17 +33,20 @@ from psycopg2.extensions import parse_dsn
 
 from airflow_provider_eo.config import load_pipeline
 from airflow_provider_eo.ledger import Epoch, Ledger
-from airflow_provider_eo.ledger.model.epoch import PartitionRange
 from airflow_provider_eo.ledger.model.read_model import EpochFilter
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.protocol import EpochProtocol, Reserved
+from airflow_provider_eo.operators.backfill_chunks import WriteBackfillChunkOperator
 from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from airflow_provider_eo.operators.session_write import SessionWriteFailed
 from airflow_provider_eo.operators.write import WriteEpochOperator
+from airflow_provider_eo.spark.driver.task_runner import TaskFailed
+from airflow_provider_eo.spark.driver.task_settings import task_settings
+from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.session.connect_tasks import SessionTasks
-from airflow_provider_eo.spark.session.executor_package import client_identity
+from airflow_provider_eo.spark.session.executor_package import PackageIdentity, client_identity
 from airflow_provider_eo.spark.session.session_write import open_session
 from eo_devtools.stack.spark_connect import connect_url, spark_connect_connection
 from eo_devtools.stack.stack import LocalStack
@@ -231,14 +234,19 @@ def test_a_replay_in_session_mode_writes_exactly_the_dead_letter(world: World) -
 
 
 def test_a_backfill_chunk_in_session_mode_writes_submit_modes_versions(world: World) -> None:
-    trip, session = session_trip(world, "fixed.yaml", 4096)
-    try:
-        epoch = trip.reserve_backfill([PartitionRange(world.topic, 0, 0, 3)])
-        runner = SessionTasks(session, f"eo-test-backfill-{epoch.epoch_id}", client_identity())
-        assert trip.write(epoch.epoch_id, runner) == 0
-        committed = trip.commit(epoch.epoch_id)
-    finally:
-        session.stop()
+    file = world.folder / "fixed.yaml"  # written by the replay's test
+    chunk = WriteBackfillChunkOperator(
+        task_id="chunk.write",
+        pipeline=world.name,
+        spec=load_pipeline(world.name, file),
+        pipelines_file=str(file),
+        ranges=[{"topic": world.topic, "partition": 0, "start": 0, "end": 3}],
+    )
+    context = task_context("backfill-1", dag_id=f"eo_backfill__{world.name}")
+    summary = chunk.execute(context)
+    assert summary["state"] == "WRITTEN"
+    trip = EpochRoundTrip(load_pipeline(world.name, file), world.dsn, world.env)
+    committed = trip.commit(summary["epoch_id"])
     assert epoch_row(committed) == EpochRow("backfill", "COMMITTED", ((0, 0, 3),), ((0, 3, 0),))
     # one segment: every row at the version of its last record (offset 2), as in submit mode;
     # k0's cell at version 2 is rewritten as it was, k1 gains version 2 beside the replay's 1
@@ -357,3 +365,22 @@ def test_on_kill_interrupts_the_tagged_job_and_recovery_settles_the_epoch(
         ]
         assert versioned(world.stack, name) == {b"a": {b"d:i": [(b"1", 1)]}}  # one segment, its last offset
         assert trip.group_offsets() == {0: 2}
+
+
+def test_a_task_refuses_an_executor_copy_of_another_version(world: World) -> None:
+    trip, session = session_trip(world, "fixed.yaml", 4096)
+    ours = client_identity()
+    sent = PackageIdentity("0.0.0-other", ours.digest)  # what a task of another release would send
+    before = versioned(world.stack, world.table)
+    try:
+        with trip.connections():
+            settings = task_settings(trip.spec, 99)
+        with pytest.raises(TaskFailed) as failed:
+            SessionTasks(session, "eo-test-version", sent)(settings, [TaskRange(world.topic, 1, 0, 2)])
+    finally:
+        session.stop()
+    error = failed.value.error
+    assert error is not None and error.type == "ExecutorPackageMismatch"
+    assert f"the executor runs airflow-provider-eo {ours.describe()}" in str(error)
+    assert f"the Airflow task sent {sent.describe()}" in str(error)
+    assert versioned(world.stack, world.table) == before  # refused before anything was read or written
