@@ -13,6 +13,7 @@ Healthy means a Spark Connect client gets an answer to ``SELECT 1``. ``eo-stack 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -115,9 +116,13 @@ class SparkConnectService(Service):
     def healthy(self) -> bool:
         """True when a Spark Connect client gets ``1`` back from ``SELECT 1`` (in a child
         process: a client session holds threads and a gRPC channel this process should not keep)."""
+        try:  # the port first: cheap, while the JVM is still starting
+            socket.create_connection((LOOPBACK, self.port), timeout=2).close()
+        except OSError:
+            return False
         try:
             done = subprocess.run(
-                [sys.executable, "-c", PROBE, connect_url(self.port)], capture_output=True, timeout=30
+                [sys.executable, "-c", PROBE, connect_url(self.port)], capture_output=True, timeout=60
             )
         except subprocess.TimeoutExpired:
             return False
