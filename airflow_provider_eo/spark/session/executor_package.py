@@ -77,7 +77,10 @@ def session_package() -> Path:
 def executor_identity() -> PackageIdentity:
     """The copy this (executor) process imported: from its :data:`IDENTITY_FILE`, or
     ``__version__`` with digest :data:`INSTALLED` for an installed copy."""
-    data = pkgutil.get_data("airflow_provider_eo", IDENTITY_FILE)
+    try:
+        data = pkgutil.get_data("airflow_provider_eo", IDENTITY_FILE)
+    except OSError:  # an installed copy (a directory without the file)
+        data = None
     if data is None:
         return PackageIdentity(airflow_provider_eo.__version__, INSTALLED)
     loaded = json.loads(data)
