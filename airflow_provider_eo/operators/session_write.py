@@ -59,13 +59,19 @@ class SessionWrite:
         """Write and vote the epoch; raises :class:`SessionWriteFailed` unless it ends voted
         (or already voted under this token), and the Spark Connect client's errors when the
         server cannot be reached."""
-        from airflow_provider_eo.spark.session.session_write import open_session, write_on_session
+        from airflow_provider_eo.spark.session.session_write import (
+            close_session,
+            open_session,
+            pipeline_session_id,
+            write_on_session,
+        )
 
         ti = context.get("ti") if context else None
         tag = job_tag(self.spec.name, self.epoch_id, getattr(ti, "try_number", None))
         url = connect_url(self.spec.spark.connect_conn_id)
         with process_environment(env):
-            self.session = open_session(url)
+            connections = {name: value for name, value in env.items() if name.startswith("AIRFLOW_CONN_")}
+            self.session = open_session(url, pipeline_session_id(self.spec.name, connections))
             try:
                 code = write_on_session(
                     self.session,
@@ -80,7 +86,7 @@ class SessionWrite:
                     on_runner=self._keep,
                 )
             finally:
-                self.session.stop()  # releases the session; the server stays up
+                close_session(self.session, release=False)  # the pipeline's next epoch reuses it
         if code != ExitCode.OK:
             raise SessionWriteFailed(
                 f"pipeline={self.spec.name} epoch_id={self.epoch_id}: session-mode write ended "

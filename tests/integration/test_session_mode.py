@@ -83,6 +83,7 @@ class World:
     folder: Path
     stream: dict[str, Any]
     log_start: int
+    session_id: str  # the server-side session of the stream epoch's write
 
 
 def declaration(name: str, topic: str, max_record_bytes: int, **extra: Any) -> dict[str, Any]:
@@ -175,7 +176,11 @@ def world(stack: StackInfo, connect_server: str, tmp_path_factory: pytest.TempPa
         CommitEpochOperator(
             task_id="commit", pipeline=name, epoch_id=summary["epoch_id"], pipelines_file=str(file)
         ).execute(task_context())  # type: ignore[arg-type]
-        yield World(stack, connect_server, dsn, env, topic, name, name, folder, summary, log_start)
+        assert write.session_write is not None
+        session_id = write.session_write.session.session_id
+        yield World(
+            stack, connect_server, dsn, env, topic, name, name, folder, summary, log_start, session_id
+        )
 
 
 def session_trip(world: World, file_name: str, max_record_bytes: int) -> tuple[EpochRoundTrip, Any]:
@@ -245,6 +250,8 @@ def test_a_backfill_chunk_in_session_mode_writes_submit_modes_versions(world: Wo
     context = task_context("backfill-1", dag_id=f"eo_backfill__{world.name}")
     summary = chunk.execute(context)
     assert summary["state"] == "WRITTEN"
+    assert chunk.session_write is not None  # the pipeline's session, warm from the stream epoch
+    assert chunk.session_write.session.session_id == world.session_id
     trip = EpochRoundTrip(load_pipeline(world.name, file), world.dsn, world.env)
     committed = trip.commit(summary["epoch_id"])
     assert epoch_row(committed) == EpochRow("backfill", "COMMITTED", ((0, 0, 3),), ((0, 3, 0),))
@@ -260,6 +267,7 @@ def test_another_pipelines_job_on_the_server_cannot_read_this_pipelines_credenti
     assert password and len(password) >= 8
     other = open_session(world.url)  # another pipeline's session on the same server
     try:
+        assert other.session_id != world.session_id
         conf = other.conf.getAll
         assert not [key for key, value in conf.items() if password in str(value)]
 

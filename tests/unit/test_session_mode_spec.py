@@ -4,6 +4,7 @@ the provider zip a session ships (pure: no Spark, no services)."""
 from __future__ import annotations
 
 import json
+import uuid
 import zipfile
 
 import pytest
@@ -19,6 +20,7 @@ from airflow_provider_eo.spark.session.executor_package import (
     executor_identity,
     session_package,
 )
+from airflow_provider_eo.spark.session.session_write import pipeline_session_id, with_session_id
 
 BASE = "pipelines:\n- name: p\n  topics: [t]\n  hbase: {table: t}\n"
 
@@ -68,3 +70,22 @@ def test_the_session_zip_carries_the_package_and_its_identity() -> None:
     assert stored == {"version": airflow_provider_eo.__version__, "digest": identity.digest}
     # this process imported the source tree, not a zip: an installed copy, checked by version only
     assert executor_identity().digest == INSTALLED
+
+
+def test_a_pipelines_session_id_is_its_own_and_follows_its_credentials() -> None:
+    connections = {"AIRFLOW_CONN_EO_LEDGER": "postgres://eo:secret@h/eo", "AIRFLOW_CONN_EO_KAFKA": "{}"}
+    first = pipeline_session_id("orders", connections)
+    assert first == pipeline_session_id("orders", dict(reversed(list(connections.items()))))
+    assert str(uuid.UUID(first)) == first
+    rotated = {**connections, "AIRFLOW_CONN_EO_LEDGER": "postgres://eo:other@h/eo"}
+    assert (
+        len({first, pipeline_session_id("payments", connections), pipeline_session_id("orders", rotated)})
+        == 3
+    )
+
+
+def test_the_session_id_joins_the_connections_url() -> None:
+    sid = "6c4c3a3e-1d1f-4f55-9a55-4bd7a8d3a001"
+    assert with_session_id("sc://h:15002/", sid) == f"sc://h:15002/;session_id={sid}"
+    assert with_session_id("sc://h:15002", sid) == f"sc://h:15002/;session_id={sid}"
+    assert with_session_id("sc://h:15002/;token=t", sid) == f"sc://h:15002/;token=t;session_id={sid}"

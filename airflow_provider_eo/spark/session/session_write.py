@@ -4,17 +4,21 @@
 another runner: the same :func:`~airflow_provider_eo.spark.driver.write_epoch.write_epoch`
 (fencing check, task plan, vote WRITTEN under the epoch's fencing token, all through the
 ledger's :class:`~airflow_provider_eo.ledger.protocol.EpochProtocol`), with the tasks run by
-:class:`~.connect_tasks.SessionTasks` on a new session of the server at ``url``. The session
-gets the provider's zip as a Python artifact (:func:`~.executor_package.session_package`)
-and nothing else: no conf, no credentials (those travel in the job's closure). The session is
-released when the write ends, the server's JVM and executors stay warm for the next epoch.
+:class:`~.connect_tasks.SessionTasks` on the pipeline's session of the server at ``url``
+(:func:`pipeline_session_id`: every epoch of a pipeline uses the same server-side session, so
+its Python workers stay warm; other pipelines have sessions of their own). The session gets
+the provider's zip as a Python artifact (:func:`~.executor_package.session_package`) and
+nothing else: no conf, no credentials (those travel in the job's closure). The client's
+channel is closed when the write ends; the session stays for the pipeline's next epoch.
 Returns the write's :class:`~airflow_provider_eo.spark.driver.write_epoch.ExitCode`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_eo.config.spec_digest import spec_digest
@@ -29,14 +33,42 @@ from airflow_provider_eo.spark.session.executor_package import client_identity, 
 log = logging.getLogger(__name__)
 
 
-def open_session(url: str) -> Any:
-    """A new Spark Connect session on the server at ``url`` (``sc://host:port/;...``) with
-    the provider's zip added as a Python artifact."""
+def pipeline_session_id(pipeline: str, connections: Mapping[str, str]) -> str:
+    """The server-side session a pipeline's writes share: a UUID derived from the pipeline's
+    name, the provider's sources' digest and the pipeline's connection values (its secrets).
+    Its epochs then find their Python workers warm, a new provider copy or rotated credentials
+    get a new session, and nobody without the pipeline's credentials can name the session."""
+    digest = hashlib.sha256()
+    digest.update(f"{pipeline}\0{client_identity().digest}".encode())
+    for name in sorted(connections):
+        digest.update(f"\0{name}={connections[name]}".encode())
+    return str(uuid.UUID(bytes=digest.digest()[:16], version=4))
+
+
+def with_session_id(url: str, session_id: str) -> str:
+    """``url`` (``sc://host:port/`` with or without ``;key=value`` parameters) naming ``session_id``."""
+    if ";" in url:  # sc://host:port/;token=...
+        return f"{url};session_id={session_id}"
+    return f"{url.rstrip('/')}/;session_id={session_id}"
+
+
+def open_session(url: str, session_id: str | None = None) -> Any:
+    """A Spark Connect session on the server at ``url`` (``sc://host:port/;...``) with the
+    provider's zip added as a Python artifact (adding it again to a shared session is a no-op):
+    a new one, or the server's session ``session_id`` (created by its first client)."""
     from pyspark.sql.connect.session import SparkSession
 
-    session = SparkSession.builder.remote(url).create()
+    remote = url if session_id is None else with_session_id(url, session_id)
+    session = SparkSession.builder.remote(remote).create()
     session.addArtifacts(str(session_package()), pyfile=True)
     return session
+
+
+def close_session(session: Any, *, release: bool) -> None:
+    """Close this client's channel; ``release`` also ends the server-side session (a shared
+    pipeline session is kept: the server drops it after its idle timeout)."""
+    session.release_session_on_close = release
+    session.stop()
 
 
 def write_on_session(
