@@ -57,9 +57,11 @@ class SessionWrite:
 
     def run(self, context: Any, env: dict[str, str]) -> None:
         """Write and vote the epoch; raises :class:`SessionWriteFailed` unless it ends voted
-        (or already voted under this token), and the Spark Connect client's errors when the
-        server cannot be reached."""
+        (or already voted under this token), ``ConnectServerUnreachable`` (within 10 s, nothing
+        written) when the server does not accept connections, and the Spark Connect client's
+        errors when it fails later."""
         from airflow_provider_eo.spark.session.session_write import (
+            check_reachable,
             close_session,
             open_session,
             pipeline_session_id,
@@ -69,6 +71,10 @@ class SessionWrite:
         ti = context.get("ti") if context else None
         tag = job_tag(self.spec.name, self.epoch_id, getattr(ti, "try_number", None))
         url = connect_url(self.spec.spark.connect_conn_id)
+        where = (
+            f"pipeline={self.spec.name} epoch_id={self.epoch_id} connection={self.spec.spark.connect_conn_id}"
+        )
+        check_reachable(url, where)
         with process_environment(env):
             connections = {name: value for name, value in env.items() if name.startswith("AIRFLOW_CONN_")}
             self.session = open_session(url, pipeline_session_id(self.spec.name, connections))

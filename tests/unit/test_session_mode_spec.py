@@ -4,6 +4,7 @@ the provider zip a session ships (pure: no Spark, no services)."""
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 import zipfile
 
@@ -20,7 +21,12 @@ from airflow_provider_eo.spark.session.executor_package import (
     executor_identity,
     session_package,
 )
-from airflow_provider_eo.spark.session.session_write import pipeline_session_id, with_session_id
+from airflow_provider_eo.spark.session.session_write import (
+    ConnectServerUnreachable,
+    check_reachable,
+    pipeline_session_id,
+    with_session_id,
+)
 
 BASE = "pipelines:\n- name: p\n  topics: [t]\n  hbase: {table: t}\n"
 
@@ -89,3 +95,18 @@ def test_the_session_id_joins_the_connections_url() -> None:
     assert with_session_id("sc://h:15002/", sid) == f"sc://h:15002/;session_id={sid}"
     assert with_session_id("sc://h:15002", sid) == f"sc://h:15002/;session_id={sid}"
     assert with_session_id("sc://h:15002/;token=t", sid) == f"sc://h:15002/;token=t;session_id={sid}"
+
+
+def test_an_unreachable_server_is_refused_at_once_naming_the_address() -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    with pytest.raises(ConnectServerUnreachable) as refused:
+        check_reachable(f"sc://127.0.0.1:{port}/;token=t", "pipeline=p epoch_id=7 connection=spark_connect")
+    message = str(refused.value)
+    assert message.startswith(
+        f"pipeline=p epoch_id=7 connection=spark_connect: the Spark Connect server at 127.0.0.1:{port} "
+        "does not accept connections"
+    )
+    assert "token" not in message

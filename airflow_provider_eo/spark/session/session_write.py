@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import socket
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.config.specs import PipelineSpec
+from airflow_provider_eo.errors import ClusterAccessError
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
 from airflow_provider_eo.spark.driver.task_settings import task_settings
@@ -50,6 +52,29 @@ def with_session_id(url: str, session_id: str) -> str:
     if ";" in url:  # sc://host:port/;token=...
         return f"{url};session_id={session_id}"
     return f"{url.rstrip('/')}/;session_id={session_id}"
+
+
+class ConnectServerUnreachable(ClusterAccessError):
+    """Nothing accepts connections at the Spark Connect server's address (nothing was written)."""
+
+
+#: Spark Connect's default port, when the URL names none.
+DEFAULT_CONNECT_PORT = 15002
+
+
+def check_reachable(url: str, where: str, timeout_s: float = 10.0) -> None:
+    """Raise :class:`ConnectServerUnreachable` naming ``where`` and the address when no TCP
+    connection to the server of ``url`` opens within ``timeout_s``: the Spark Connect client
+    would otherwise retry for minutes before failing."""
+    netloc = url.removeprefix("sc://").split("/", 1)[0]
+    host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", str(DEFAULT_CONNECT_PORT))
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConnectServerUnreachable(
+            f"{where}: the Spark Connect server at {host}:{port} does not accept connections ({exc}); "
+            "nothing written (is it running? eo-stack up --spark-connect starts the local one)"
+        ) from exc
 
 
 def open_session(url: str, session_id: str | None = None) -> Any:
