@@ -22,6 +22,7 @@ from airflow_provider_eo.config.section import Section
 from airflow_provider_eo.config.size_limits import MAX_BATCH_BYTES, check_pipeline_sizes
 from airflow_provider_eo.config.specs import (
     DEFAULT_BATCH_BYTES,
+    DEFAULT_SPARK_CONNECT_CONN_ID,
     HBASE_KEYVALUE_MAXSIZE,
     CapsSpec,
     DeadLettersSpec,
@@ -227,9 +228,26 @@ def _parse_spark(section: Section) -> SparkSpec:
         resources=resources,
         split_size=section.integer("split_size", 100_000),
         package=section.choice("package", ("zip", "installed"), "zip"),
+        mode=section.choice("mode", ("submit", "session"), "submit"),
+        connect_conn_id=section.string("connect_conn_id", DEFAULT_SPARK_CONNECT_CONN_ID),
     )
+    if spec.mode == "session":
+        _check_session_mode(section, spec)
     section.finish()
     return spec
+
+
+def _check_session_mode(section: Section, spec: SparkSpec) -> None:
+    """In session mode the Connect server owns master, deploy mode, resources and conf:
+    a setting of those would be silently ignored, so it is refused."""
+    if spec.master is not None:
+        section.fail("master", "is the Spark Connect server's in mode 'session'; remove it")
+    if spec.deploy_mode != "client":
+        section.fail("deploy_mode", "must be 'client' (or absent) in mode 'session'")
+    if spec.resources != SparkResources():
+        section.fail("resources", "are the Spark Connect server's in mode 'session'; remove them")
+    if spec.conf:
+        section.fail("conf", "is not sent in mode 'session' (no session-wide settings); remove it")
 
 
 def _conf_value(value: Any) -> str:

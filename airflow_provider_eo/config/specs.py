@@ -18,6 +18,11 @@ DataLossPolicy = Literal["fail", "record_gap"]
 DeployMode = Literal["client", "cluster"]
 #: How the package reaches a non-local master's driver and executors (docs/spark.md).
 PackageShipping = Literal["zip", "installed"]
+#: How the write step runs (docs/spark.md "Session mode"): a spark-submit per epoch, or a job
+#: on a long-lived Spark Connect server.
+SparkMode = Literal["submit", "session"]
+#: The Spark Connect connection session mode uses unless ``spark.connect_conn_id`` names another.
+DEFAULT_SPARK_CONNECT_CONN_ID = "spark_connect"
 RowKeySource = Literal["kafka_key", "template"]
 
 #: HBase's ``hbase.client.keyvalue.maxsize`` default: the largest cell its client sends.
@@ -190,7 +195,10 @@ class SparkResources:
 class SparkSpec:
     """How the write step is submitted (``SparkSubmitOperator`` settings). ``package``:
     ``zip`` ships the package as a ``--py-files`` zip to any master but ``local``;
-    ``installed``: the cluster's Python has it installed, nothing is shipped."""
+    ``installed``: the cluster's Python has it installed, nothing is shipped. ``mode``:
+    ``submit`` (a spark-submit per epoch) or ``session`` (a job on the Spark Connect server
+    of the ``spark_connect`` connection ``connect_conn_id``; ``master``, ``deploy_mode``,
+    ``resources`` and ``conf`` are then the server's business and refused when set)."""
 
     conf: dict[str, str] = field(default_factory=dict)
     deploy_mode: DeployMode = "client"
@@ -198,6 +206,8 @@ class SparkSpec:
     resources: SparkResources = field(default_factory=SparkResources)
     split_size: int = 100_000
     package: PackageShipping = "zip"
+    mode: SparkMode = "submit"
+    connect_conn_id: str = DEFAULT_SPARK_CONNECT_CONN_ID
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ class PlanBackfillOperator(PipelineOperator):
 
 
 class WriteBackfillChunkOperator(WriteEpochOperator):
-    """Reserve the backfill epoch of one chunk for this run, then write it with Spark.
+    """Reserve the backfill epoch of one chunk for this run, then write it with Spark
+    (spark-submit, or in session mode a job on the Spark Connect server).
 
     The reservation (:meth:`EpochProtocol.reserve_backfill`) gives back the run's epoch
     over exactly these ranges when there is one: RESERVED is written (under its fencing
@@ -85,14 +86,16 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         spec = self.spec
         env = self.application_env()  # connections, then the target checked: a refusal reserves nothing
-        target = self.submission_target()
-        refuse_unreadable_credentials(
-            self.pipeline,
-            env,
-            master=target.master,
-            deploy_mode=target.deploy_mode,
-            ledger_conn_id=self.ledger_conn_id,
-        )
+        session = spec.spark.mode == "session"  # a job on the Spark Connect server, no spark-submit
+        target = None if session else self.submission_target()
+        if target is not None:
+            refuse_unreadable_credentials(
+                self.pipeline,
+                env,
+                master=target.master,
+                deploy_mode=target.deploy_mode,
+                ledger_conn_id=self.ledger_conn_id,
+            )
         check_kafka_client(self.kafka_conn_id)  # a client this librdkafka cannot build: no epoch
         with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
             outcome = protocol.reserve_backfill(spec, request_of(self.ranges), run_identity(context))
@@ -102,7 +105,10 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
         self.epoch_id = epoch.epoch_id  # also what the "Epoch" extra link shows
         if isinstance(outcome, Reserved):
             self.fencing_token = str(epoch.fencing_token)
-            self.write(context, target, env)
+            if target is None:
+                self.write_on_session(context, env)
+            else:
+                self.write(context, target, env)
             self.lineage_epoch = epoch_after_write(self.ledger_conn_id, epoch.epoch_id)
         else:
             self.log.info(

@@ -56,6 +56,7 @@ from airflow_provider_eo.operators.application_connections import (
 from airflow_provider_eo.operators.driver_start import submission_conf
 from airflow_provider_eo.operators.epoch_link import EpochPageLink
 from airflow_provider_eo.operators.run_context import task_actor
+from airflow_provider_eo.operators.session_write import SessionWrite
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     is_yarn,
@@ -191,6 +192,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.submit_hook: SparkSubmitHook | None = None  # the last submission's (on_kill)
         self.yarn_tracking: YarnTracking | None = None  # its YARN application's (on_kill)
         self.lineage_epoch: Epoch | None = None  # what get_openlineage_facets_on_complete reports
+        self.session_write: SessionWrite | None = None  # the last session-mode write's (on_kill)
 
     def application_env(self) -> dict[str, str]:
         """What the application's driver gets in its environment: the connections
@@ -264,6 +266,10 @@ class WriteEpochOperator(SparkSubmitOperator):
         if self.epoch_id is None:
             raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
         env = self.application_env()  # the connections first: a missing one fails before any other work
+        if self.spec.spark.mode == "session":  # a job on the Spark Connect server, no spark-submit
+            self.write_on_session(context, env)
+            self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+            return
         target = self.submission_target()
         refuse_unreadable_credentials(
             self.pipeline,
@@ -274,6 +280,23 @@ class WriteEpochOperator(SparkSubmitOperator):
         )
         self.write(context, target, env)
         self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+
+    def write_on_session(self, context: Any, env: dict[str, str]) -> None:
+        """Session mode (:mod:`.session_write`): write and vote the epoch as one job on the
+        Spark Connect server of ``spec.spark.connect_conn_id``; raises ``SessionWriteFailed``
+        unless the epoch ends voted under this task's fencing token."""
+        conn_ids = {
+            "ledger_conn_id": self.ledger_conn_id,
+            "kafka_conn_id": self.kafka_conn_id,
+            "hbase_conn_id": self.hbase_conn_id,
+            "schema_registry_conn_id": self.schema_registry_conn_id,
+        }
+        self.log.info(
+            "Writing epoch: pipeline=%s epoch_id=%s mode=session connection=%s",
+            self.pipeline, self.epoch_id, self.spec.spark.connect_conn_id,
+        )  # fmt: skip
+        self.session_write = SessionWrite(self.spec, int(str(self.epoch_id)), self.fencing_token, conn_ids)
+        self.session_write.run(context, env)
 
     def write(self, context: Any, target: SubmissionTarget, env: dict[str, str]) -> None:
         """Submit the epoch ``epoch_id`` to ``target`` with the driver environment ``env``, and
@@ -342,7 +365,10 @@ class WriteEpochOperator(SparkSubmitOperator):
         """Kill the running submission: its YARN application by its tag through the
         ResourceManager (even when spark-submit is gone), then through the hook that started
         it (spark-submit, and the driver or application the hook tracks), then by tag again
-        (an application YARN accepted meanwhile). Nothing when this instance never submitted."""
+        (an application YARN accepted meanwhile). In session mode, the try's Spark Connect
+        job by its tag. Nothing when this instance never submitted."""
+        if self.session_write is not None:
+            self.session_write.interrupt()
         if self.yarn_tracking is not None:
             self.yarn_tracking.kill()
         if self.submit_hook is not None:

@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"dags", "cli", "plugins"}),  # what Airflow and people run
     frozenset({"operators", "triggers"}),  # the protocol's Airflow adapters
     frozenset({"lineage", "observability", "hooks", "assets"}),  # what the adapters report through
-    frozenset({"spark/driver", "audit"}),  # the write application's driver; the audit
+    frozenset({"spark/driver", "spark/session", "audit"}),  # the write's drivers (submit, session); the audit
     frozenset({"ledger/protocol", "ledger", "spark/task"}),  # the protocol; a Spark task
     frozenset({"ledger/store", "spark/hbase_sink", "formats"}),  # SQL; Thrift; record formats
     frozenset({"ledger/planning", "clients"}),  # decisions without I/O; Airflow-free clients
@@ -32,7 +32,9 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 #: Folders whose modules import nothing of Airflow (they run on Spark executors, in the
 #: CLI without Airflow, or decide without any framework).
-AIRFLOW_FREE = ("ledger", "clients", "config", "formats", "spark/task", "spark/hbase_sink", "audit")
+AIRFLOW_FREE = (
+    "ledger", "clients", "config", "formats", "spark/task", "spark/hbase_sink", "spark/session", "audit"
+)  # fmt: skip
 
 
 def place(module: str) -> str:

@@ -331,7 +331,7 @@ INVALID_PIPELINES = [
     (document(timeouts__write_minutes=0), P + "field 'timeouts.write_minutes': must be an integer >= 1, got 0"),
     (document(timeouts__write_minutes=300), P + "field 'timeouts.run_minutes': must be greater than write_minutes (300): a run includes its write, got 240"),
     (document(timeouts__seconds=5), P + "field 'timeouts.seconds': unknown key (allowed here: run_minutes, write_minutes)"),
-    (document(spark__jars=["a.jar"]), P + "field 'spark.jars': unknown key (allowed here: conf, deploy_mode, master, package, resources, split_size)"),
+    (document(spark__jars=["a.jar"]), P + "field 'spark.jars': unknown key (allowed here: conf, connect_conn_id, deploy_mode, master, mode, package, resources, split_size)"),
     (document(schedule="@sometimes"), P + "field 'schedule': unknown preset '@sometimes' (known: @once, @continuous, @hourly, @daily, @weekly, @monthly, @quarterly, @yearly, @annually)"),
     (document(schedule="every day"), P + "field 'schedule': must be a cron expression with 5 fields or a preset, got 'every day'"),
     (document(schedule=5), P + "field 'schedule': must be a cron expression, a preset or null, got 5"),

@@ -16,6 +16,8 @@ ZooKeeper) are always chosen freely. ``--spark-workers N`` also runs a Spark sta
 cluster (a master and N one-core workers from the installed pyspark; ``status`` shows its
 ``spark://`` URL and the workers alive, ``env`` adds the ``spark_standalone`` connection),
 ``--spark-workers 0`` stops it; without the flag a running cluster is left as it is.
+``--spark-connect`` also runs a Spark Connect server (:mod:`.spark_connect`; ``env`` adds the
+``spark_connect`` connection), ``--no-spark-connect`` stops it.
 ``--yarn`` also runs Apache Hadoop YARN (a ResourceManager and one NodeManager,
 :mod:`.yarn_cluster`; ``status`` shows the RM's web URL, the nodes alive and the Hadoop
 client conf dir; ``env`` adds the ``spark_yarn`` connection and exports ``HADOOP_CONF_DIR``
@@ -103,6 +105,12 @@ def _parser() -> argparse.ArgumentParser:
             "up: run the KDC (MIT krb5kdc, realm EO.TEST) and a Kerberized HBase with its SASL Thrift "
             "server; --no-kerberos stops them (default: as it is)"
         ),
+    )
+    parser.add_argument(
+        "--spark-connect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="up: run a Spark Connect server (local master); --no-spark-connect stops it (default: as it is)",
     )
     parser.add_argument(
         "--dags-folder", type=Path, default=None, help="Airflow's DAG folder (default: the repo's dags/)"
@@ -215,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     yarn=args.yarn,
                     tls=args.tls,
                     kerberos=args.kerberos,
+                    spark_connect=args.spark_connect,
                     topology=requested_topology(args, stack.topology),
                     executor=requested_executor(args, stack.executor),
                 )

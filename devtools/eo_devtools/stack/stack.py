@@ -51,6 +51,7 @@ from eo_devtools.stack.secured_parts import SecuredParts, is_secured_key
 from eo_devtools.stack.service import Service
 from eo_devtools.stack.service_process import launch, status_entry, stop_service, wait_healthy
 from eo_devtools.stack.spark_cluster import SparkCluster, is_spark_key
+from eo_devtools.stack.spark_connect import SparkConnectPart
 from eo_devtools.stack.spark_services import MASTER, executor_python, master_url, recorded_workers
 from eo_devtools.stack.topology import Topology, TopologyError
 from eo_devtools.stack.yarn_cluster import YarnCluster, is_yarn_key
@@ -205,6 +206,7 @@ class LocalStack:
         executor: AirflowExecutor | None = None,
         tls: bool | None = None,
         kerberos: bool | None = None,
+        spark_connect: bool | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Start every missing service and wait until all answer; return :meth:`status`.
 
@@ -220,6 +222,8 @@ class LocalStack:
         ``kerberos``: True runs the KDC of the realm ``EO.TEST`` (:mod:`.kdc`) and the Kerberized
         HBase with its SASL Thrift server (:mod:`.hbase_kerberos`), False stops them, None keeps
         them as recorded.
+        ``spark_connect``: True runs the Spark Connect server (:mod:`.spark_connect`), False
+        stops it, None keeps it as recorded.
         ``topology``: how many brokers, region servers and Thrift servers (:mod:`.topology`);
         None keeps the recorded one. Raises :class:`TopologyError` when it differs from the
         topology of services still running (``down`` first).
@@ -268,6 +272,11 @@ class LocalStack:
             elif yarn is False:
                 YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             self._secured().switch(tls=tls, kerberos=kerberos)
+            connect = SparkConnectPart(self.state_dir)
+            if spark_connect or (spark_connect is None and connect.is_running(recorded)):
+                connect.start(self._recorded_ports(), self._write_ports)
+            elif spark_connect is False:
+                connect.stop(self._recorded_ports(), self._write_ports)
             if airflow and executor.is_celery:
                 celery.start_broker(self._recorded_ports(), self._write_ports)
             if airflow:
@@ -294,10 +303,10 @@ class LocalStack:
 
     @staticmethod
     def _kept_port(key: str) -> bool:
-        """Ports recorded by the stack's optional parts (Spark, YARN, the Celery broker, the TLS
-        services, the KDC and the Kerberized HBase)."""
+        """Ports recorded by the stack's optional parts (Spark, Spark Connect, YARN, the Celery
+        broker, the TLS services, the KDC and the Kerberized HBase)."""
         optional = is_spark_key(key) or is_yarn_key(key) or is_secured_key(key)
-        return optional or key == REDIS_PORT_KEY
+        return optional or SparkConnectPart.is_key(key) or key == REDIS_PORT_KEY
 
     def _write_state(self, ports: Mapping[str, int], topology: Topology) -> None:
         self._write_record("ports", dict(ports))
@@ -328,7 +337,8 @@ class LocalStack:
             recorded = self._recorded_ports()
             if API_PORT_KEY in recorded and "postgres" in recorded:
                 self._airflow(recorded).down()
-            SparkCluster(self.state_dir).stop(recorded, self._write_ports)
+            SparkConnectPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+            SparkCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             YarnCluster(self.state_dir).stop(self._recorded_ports(), self._write_ports)
             self._secured().switch(tls=False, kerberos=False)
             CeleryParts(self.state_dir).stop_broker(self._recorded_ports(), self._write_ports)
@@ -364,6 +374,8 @@ class LocalStack:
         if RM_PORT_KEYS[0] in recorded:
             result.update(YarnCluster(self.state_dir).status(recorded))
         result.update(self._secured().status())
+        if SparkConnectPart.is_running(recorded):
+            result.update(SparkConnectPart(self.state_dir).status(recorded))
         result.update(CeleryParts(self.state_dir).broker_status(recorded))
         if (self.state_dir / "airflow").is_dir() and API_PORT_KEY in recorded:
             result.update(self._airflow(recorded).status())
@@ -373,6 +385,23 @@ class LocalStack:
         """True when every service of the topology is running and healthy (Airflow aside)."""
         classes = self._classes()
         return all(s["healthy"] for name, s in self.status().items() if name in classes)
+
+    # -- Spark Connect server ----------------------------------------------------
+    def spark_connect_up(self) -> int:
+        """Start the Spark Connect server (:mod:`.spark_connect`) unless it runs; its port."""
+        with self._locked():
+            SparkConnectPart(self.state_dir).start(self._recorded_ports(), self._write_ports)
+        return self._recorded_ports()[SparkConnectPart.port_keys[0]]
+
+    def spark_connect_down(self) -> None:
+        """Stop the Spark Connect server, if it runs."""
+        with self._locked():
+            SparkConnectPart(self.state_dir).stop(self._recorded_ports(), self._write_ports)
+
+    @property
+    def spark_connect_port(self) -> int | None:
+        """The running Spark Connect server's port, or None."""
+        return self._recorded_ports().get(SparkConnectPart.port_keys[0])
 
     # -- Spark standalone cluster ----------------------------------------------
     def spark_up(self, workers: int = 2) -> dict[str, dict[str, Any]]:
@@ -573,6 +602,8 @@ class LocalStack:
                 client.key,
             )
         env.update(self._secured().conn_env())  # eo-stack up --tls, --kerberos
+        if SparkConnectPart.is_running(recorded):  # eo-stack up --spark-connect
+            env[SparkConnectPart.conn_var] = SparkConnectPart(self.state_dir).connection(recorded)
         if API_PORT_KEY in recorded:
             airflow = self._airflow(recorded)
             if airflow.api_server_running():

@@ -1,0 +1,89 @@
+"""Running an epoch's write tasks as one job on a Spark Connect session.
+
+The job is ``spark.range(n, numPartitions=n)`` (one row, so one Spark task, per
+:class:`~airflow_provider_eo.spark.records.TaskRange`) through ``mapInArrow`` running
+:func:`run_task_batches`: the same write-task code as submit mode
+(:func:`~airflow_provider_eo.spark.task.write_task.task_partition_function`). The planned
+ranges and the :class:`TaskSettings` (with the connections' secrets) travel in the function's
+closure, which Spark Connect sends with this job's plan only: nothing goes into the session's
+conf. Each task first checks the executor's copy of the provider
+(:func:`~.executor_package.check_executor_package`). Each task's metrics come back as one
+JSON string; a failed task fails the job and :class:`SessionTasks` raises
+:class:`~airflow_provider_eo.spark.driver.task_runner.TaskFailed` with the task's own error.
+The job carries :attr:`SessionTasks.tag` (``spark.addTag``) while it runs, so another thread
+can interrupt it (``interruptTag``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import Any
+
+from airflow_provider_eo.errors import EoError
+from airflow_provider_eo.spark.driver.task_runner import SparkTasks, task_failure
+from airflow_provider_eo.spark.records import TaskRange
+from airflow_provider_eo.spark.session.executor_package import PackageIdentity, check_executor_package
+from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
+from airflow_provider_eo.spark.task.write_task import TaskSettings, task_partition_function
+
+METRICS_SCHEMA = "metrics string"
+
+
+def job_tag(pipeline: str, epoch_id: int, try_number: int | None) -> str:
+    """``eo-<pipeline>-epoch-<id>-try-<n>``: the tag of one try's job (Spark tags take no
+    commas; pipeline names have none)."""
+    return f"eo-{pipeline}-epoch-{epoch_id}-try-{try_number if try_number is not None else 0}"
+
+
+def run_task_batches(
+    settings: TaskSettings, tasks: Sequence[TaskRange], package: PackageIdentity, batches: Iterator[Any]
+) -> Iterator[Any]:
+    """The ``mapInArrow`` function (runs on an executor): each row's ``id`` is an index into
+    ``tasks``; yields one ``metrics`` JSON string per task. Raises ``ExecutorTaskError`` for an
+    ``EoError`` (the executor's copy of the provider is not ``package`` among them)."""
+    import pyarrow as pa
+
+    run = task_partition_function(settings)
+    where = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id}"
+    for batch in batches:
+        ranges = [tasks[index] for index in batch.column(0).to_pylist()]
+        if not ranges:
+            continue
+        try:
+            check_executor_package(package, where)
+        except EoError as exc:
+            data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, ranges[0])
+            raise ExecutorTaskError(data) from exc
+        metrics = [json.dumps(result) for result in run(ranges)]
+        yield pa.RecordBatch.from_pydict({"metrics": metrics})
+
+
+class SessionTasks:
+    """The runner :func:`~airflow_provider_eo.spark.driver.write_epoch.write_epoch` takes, on
+    ``session`` (a Spark Connect ``SparkSession``), tagging its job with ``tag``."""
+
+    def __init__(self, session: Any, tag: str, package: PackageIdentity) -> None:
+        self.session = session
+        self.tag = tag
+        self.package = package
+
+    def __call__(self, settings: TaskSettings, tasks: Sequence[TaskRange]) -> SparkTasks:
+        """Run one task per range; their metrics and the job's times. Raises ``TaskFailed``."""
+        function = partial(run_task_batches, settings, list(tasks), self.package)
+        frame = self.session.range(0, len(tasks), 1, len(tasks)).mapInArrow(function, METRICS_SCHEMA)
+        self.session.addTag(self.tag)
+        try:
+            started = time.monotonic()
+            rows = frame.collect()
+            return SparkTasks([json.loads(row.metrics) for row in rows], started, time.monotonic())
+        except Exception as exc:
+            raise task_failure(exc) from exc
+        finally:
+            self.session.removeTag(self.tag)
+
+    def interrupt(self) -> list[str]:
+        """Interrupt the running job by its tag (from any thread); the operation ids interrupted."""
+        return list(self.session.interruptTag(self.tag))
