@@ -27,6 +27,7 @@ from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import ClusterAccessError
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.model.actors import Actor
+from airflow_provider_eo.spark.connect_versions import check_session_versions
 from airflow_provider_eo.spark.driver.task_settings import task_settings
 from airflow_provider_eo.spark.driver.write_epoch import ExitCode, write_epoch
 from airflow_provider_eo.spark.session.connect_tasks import SessionTasks
@@ -80,11 +81,15 @@ def check_reachable(url: str, where: str, timeout_s: float = 10.0) -> None:
 def open_session(url: str, session_id: str | None = None) -> Any:
     """A Spark Connect session on the server at ``url`` (``sc://host:port/;...``) with the
     provider's zip added as a Python artifact (adding it again to a shared session is a no-op):
-    a new one, or the server's session ``session_id`` (created by its first client)."""
+    a new one, or the server's session ``session_id`` (created by its first client).
+
+    Raises ``ConnectVersionMismatch`` (a ``ConfigError``) naming both versions when the
+    server's Spark is another feature release than this client's pyspark."""
     from pyspark.sql.connect.session import SparkSession
 
     remote = url if session_id is None else with_session_id(url, session_id)
     session = SparkSession.builder.remote(remote).create()
+    check_session_versions(session, server=url.split("/;", 1)[0])
     session.addArtifacts(str(session_package()), pyfile=True)
     return session
 
