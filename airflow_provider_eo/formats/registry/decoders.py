@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from airflow_provider_eo.formats.field_selection import FieldSelection
 from airflow_provider_eo.formats.registry.avro_decoder import AvroDecoder
 from airflow_provider_eo.formats.registry.json_schema_decoder import JsonSchemaDecoder
 from airflow_provider_eo.formats.registry.protobuf_decoder import ProtobufDecoder
@@ -25,19 +26,23 @@ from airflow_provider_eo.formats.registry.settings import REGISTRY_FORMATS
 PARTS = ("value", "key")
 
 _DECODERS: dict[str, Callable[[str, SchemaCache], Callable[[bytes], Any]]] = {
-    "avro": AvroDecoder,
     "protobuf": ProtobufDecoder,
     "json_schema": JsonSchemaDecoder,
 }
 
 
-def registry_decoder(fmt: str, part: str, cache: SchemaCache) -> Callable[[bytes], Any]:
-    """The decoder of ``fmt`` (avro | protobuf | json_schema) for ``part`` (value | key).
+def registry_decoder(
+    fmt: str, part: str, cache: SchemaCache, fields: FieldSelection = None
+) -> Callable[[bytes], Any]:
+    """The decoder of ``fmt`` (avro | protobuf | json_schema) for ``part`` (value | key);
+    ``fields``: what the caller reaches of the values (the Avro decoder leaves out the rest).
 
     Raises ``ValueError`` for another format or part.
     """
     if part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    if fmt == "avro":
+        return AvroDecoder(part, cache, fields)
     factory = _DECODERS.get(fmt)
     if factory is None:
         raise ValueError(f"{part} format {fmt!r} is not a registry format ({', '.join(REGISTRY_FORMATS)})")
