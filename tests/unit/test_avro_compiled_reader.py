@@ -33,16 +33,28 @@ ROW = {
         {"name": "attrs", "type": {"type": "map", "values": ["null", "double"]}},
         {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B", "C"]}},
         {"name": "hash", "type": {"type": "fixed", "name": "Hash", "size": 4}},
-        {"name": "nested", "type": ["null", {"type": "record", "name": "Inner", "fields": [
-            {"name": "x", "type": "int"}, {"name": "y", "type": ["null", "string"]},
-            {"name": "z", "type": "boolean"}]}]},
+        {
+            "name": "nested",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "Inner",
+                    "fields": [
+                        {"name": "x", "type": "int"},
+                        {"name": "y", "type": ["null", "string"]},
+                        {"name": "z", "type": "boolean"},
+                    ],
+                },
+            ],
+        },
         {"name": "other", "type": ["null", "Inner"]},
         {"name": "choice", "type": ["null", "string", "long", "Inner"]},
         {"name": "f32", "type": "float"},
         {"name": "raw", "type": "bytes"},
         {"name": "nothing", "type": "null"},
     ],
-}  # fmt: skip
+}
 LOGICAL = {
     "type": "record",
     "name": "Logical",
@@ -54,13 +66,22 @@ LOGICAL = {
         {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
         {"name": "tmu", "type": {"type": "long", "logicalType": "time-micros"}},
         {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
-        {"name": "decf", "type": {"type": "fixed", "name": "D", "size": 6, "logicalType": "decimal",
-                                  "precision": 12, "scale": 3}},
+        {
+            "name": "decf",
+            "type": {
+                "type": "fixed",
+                "name": "D",
+                "size": 6,
+                "logicalType": "decimal",
+                "precision": 12,
+                "scale": 3,
+            },
+        },
         {"name": "id", "type": {"type": "string", "logicalType": "uuid"}},
         {"name": "maybe", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
         {"name": "odd", "type": {"type": "string", "logicalType": "no-such-type"}},
     ],
-}  # fmt: skip
+}
 LIST = {
     "type": "record",
     "name": "Node",
@@ -139,8 +160,13 @@ def test_logical_types_go_through_fastavros_own_readers() -> None:
     assert decoded == fastavro_value(schema, data)
     assert decoded["ts"] == value["ts"] and decoded["dec"] == Decimal("-1234567.89")
     assert [type(decoded[name]).__name__ for name in ("ts", "day", "tm", "decf", "id", "odd")] == [
-        "datetime", "date", "time", "Decimal", "UUID", "str",
-    ]  # fmt: skip
+        "datetime",
+        "date",
+        "time",
+        "Decimal",
+        "UUID",
+        "str",
+    ]
 
 
 def test_a_recursive_type_reads_whole_and_through_a_selection() -> None:
@@ -155,7 +181,13 @@ def test_a_selection_keeps_exactly_what_it_names_at_every_depth() -> None:
     schema = parsed(ROW)
     data = payload(schema, row(7))  # nested and other present, choice the Inner record
     full = fastavro_value(schema, data)
-    selection = {"id": None, "nested": {"y": None}, "other": None, "choice": {"z": None}, "attrs": {"k0": None}}
+    selection = {
+        "id": None,
+        "nested": {"y": None},
+        "other": None,
+        "choice": {"z": None},
+        "attrs": {"k0": None},
+    }
     assert read_all(schema, data, selection) == {
         "id": full["id"],
         "attrs": full["attrs"],  # a map on the path is kept whole
@@ -164,7 +196,10 @@ def test_a_selection_keeps_exactly_what_it_names_at_every_depth() -> None:
         "choice": {"z": full["choice"]["z"]},  # the record branch of a 4-branch union
     }
     data = payload(schema, row(20))  # nested null, choice None
-    assert read_all(schema, data, {"nested": {"x": None}, "choice": {"z": None}}) == {"nested": None, "choice": None}
+    assert read_all(schema, data, {"nested": {"x": None}, "choice": {"z": None}}) == {
+        "nested": None,
+        "choice": None,
+    }
     assert read_all(schema, data, {}) == {}
 
 
@@ -179,21 +214,37 @@ def test_other_fields_keep_every_key_with_the_selection_they_map_to() -> None:
 
 
 def test_negative_block_counts_read_as_fastavro_reads_them() -> None:
-    schema = parsed({"type": "record", "name": "B", "fields": [
-        {"name": "items", "type": {"type": "array", "items": "long"}},
-        {"name": "map", "type": {"type": "map", "values": "string"}},
-        {"name": "tail", "type": "string"}]})  # fmt: skip
+    schema = parsed(
+        {
+            "type": "record",
+            "name": "B",
+            "fields": [
+                {"name": "items", "type": {"type": "array", "items": "long"}},
+                {"name": "map", "type": {"type": "map", "values": "string"}},
+                {"name": "tail", "type": "string"},
+            ],
+        }
+    )
     # items: block of -2 (byte size 2) [1, 2], then 0; map: block of -1 (size 3) {"a": "b"}, then 0
     data = b"\x00\x00\x00\x00\x01" + b"\x03\x04\x02\x04\x00" + b"\x01\x06\x02a\x02b\x00" + b"\x02z"
-    assert read_all(schema, data) == fastavro_value(schema, data) == {"items": [1, 2], "map": {"a": "b"}, "tail": "z"}
+    assert (
+        read_all(schema, data)
+        == fastavro_value(schema, data)
+        == {"items": [1, 2], "map": {"a": "b"}, "tail": "z"}
+    )
     assert read_all(schema, data, {"tail": None}) == {"tail": "z"}
 
 
 def test_a_schema_with_a_type_it_does_not_know_is_left_to_fastavro() -> None:
-    assert compile_reader({"type": "record", "name": "X", "fields": [{"name": "a", "type": "t.Missing"}]}) is None
+    assert (
+        compile_reader({"type": "record", "name": "X", "fields": [{"name": "a", "type": "t.Missing"}]})
+        is None
+    )
 
 
-def decoder(schema: Any, selection: Any, schema_id: int = 1, more: dict[int, Any] | None = None) -> AvroDecoder:
+def decoder(
+    schema: Any, selection: Any, schema_id: int = 1, more: dict[int, Any] | None = None
+) -> AvroDecoder:
     """An AvroDecoder whose cache already holds the parsed schemas (no registry is asked)."""
     cache = SchemaCache(SchemaRegistryClient({"url": "http://127.0.0.1:9"}))
     for sid, known in {schema_id: schema, **(more or {})}.items():
@@ -213,7 +264,9 @@ def bad_reason(decode: AvroDecoder, data: bytes) -> str:
     [
         pytest.param(lambda data: data[:-3], id="truncated"),
         pytest.param(lambda data: data + b"\x00", id="bytes-left"),
-        pytest.param(lambda data: data.replace("ñame".encode(), b"\xff\xfeme"), id="bad-utf8-in-a-skipped-field"),
+        pytest.param(
+            lambda data: data.replace("ñame".encode(), b"\xff\xfeme"), id="bad-utf8-in-a-skipped-field"
+        ),
         pytest.param(lambda data: data.replace(b"\x02\x04s1", b"\x0e\x04s1"), id="bad-union-index"),
     ],
 )
@@ -227,9 +280,16 @@ def test_a_bad_payload_fails_with_or_without_a_selection_as_fastavro_fails_it(ma
 
 
 def test_a_bad_enum_index_in_a_skipped_field_is_still_bad() -> None:
-    schema = parsed({"type": "record", "name": "E", "fields": [
-        {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["A", "B"]}},
-        {"name": "id", "type": "long"}]})  # fmt: skip
+    schema = parsed(
+        {
+            "type": "record",
+            "name": "E",
+            "fields": [
+                {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["A", "B"]}},
+                {"name": "id", "type": "long"},
+            ],
+        }
+    )
     data = b"\x00\x00\x00\x00\x01" + b"\x08\x02"  # index 4 of 2 symbols
     whole = bad_reason(decoder(schema, None), data)
     assert bad_reason(decoder(schema, {"id": None}), data) == whole
@@ -237,11 +297,28 @@ def test_a_bad_enum_index_in_a_skipped_field_is_still_bad() -> None:
 
 
 def test_writer_versions_each_read_with_the_same_selection() -> None:
-    v1 = parsed({"type": "record", "name": "O", "fields": [
-        {"name": "id", "type": "long"}, {"name": "legacy", "type": "string"}, {"name": "n", "type": "int"}]})
-    v2 = parsed({"type": "record", "name": "O", "fields": [
-        {"name": "id", "type": "long"}, {"name": "n", "type": "int"},
-        {"name": "note", "type": ["null", "string"], "default": None}]})  # fmt: skip
+    v1 = parsed(
+        {
+            "type": "record",
+            "name": "O",
+            "fields": [
+                {"name": "id", "type": "long"},
+                {"name": "legacy", "type": "string"},
+                {"name": "n", "type": "int"},
+            ],
+        }
+    )
+    v2 = parsed(
+        {
+            "type": "record",
+            "name": "O",
+            "fields": [
+                {"name": "id", "type": "long"},
+                {"name": "n", "type": "int"},
+                {"name": "note", "type": ["null", "string"], "default": None},
+            ],
+        }
+    )
     decode = decoder(v1, {"id": None, "note": None}, more={2: v2})
     first = payload(v1, {"id": 1, "legacy": "x", "n": 5})
     second = b"\x00\x00\x00\x00\x02" + payload(v2, {"id": 2, "n": 6, "note": "hi"})[5:]

@@ -24,7 +24,10 @@ TABLE = {"db": None, "schema": None, "table": None, "collection": None}
 
 
 def test_selection_of_paths_keeps_each_node_whole_and_merges() -> None:
-    assert selection_of([("a", "b"), ("a", "c", "d"), ("e",)]) == {"a": {"b": None, "c": {"d": None}}, "e": None}
+    assert selection_of([("a", "b"), ("a", "c", "d"), ("e",)]) == {
+        "a": {"b": None, "c": {"d": None}},
+        "e": None,
+    }
     assert selection_of([("a", "b"), ("a",), ("a", "c")]) == {"a": None}  # an ancestor kept whole wins
     assert selection_of([("x",), ()]) is None and selection_of([]) == {}
     assert merged({"a": {"b": None}}, {"a": {"c": None}, "d": {}}) == {"a": {"b": None, "c": None}, "d": {}}
@@ -35,10 +38,16 @@ def test_selection_of_paths_keeps_each_node_whole_and_merges() -> None:
     ("mapping", "expected"),
     [
         pytest.param({}, None, id="columns-null-every-top-level-field"),
-        pytest.param({"function": "tests.unit.test_mapping:user_mapper", "columns": {"a": "a"}}, None, id="function"),
         pytest.param(
-            {"columns": {"n": "customer.name", "t": "items"}, "flatten": ("items",),
-             "row_key": "{customer.id}:{key.id}", "version": "field:meta.ts"},
+            {"function": "tests.unit.test_mapping:user_mapper", "columns": {"a": "a"}}, None, id="function"
+        ),
+        pytest.param(
+            {
+                "columns": {"n": "customer.name", "t": "items"},
+                "flatten": ("items",),
+                "row_key": "{customer.id}:{key.id}",
+                "version": "field:meta.ts",
+            },
             {"customer": {"name": None, "id": None}, "items": None, "meta": {"ts": None}},
             id="columns-template-version",
         ),
@@ -48,12 +57,20 @@ def test_selection_of_paths_keeps_each_node_whole_and_merges() -> None:
             id="envelope-default",
         ),
         pytest.param(
-            {"envelope": "debezium", "version": "field:source.file+source.pos", "row_key": "{id}:{region.code}",
-             "columns": {"n": "name", "c": "region"}, "metadata_columns": {"op": "op", "source.ts_ms": "src_ts",
-                                                                           "offset": "off"}},
-            {"op": None, "source": {"file": None, "pos": None, "ts_ms": None, **TABLE},
-             "after": {"name": None, "region": None, "id": None}, "before": {"id": None, "region": {"code": None}},
-             "*": {}},
+            {
+                "envelope": "debezium",
+                "version": "field:source.file+source.pos",
+                "row_key": "{id}:{region.code}",
+                "columns": {"n": "name", "c": "region"},
+                "metadata_columns": {"op": "op", "source.ts_ms": "src_ts", "offset": "off"},
+            },
+            {
+                "op": None,
+                "source": {"file": None, "pos": None, "ts_ms": None, **TABLE},
+                "after": {"name": None, "region": None, "id": None},
+                "before": {"id": None, "region": {"code": None}},
+                "*": {},
+            },
             id="envelope-columns-template-metadata-composite-version",
         ),
         pytest.param(
@@ -62,37 +79,95 @@ def test_selection_of_paths_keeps_each_node_whole_and_merges() -> None:
             id="envelope-whole-source-as-metadata",
         ),
     ],
-)  # fmt: skip
+)
 def test_value_fields(mapping: dict[str, Any], expected: Any) -> None:
     assert value_fields(MappingSpec(value_format="avro", **mapping)) == expected
 
 
-ROW = {"type": "record", "name": "Row", "namespace": "s", "fields": [
-    {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
-    {"name": "region", "type": {"type": "record", "name": "Region", "fields": [
-        {"name": "code", "type": "string"}, {"name": "label", "type": ["null", "string"]}]}},
-    {"name": "tags", "type": {"type": "array", "items": "string"}}]}
-SOURCE = {"type": "record", "name": "Source", "namespace": "s", "fields": [
-    {"name": "version", "type": "string"}, {"name": "db", "type": "string"}, {"name": "schema", "type": "string"},
-    {"name": "table", "type": "string"}, {"name": "txId", "type": ["null", "long"]},
-    {"name": "lsn", "type": ["null", "long"]}, {"name": "ts_ms", "type": "long"}]}
-ENVELOPE = {"type": "record", "name": "Envelope", "namespace": "s", "fields": [
-    {"name": "before", "type": ["null", ROW]}, {"name": "after", "type": ["null", "s.Row"]},
-    {"name": "source", "type": SOURCE}, {"name": "op", "type": ["null", "string"]},
-    {"name": "ts_ms", "type": ["null", "long"]},
-    {"name": "transaction", "type": ["null", {"type": "record", "name": "Tx", "fields": [
-        {"name": "id", "type": "string"}, {"name": "total_order", "type": "long"}]}]}]}  # fmt: skip
+ROW = {
+    "type": "record",
+    "name": "Row",
+    "namespace": "s",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {
+            "name": "region",
+            "type": {
+                "type": "record",
+                "name": "Region",
+                "fields": [{"name": "code", "type": "string"}, {"name": "label", "type": ["null", "string"]}],
+            },
+        },
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+    ],
+}
+SOURCE = {
+    "type": "record",
+    "name": "Source",
+    "namespace": "s",
+    "fields": [
+        {"name": "version", "type": "string"},
+        {"name": "db", "type": "string"},
+        {"name": "schema", "type": "string"},
+        {"name": "table", "type": "string"},
+        {"name": "txId", "type": ["null", "long"]},
+        {"name": "lsn", "type": ["null", "long"]},
+        {"name": "ts_ms", "type": "long"},
+    ],
+}
+ENVELOPE = {
+    "type": "record",
+    "name": "Envelope",
+    "namespace": "s",
+    "fields": [
+        {"name": "before", "type": ["null", ROW]},
+        {"name": "after", "type": ["null", "s.Row"]},
+        {"name": "source", "type": SOURCE},
+        {"name": "op", "type": ["null", "string"]},
+        {"name": "ts_ms", "type": ["null", "long"]},
+        {
+            "name": "transaction",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "Tx",
+                    "fields": [{"name": "id", "type": "string"}, {"name": "total_order", "type": "long"}],
+                },
+            ],
+        },
+    ],
+}
 
 
 def change(op: str | None, lsn: int | None, after: Any = None, before: Any = None) -> dict[str, Any]:
-    source = {"version": "2.7", "db": "shop", "schema": "public", "table": "rows", "txId": 4, "lsn": lsn,
-              "ts_ms": 1_700_000_000_000}  # fmt: skip
-    return {"before": before, "after": after, "source": source, "op": op, "ts_ms": 5,
-            "transaction": {"id": "tx", "total_order": 3}}  # fmt: skip
+    source = {
+        "version": "2.7",
+        "db": "shop",
+        "schema": "public",
+        "table": "rows",
+        "txId": 4,
+        "lsn": lsn,
+        "ts_ms": 1_700_000_000_000,
+    }
+    return {
+        "before": before,
+        "after": after,
+        "source": source,
+        "op": op,
+        "ts_ms": 5,
+        "transaction": {"id": "tx", "total_order": 3},
+    }
 
 
 def image(i: int) -> dict[str, Any]:
-    return {"id": i, "name": f"n{i}", "region": {"code": f"r{i % 2}", "label": None}, "tags": ["a", "b"][: i % 3]}
+    return {
+        "id": i,
+        "name": f"n{i}",
+        "region": {"code": f"r{i % 2}", "label": None},
+        "tags": ["a", "b"][: i % 3],
+    }
 
 
 EVENTS = [
@@ -109,12 +184,22 @@ EVENTS = [
 ]
 MAPPINGS = [
     {"envelope": "debezium"},
-    {"envelope": "debezium", "version": "field:source.lsn", "row_key": "{id}:{region.code}",
-     "columns": {"n": "name", "r": "region", "t": "tags"}, "flatten": ("tags",),
-     "metadata_columns": {"op": "op", "source.txId": "tx", "partition": "p"}},
-    {"envelope": "debezium", "version": "field:source.lsn", "row_key": "{id}", "metadata_columns": {"source": "src"}},
+    {
+        "envelope": "debezium",
+        "version": "field:source.lsn",
+        "row_key": "{id}:{region.code}",
+        "columns": {"n": "name", "r": "region", "t": "tags"},
+        "flatten": ("tags",),
+        "metadata_columns": {"op": "op", "source.txId": "tx", "partition": "p"},
+    },
+    {
+        "envelope": "debezium",
+        "version": "field:source.lsn",
+        "row_key": "{id}",
+        "metadata_columns": {"source": "src"},
+    },
     {"columns": {"c": "after.region.code"}, "version": "field:source.lsn", "row_key": "{after.id}"},
-]  # fmt: skip
+]
 
 
 def outcome(mapper: Any, record: KafkaRecord) -> Any:
@@ -124,7 +209,9 @@ def outcome(mapper: Any, record: KafkaRecord) -> Any:
         return f"bad: {exc}"
 
 
-@pytest.mark.parametrize("mapping", MAPPINGS, ids=["cdc-default", "cdc-everything", "cdc-source-cell", "plain"])
+@pytest.mark.parametrize(
+    "mapping", MAPPINGS, ids=["cdc-default", "cdc-everything", "cdc-source-cell", "plain"]
+)
 def test_a_mapper_on_the_selection_maps_every_event_as_on_the_whole_value(mapping: dict[str, Any]) -> None:
     schema = parse_schema_with_repo(json.dumps(ENVELOPE), {})
     spec = MappingSpec(value_format="avro", **mapping)
@@ -143,13 +230,19 @@ def test_a_mapper_on_the_selection_maps_every_event_as_on_the_whole_value(mappin
     assert outcome(selected, tombstone) == outcome(whole, tombstone)
     if "envelope" in mapping:  # the bad ones are named as before: the table, the op, the position
         assert [type(item).__name__ for item in outcomes[:4]] == ["RowPut", "RowPut", "RowPut", "RowDelete"]
-        template = "row_key" in mapping
+        no_before = (
+            "bad: a delete event has no 'before' image, and the row key template names fields of the value"
+        )
+        truncate = (
+            "bad: truncate of table shop.public.rows (op 't'); "
+            "set envelope_options.truncate: ignore to skip truncates"
+        )
+        no_position = "bad: missing source position: 'source.lsn' is missing or null (op 'u')"
         assert [text for text in outcomes if isinstance(text, str)] == [
-            *(["bad: a delete event has no 'before' image, and the row key template names fields of the value"]
-              if template else []),
-            "bad: truncate of table shop.public.rows (op 't'); set envelope_options.truncate: ignore to skip truncates",
+            *([no_before] if "row_key" in mapping else []),
+            truncate,
             "bad: Debezium op 'u' has no 'after' image (table shop.public.rows)",
             "bad: Debezium envelope has no 'op' field",
             "bad: unknown Debezium op 'x' (expected one of c, u, d, r, t)",
-            *(["bad: missing source position: 'source.lsn' is missing or null (op 'u')"] if "version" in mapping else []),
-        ]  # fmt: skip
+            *([no_position] if "version" in mapping else []),
+        ]
