@@ -34,6 +34,7 @@ from airflow_provider_eo.formats.registry.settings import RegistrySettings
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.spark.records import KafkaRecord
 from airflow_provider_eo.spark.task.mapping import RecordMapper, build_mapper
+from airflow_provider_eo.spark.task.mapping.reachable_fields import value_fields
 from airflow_provider_eo.spark.task.range_reader import RangeReadError, read_range
 from airflow_provider_eo.spark.task.task_schemas import open_schema_cache
 from airflow_provider_eo.spark.task.write_task import READ_AHEAD_SEGMENTS
@@ -177,7 +178,7 @@ def build_audit_mapper(spec: PipelineSpec, connections: AuditConnections) -> tup
     mapper = build_mapper(
         spec.mapping,
         spec.column_family,
-        value_decoder=build_decoder(spec.mapping.value_format, "value", cache),
+        value_decoder=build_decoder(spec.mapping.value_format, "value", cache, value_fields(spec.mapping)),
         key_decoder=build_decoder(spec.mapping.key_format, "key", cache),
         max_cell_bytes=spec.hbase_keyvalue_maxsize,
     )

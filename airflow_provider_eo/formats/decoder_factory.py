@@ -12,13 +12,19 @@ from typing import TYPE_CHECKING
 from airflow_provider_eo.formats.plain import Decoder, plain_decoder
 
 if TYPE_CHECKING:
+    from airflow_provider_eo.formats.field_selection import FieldSelection
     from airflow_provider_eo.formats.registry.schema_cache import SchemaCache
 
 PLAIN_FORMATS = ("json", "string", "bytes")
 
 
-def build_decoder(fmt: str, part: str, schema_cache: SchemaCache | None) -> Decoder:
+def build_decoder(
+    fmt: str, part: str, schema_cache: SchemaCache | None, fields: FieldSelection = None
+) -> Decoder:
     """``decode(data: bytes) -> Any`` for ``fmt`` and ``part`` (``"value"`` or ``"key"``).
+
+    ``fields`` (``formats.field_selection``; None: all) is what the caller can reach of the
+    decoded values: a decoder may leave out the rest (the Avro one does).
 
     ``schema_cache`` is the task's registry client (``formats.registry.SchemaCache``),
     used by registry formats only (None is fine for plain ones). Raises ValueError for an
@@ -32,4 +38,4 @@ def build_decoder(fmt: str, part: str, schema_cache: SchemaCache | None) -> Deco
         )
     from airflow_provider_eo.formats.registry import registry_decoder
 
-    return registry_decoder(fmt, part, schema_cache)
+    return registry_decoder(fmt, part, schema_cache, fields)

@@ -36,6 +36,7 @@ from airflow_provider_eo.spark.task.bad_records import (
     LedgerDeadLetterSink,
 )
 from airflow_provider_eo.spark.task.mapping import RecordMapper, build_mapper
+from airflow_provider_eo.spark.task.mapping.reachable_fields import value_fields
 from airflow_provider_eo.spark.task.range_reader import RangeConsumer, read_range
 from airflow_provider_eo.spark.task.segment_pipeline import SegmentPipeline
 from airflow_provider_eo.spark.task.task_schemas import open_schema_cache, registry_schema_id
@@ -134,7 +135,7 @@ def open_task(settings: TaskSettings, dead_letter_sink: DeadLetterSink | None, t
     mapper = build_mapper(
         mapping,
         settings.column_family,
-        value_decoder=build_decoder(mapping.value_format, "value", schema_cache),
+        value_decoder=build_decoder(mapping.value_format, "value", schema_cache, value_fields(mapping)),
         key_decoder=build_decoder(mapping.key_format, "key", schema_cache),
         max_cell_bytes=settings.hbase_keyvalue_maxsize,
     )
