@@ -38,6 +38,14 @@ class WindowIndex:
             _keep_max(self.newest_delete, cell_key(delete.row, delete.family), delete.version)
             self._span(delete.version)
 
+    def span_of(self, segment: ExpectedSegment) -> None:
+        """Widen the lowest and highest versions by ``segment``'s, indexing nothing (a
+        pass over one bucket of rows keeps the window's span)."""
+        for cell in segment.cells:
+            self._span(cell.version)
+        for delete in segment.deletes:
+            self._span(delete.version)
+
     def merge(self, other: WindowIndex) -> None:
         """Add ``other``'s writes (an index built apart, e.g. by another Spark task)."""
         self.cells |= other.cells
