@@ -69,9 +69,12 @@ class IndexOverBudget(Exception):
     """A pass's state went over the budget after ``offsets_done`` offsets of the window."""
 
     def __init__(self, used: int, offsets_done: int) -> None:
-        super().__init__(f"audit index at {used} bytes after {offsets_done} offsets")
+        super().__init__(used, offsets_done)  # its args rebuild it: a Spark task's result pickles
         self.used = used
         self.offsets_done = offsets_done
+
+    def __str__(self) -> str:
+        return f"audit index at {self.used} bytes after {self.offsets_done} offsets"
 
 
 def bucket_of(row: bytes, count: int) -> int:
