@@ -8,6 +8,10 @@ time from the process's start to its exit, peak resident memory of its process t
 (:class:`~benchmarks.process_meter.ProcessMeter`), CPU seconds. The audit must answer
 ``clean`` with every record written, or the section fails (a wrong audit is no figure).
 
+Then the same audit again with a quarter of the index bytes the first took as its
+``--index-budget-bytes``: its rows are audited in buckets, one pass each, with the same
+(clean) answer: what the memory bound costs (``audit_quarter_index_budget``).
+
 Targets (issue 36): ``ratio_records_per_s`` >= 0.8 and ``ratio_peak_rss`` <= 1.2.
 """
 
@@ -44,6 +48,10 @@ def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
             pipelines.write_text(step["pipelines_yaml"])
             _commit(stack, pipelines, step["pipeline"], step["epoch_id"])
             audit = _measured_audit(stack, pipelines, step["pipeline"], step["epoch_id"], dataset.records)
+            budget = max(1, audit["index"].get("peak_bytes", 0) // 4)  # the index must be cut in buckets
+            bucketed = _measured_audit(
+                stack, pipelines, step["pipeline"], step["epoch_id"], dataset.records, budget
+            )
     finally:
         drop_table(stack, step["table"])
     write = {key: step[key] for key in ("wall_s", "records_per_s", "peak_rss_mb", "client_cpu_s_per_million")}
@@ -53,6 +61,7 @@ def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
         "partitions": len(dataset.ends),
         "write_step": write,
         "audit": audit,
+        "audit_quarter_index_budget": bucketed,
         "ratio_records_per_s": round(audit["records_per_s"] / write["records_per_s"], 2),
         "ratio_peak_rss": round(audit["peak_rss_mb"] / write["peak_rss_mb"], 2),
         "bound": (
@@ -84,13 +93,14 @@ def _commit(stack: LocalStack, pipelines: Path, pipeline: str, epoch_id: int) ->
 
 
 def _measured_audit(
-    stack: LocalStack, pipelines: Path, pipeline: str, epoch_id: int, records: int
+    stack: LocalStack, pipelines: Path, pipeline: str, epoch_id: int, records: int, budget: int | None = None
 ) -> dict[str, Any]:
-    """``eo-ledger audit`` of the one epoch, measured; RuntimeError unless it is clean with
-    every record written."""
+    """``eo-ledger audit`` of the one epoch (with ``--index-budget-bytes budget`` when given),
+    measured; RuntimeError unless it is clean with every record written."""
     argv = [
         sys.executable, "-m", "airflow_provider_eo.cli.eo_ledger", "audit", "--pipeline", pipeline,
-        "--epochs", f"{epoch_id}-{epoch_id}", "--pipelines-file", str(pipelines),
+        "--epochs", f"{epoch_id}-{epoch_id}", "--pipelines-file", str(pipelines), "--no-record",
+        *([] if budget is None else ["--index-budget-bytes", str(budget)]),
     ]  # fmt: skip
     with _stack_connections(stack) as env, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
@@ -118,4 +128,5 @@ def _measured_audit(
         "verdict": answer["verdict"],
         "cells": answer["cells"],
         "hbase_calls": answer["hbase_calls"],
+        "index": answer.get("index", {}),  # budget, buckets, passes, peak estimated bytes
     }

@@ -20,21 +20,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from airflow_provider_eo.audit import group_check
-from airflow_provider_eo.audit.cell_check import settle
 from airflow_provider_eo.audit.dead_letter_topic_check import check_dead_letter_topic
 from airflow_provider_eo.audit.findings import Finding, FindingKind, FindingLog
-from airflow_provider_eo.audit.offset_check import OffsetCounts, check_offsets, vote_counts
-from airflow_provider_eo.audit.range_audit import BATCH_BYTES, AuditConnections, WindowState, in_window_of
+from airflow_provider_eo.audit.offset_check import OffsetCounts, vote_counts
+from airflow_provider_eo.audit.range_audit import BATCH_BYTES, AuditConnections, in_window_of
 from airflow_provider_eo.audit.range_jobs import (
     RangeJob,
-    RangeResult,
     RangeRunner,
     RangeSettings,
-    merge_findings,
-    merge_state,
     run_in_process,
 )
 from airflow_provider_eo.audit.report import AuditReport
+from airflow_provider_eo.audit.row_buckets import INDEX_BUDGET_BYTES
+from airflow_provider_eo.audit.window_passes import audit_in_passes
 from airflow_provider_eo.clients.connection_settings import KafkaClientConfig
 from airflow_provider_eo.config.mapping_syntax import parse_version
 from airflow_provider_eo.config.specs import PipelineSpec
@@ -90,13 +88,15 @@ def audit_window(
     connections: AuditConnections,
     *,
     batch_bytes: int = BATCH_BYTES,
+    index_budget: int = INDEX_BUDGET_BYTES,
     max_findings: int | None = None,
     replay_selection: ReplaySelection = lambda _epoch_id: None,
     run_ranges: RangeRunner = run_in_process,
 ) -> AuditReport:
     """Audit the committed ``epochs`` of one pipeline, oldest first (see the module contract);
     ``replay_selection`` answers a replay epoch's selected offsets (None: a plain epoch);
-    ``run_ranges`` runs the ranges' jobs (in this process, or as Spark tasks). Raises
+    ``run_ranges`` runs the ranges' jobs (in this process, or as Spark tasks);
+    ``index_budget`` bounds the window index's bytes (:mod:`.window_passes`). Raises
     ``ValueError`` for no epoch; what ``run_ranges`` raises passes through."""
     if not epochs:
         raise ValueError("an audit needs at least one committed epoch")
@@ -117,15 +117,17 @@ def audit_window(
                 report.not_auditable.append(_not_auditable(epoch, rng, voted, lows.get(rng.tp)))
             else:
                 planned.append((epoch, rng, voted))
-    jobs = _jobs(
-        planned, dict(zip((e.epoch_id for e in epochs), specs, strict=True)), ledger, replay_selection
-    )
+    spec_by_epoch = dict(zip((e.epoch_id for e in epochs), specs, strict=True))
     settings = RangeSettings(connections, in_window, batch_bytes, report.findings.limit)
-    results = sorted(run_ranges(jobs, settings), key=lambda result: result.index)
-    state = WindowState(cells=report.cells)
-    for result, (epoch, rng, voted) in zip(results, planned, strict=True):
-        _add_range(report, state, result, epoch, rng, voted)
-    report.findings.extend(settle(state.index, in_window, state.cells, state.candidates))
+    first = report
+    report = audit_in_passes(
+        lambda: _fresh_report(first),
+        planned,
+        lambda: _jobs(planned, spec_by_epoch, ledger, replay_selection),
+        settings,
+        run_ranges,
+        index_budget,
+    )
     report.findings.extend(
         _dead_letter_topic(report, specs[-1], epochs, audited, ledger, offsets, connections)
     )
@@ -166,29 +168,12 @@ def _not_auditable(
     }
 
 
-def _add_range(
-    report: AuditReport,
-    state: WindowState,
-    result: RangeResult,
-    epoch: Epoch,
-    rng: PartitionRange,
-    voted: OffsetCounts | None,
-) -> None:
-    """One range's result into the window: findings, offset checks and counts, state."""
-    merge_findings(report.findings, result.findings)
-    merge_state(state, result.state)
-    report.hbase_calls += result.hbase_calls
-    if result.counts is not None:
-        counts = result.counts
-        report.findings.extend(check_offsets(epoch.epoch_id, rng, voted, counts))
-        tally = report.offsets
-        tally.ranges += 1
-        tally.offsets += rng.end - rng.start
-        tally.records_written += counts.records - counts.bad_records
-        tally.dead_letters += counts.bad_records
-        tally.skipped_offsets += counts.skipped_offsets
-    where = f"pipeline={epoch.pipeline} epoch_id={epoch.epoch_id} range={ranges_text([rng])}"
-    log.info("audit: range done %s findings=%d", where, result.findings.total)
+def _fresh_report(planned: AuditReport) -> AuditReport:
+    """A report to fill (one attempt of the passes): ``planned``'s window, limit and
+    not-auditable ranges, nothing counted yet."""
+    fresh = AuditReport(planned.pipeline, list(planned.epoch_ids), not_auditable=list(planned.not_auditable))
+    fresh.findings = FindingLog(planned.findings.limit)
+    return fresh
 
 
 def _dead_letter_topic(

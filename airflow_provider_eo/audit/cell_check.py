@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from airflow_provider_eo.audit.expected_writes import ExpectedCell, ExpectedSegment
 from airflow_provider_eo.audit.findings import Finding, FindingKind, shown
 from airflow_provider_eo.audit.hbase_view import RowsView
+from airflow_provider_eo.audit.row_buckets import CANDIDATE_BYTES
 from airflow_provider_eo.audit.window_index import WindowIndex
 
 #: True inside the window's versions, False outside, None when only :func:`settle` knows.
@@ -77,6 +78,19 @@ class CellCandidates:
 
     absent: list[Absent] = field(default_factory=list)
     observed: list[Observed] = field(default_factory=list)
+    #: Estimated bytes of the candidates (:func:`~.row_buckets.state_bytes`).
+    bytes: int = 0
+
+    def add_absent(self, absent: Absent) -> None:
+        """Keep an absent expected cell."""
+        self.absent.append(absent)
+        cell = absent.cell
+        self.bytes += CANDIDATE_BYTES + len(cell.row) + len(cell.column) + len(cell.value)
+
+    def add_observed(self, observed: Observed) -> None:
+        """Keep a cell no expected write explains so far."""
+        self.observed.append(observed)
+        self.bytes += CANDIDATE_BYTES + len(observed.row) + len(observed.column) + len(observed.value)
 
 
 def check_batch(
@@ -127,7 +141,7 @@ def check_batch(
         if (row, column, version) in named:  # a delete that did not apply: named already
             continue
         if not index.expects(row, column, version) and in_window(version) is not False:
-            candidates.observed.append(Observed(ref, row, column, value, version))
+            candidates.add_observed(Observed(ref, row, column, value, version))
     return findings
 
 
@@ -156,7 +170,7 @@ def _check_cell(
     if newest is not None and newest[1] > cell.version:
         tally.covered_by_newer += 1
         return None
-    candidates.absent.append(Absent(ref, cell, "nothing" if held is None else _held(held)))
+    candidates.add_absent(Absent(ref, cell, "nothing" if held is None else _held(held)))
     return None
 
 

@@ -27,6 +27,7 @@ from airflow_provider_eo.audit.findings import MAX_FINDINGS, Finding, FindingKin
 from airflow_provider_eo.audit.hbase_reads import HBaseReadError, HBaseRowsReader
 from airflow_provider_eo.audit.hbase_view import read_plan
 from airflow_provider_eo.audit.offset_check import OffsetCounts
+from airflow_provider_eo.audit.row_buckets import ONE_BUCKET, RowBuckets
 from airflow_provider_eo.audit.window_index import WindowIndex
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.formats.decoder_factory import build_decoder
@@ -106,9 +107,12 @@ def audit_range(
     in_window: Callable[[int], bool | None],
     batch_bytes: int = BATCH_BYTES,
     findings_limit: int = MAX_FINDINGS,
+    buckets: RowBuckets = ONE_BUCKET,
 ) -> RangeOutcome:
     """Audit one range of one committed epoch (see the module contract); at most
-    ``findings_limit`` findings are kept."""
+    ``findings_limit`` findings are kept; only the rows of ``buckets``' bucket are checked
+    (the dead letters in its first pass). Raises
+    :class:`~.row_buckets.IndexOverBudget` when ``state`` goes over ``buckets.budget``."""
     ref = RangeRef(epoch.epoch_id, rng.topic, rng.partition)
     outcome = RangeOutcome(FindingLog(findings_limit))
     present, bad = 0, []
@@ -121,11 +125,12 @@ def audit_range(
             records = read_range(
                 connections.kafka_config, task, spec.batch_size, timeout_s, queue_bytes=read_ahead
             )
-            for batch in _batches(writes, records, batch_bytes):
+            for batch in _batches(writes, records, batch_bytes, buckets, state):
                 view = hbase.view(read_plan(batch))
                 outcome.findings.extend(
                     check_batch(ref, batch, view, state.index, in_window, state.cells, state.candidates)
                 )
+                buckets.check(state, present + writes.account.present)
             present += writes.account.present
             bad += writes.account.bad
     except (RangeReadError, HBaseReadError) as exc:
@@ -145,7 +150,9 @@ def audit_range(
     if selection is not None:  # a replay answers for its selected offsets only
         chosen = set(selection.get(rng.tp, ()))
         ledger_offsets = [offset for offset in ledger_offsets if offset in chosen]
-    outcome.findings.extend(check_dead_letters(epoch.epoch_id, rng, spec.bad_records, bad, ledger_offsets))
+    if buckets.index == 0:
+        found = check_dead_letters(epoch.epoch_id, rng, spec.bad_records, bad, ledger_offsets)
+        outcome.findings.extend(found)
     return outcome
 
 
@@ -156,12 +163,22 @@ def _segments(writes: ExpectedWrites, records: Iterator[KafkaRecord]) -> Iterato
 
 
 def _batches(
-    writes: ExpectedWrites, records: Iterator[KafkaRecord], budget: int
+    writes: ExpectedWrites,
+    records: Iterator[KafkaRecord],
+    budget: int,
+    buckets: RowBuckets,
+    state: WindowState,
 ) -> Iterator[list[ExpectedSegment]]:
-    """The range's expected segments in batches of about ``budget`` bytes of cells."""
+    """The range's expected segments, cut to the bucket's rows (every segment widens the
+    window's span), in batches of about ``budget`` bytes of cells."""
     batch: list[ExpectedSegment] = []
     weight = 0
-    for segment in _segments(writes, records):
+    for whole in _segments(writes, records):
+        segment = buckets.part_of(whole)
+        if segment is not whole:
+            state.index.span_of(whole)
+            if not segment.cells and not segment.deletes:
+                continue
         batch.append(segment)
         weight += sum(len(c.row) + len(c.column) + len(c.value) for c in segment.cells) + len(segment.deletes)
         if weight >= budget:

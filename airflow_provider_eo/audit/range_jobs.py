@@ -29,6 +29,7 @@ from airflow_provider_eo.audit.range_audit import (
     audit_range,
     build_audit_mapper,
 )
+from airflow_provider_eo.audit.row_buckets import ONE_BUCKET, IndexOverBudget, RowBuckets
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
@@ -55,18 +56,21 @@ class RangeSettings:
     in_window: InWindow
     batch_bytes: int
     findings_limit: int
+    buckets: RowBuckets = ONE_BUCKET
 
 
 @dataclass
 class RangeResult:
     """One job's answer: its findings (bounded), offset counts (None: not read), the
-    window state it built (index, candidates, cell counts) and its HBase calls."""
+    window state it built (index, candidates, cell counts) and its HBase calls;
+    ``over_budget`` set when its state went over the bucket's byte budget (the rest empty)."""
 
     index: int
     findings: FindingLog
     counts: OffsetCounts | None
     state: WindowState = field(default_factory=WindowState)
     hbase_calls: int = 0
+    over_budget: IndexOverBudget | None = None
 
 
 #: Runs a window's jobs; answers one result per job, in any order.
@@ -95,20 +99,25 @@ class RangeAuditor:
             self._readers[spec.hbase_table] = hbase
         state = WindowState()
         before = hbase.calls
-        outcome = audit_range(
-            spec,
-            job.epoch,
-            job.rng,
-            self._mappers[key][0],
-            settings.connections,
-            hbase,
-            job.ledger_offsets,
-            job.selection,
-            state,
-            settings.in_window,
-            settings.batch_bytes,
-            settings.findings_limit,
-        )
+        try:
+            outcome = audit_range(
+                spec,
+                job.epoch,
+                job.rng,
+                self._mappers[key][0],
+                settings.connections,
+                hbase,
+                job.ledger_offsets,
+                job.selection,
+                state,
+                settings.in_window,
+                settings.batch_bytes,
+                settings.findings_limit,
+                settings.buckets,
+            )
+        except IndexOverBudget as over:
+            calls = hbase.calls - before
+            return RangeResult(job.index, FindingLog(), None, WindowState(), calls, over)
         return RangeResult(job.index, outcome.findings, outcome.counts, state, hbase.calls - before)
 
     def close(self) -> None:
@@ -149,5 +158,6 @@ def merge_state(window: WindowState, part: WindowState) -> None:
     window.index.merge(part.index)
     window.candidates.absent.extend(part.candidates.absent)
     window.candidates.observed.extend(part.candidates.observed)
+    window.candidates.bytes += part.candidates.bytes
     for name, value in vars(part.cells).items():
         setattr(window.cells, name, getattr(window.cells, name) + value)

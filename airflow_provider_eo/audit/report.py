@@ -39,6 +39,8 @@ class AuditReport:
     hbase_calls: int = 0
     #: ``{letters, published, seen}`` of the dead-letter topic check (empty: no topic).
     dead_letter_topic: dict[str, int] = field(default_factory=dict)
+    #: ``{budget_bytes, buckets, passes, peak_bytes}`` of the window index (:mod:`.window_passes`).
+    index: dict[str, int] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -65,6 +67,7 @@ class AuditReport:
             "findings_not_shown": self.findings.dropped,
             "findings": [finding.to_json() for finding in self.findings.kept],
             "hbase_calls": self.hbase_calls,
+            "index": self.index,
         }
 
     def text(self) -> str:

@@ -64,6 +64,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     audit.add_argument("--schema-registry-conn-id", default=DEFAULT_SCHEMA_REGISTRY_CONN_ID)
     audit.add_argument("--format", choices=["json", "text"], default="json")
     audit.add_argument(
+        "--index-budget-bytes",
+        type=int,
+        default=None,
+        help="bytes the window index may hold before the rows are audited in buckets (default 256 MiB)",
+    )
+    audit.add_argument(
         "--no-record", action="store_true", help="keep nothing in the ledger (a role that may only read)"
     )
     return audit
@@ -154,6 +160,10 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> A
         pipelines = load_pipelines(args.pipelines_file)
     except PipelineConfigError as exc:
         raise refused(str(exc)) from exc
+    if args.index_budget_bytes is not None and args.index_budget_bytes < 1:
+        raise refused(
+            f"--index-budget-bytes must be a positive number of bytes, not {args.index_budget_bytes}"
+        )
     if args.pipeline not in pipelines:
         raise refused(f"pipeline {args.pipeline!r} is not declared in the pipelines file")
     epochs = window(ledger, args, refused)
@@ -177,6 +187,7 @@ def run(args: argparse.Namespace, ledger: Ledger, refused: type[Exception]) -> A
         kafka_hook(args.kafka_conn_id),
         connections,
         replay_selection=EpochProtocol(ledger).replay_selection,
+        **({} if args.index_budget_bytes is None else {"index_budget": args.index_budget_bytes}),
     )
     log.info(
         "audit done pipeline=%s verdict=%s findings=%d", args.pipeline, report.verdict, report.findings.total

@@ -17,6 +17,7 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_provider_eo.audit.epoch_id_runs import runs_text
 from airflow_provider_eo.hooks.ledger import EoLedgerHook
 from airflow_provider_eo.ledger.model.epoch import Epoch
 from airflow_provider_eo.ledger.model.ledger_roles import LedgerReads
@@ -97,7 +98,7 @@ class ResolveAuditWindowOperator(PipelineOperator):
     :param since: an ISO time (templated), or empty.
     :param last: N newest committed epochs (templated), or empty: 10.
 
-    Returns (XCom) ``{"epoch_ids": "12,13,15", "first": 12, "last": 15, "epochs": 3,
+    Returns (XCom) ``{"epoch_ids": "12-13,15", "first": 12, "last": 15, "epochs": 3,
     "run_key": "<dag_id>/<run_id>"}``. Raises :class:`AuditWindowRefused`.
     """
 
@@ -124,10 +125,12 @@ class ResolveAuditWindowOperator(PipelineOperator):
                 ledger, self.pipeline, epochs=self.epochs or None, since=self.since or None, last=last
             )
         ids = [epoch.epoch_id for epoch in found]
-        self.log.info("pipeline=%s: auditing %d committed epochs %s", self.pipeline, len(ids), ids)
+        window = runs_text(ids)
+        log_line = "pipeline=%s: auditing %d committed epochs epoch_ids=%s"
+        self.log.info(log_line, self.pipeline, len(ids), window)
         key = run_key(context)
         return {
-            "epoch_ids": ",".join(map(str, ids)),
+            "epoch_ids": window,
             "first": ids[0],
             "last": ids[-1],
             "epochs": len(ids),

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_eo.audit.epoch_id_runs import parse_runs, runs_text
+from airflow_provider_eo.errors import ConfigError
 from airflow_provider_eo.operators.audit import run_key
 from airflow_provider_eo.operators.write import WriteEpochOperator, application_path
 
@@ -20,7 +22,8 @@ from airflow_provider_eo.operators.write import WriteEpochOperator, application_
 class AuditWindowOperator(WriteEpochOperator):
     """Submit the audit of the committed epochs ``epoch_ids`` of ``pipeline``.
 
-    :param epoch_ids: "12,13,15" (templated; usually the resolve task's XCom).
+    :param epoch_ids: "12-13,15" or "12,13,15" (templated; usually the resolve task's XCom);
+        passed to the application as runs.
 
     Every other parameter is :class:`WriteEpochOperator`'s (no epoch id, no fencing token).
     ``execute`` raises the hook's ``AirflowException`` when the application fails (nothing
@@ -37,10 +40,22 @@ class AuditWindowOperator(WriteEpochOperator):
         self.application = application_path("airflow_provider_eo.spark.driver.audit_application")
         self.name = f"eo-audit-{self.pipeline}"
 
+    def window_text(self) -> str:
+        """The window's ids as runs (``12-15,18``: one short argument for consecutive epochs,
+        whatever their number); ``ConfigError`` when ``epoch_ids`` is not ids or runs."""
+        try:
+            return runs_text(parse_runs(str(self.epoch_ids)))
+        except ValueError as exc:
+            raise ConfigError(f"pipeline {self.pipeline}: {exc}") from None
+
+    def submission_subject(self) -> tuple[str, str]:
+        """The audit's log line: the pipeline's audited window, not an epoch id."""
+        return "Auditing window", f"epoch_ids={self.window_text()}"
+
     def application_arguments(self, context: Any, epoch_id: str) -> list[str]:
-        """``--pipeline P --epoch-ids IDS --run-key DAG/RUN`` and the connection ids."""
+        """``--pipeline P --epoch-ids RUNS --run-key DAG/RUN`` and the connection ids."""
         return [
-            "--pipeline", self.pipeline, "--epoch-ids", str(self.epoch_ids),
+            "--pipeline", self.pipeline, "--epoch-ids", self.window_text(),
             "--run-key", run_key(context), *self.conn_id_args(),
         ]  # fmt: skip
 
@@ -54,7 +69,4 @@ class AuditWindowOperator(WriteEpochOperator):
             self.pipeline, env, master=target.master, deploy_mode=target.deploy_mode,
             ledger_conn_id=self.ledger_conn_id,
         )  # fmt: skip
-        self.log.info(
-            "Auditing: pipeline=%s epoch_ids=%s master=%s", self.pipeline, self.epoch_ids, target.master
-        )
         self.write(context, target, env)

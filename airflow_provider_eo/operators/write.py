@@ -298,15 +298,20 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.session_write = SessionWrite(self.spec, int(str(self.epoch_id)), self.fencing_token, conn_ids)
         self.session_write.run(context, env)
 
+    def submission_subject(self) -> tuple[str, str]:
+        """What the submission's log line names: what it does, and its epoch (``epoch_id=``)."""
+        return "Writing epoch", f"epoch_id={self.epoch_id}"
+
     def write(self, context: Any, target: SubmissionTarget, env: dict[str, str]) -> None:
         """Submit the epoch ``epoch_id`` to ``target`` with the driver environment ``env``, and
         in YARN cluster deploy mode follow its application to its end (see :meth:`execute`)."""
         unchecked = check_registered_fields(self.spec, self.schema_registry_conn_id)
         if unchecked:
             self.log.info("pipeline=%s: no schema registered yet under %s", self.pipeline, unchecked)
+        label, subject = self.submission_subject()
         self.log.info(
-            "Writing epoch: pipeline=%s epoch_id=%s master=%s deploy_mode=%s spec_from=%s",
-            self.pipeline, self.epoch_id, target.master, target.deploy_mode,
+            "%s: pipeline=%s %s master=%s deploy_mode=%s spec_from=%s",
+            label, self.pipeline, subject, target.master, target.deploy_mode,
             self.spec.source_file or self.pipelines_file,
         )  # fmt: skip
         with ExitStack() as scope:

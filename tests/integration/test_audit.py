@@ -191,6 +191,26 @@ def test_clean_window_then_every_fault_named(
     ]  # fmt: skip
 
 
+def test_a_tiny_index_budget_audits_in_buckets_with_the_same_report(
+    world: World, pipelines_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The faulty window above, audited whole and with half the index bytes it took:
+    the rows are audited in buckets (the audit starts again when a pass goes over), the
+    merged state stays under the budget, and the report is the same, finding for finding."""
+    args = ("--pipeline", world.spec.name, "--last", "3", "--no-record")
+    code, whole = audit(world, pipelines_file, *args, capsys=capsys)
+    assert whole["index"]["buckets"] == whole["index"]["passes"] == 1
+    budget = whole["index"]["peak_bytes"] // 2
+    tiny_code, tiny = audit(world, pipelines_file, *args, "--index-budget-bytes", str(budget), capsys=capsys)
+    assert tiny["index"]["budget_bytes"] == budget and 0 < tiny["index"]["peak_bytes"] <= budget
+    assert tiny["index"]["buckets"] > 1 and tiny["index"]["passes"] > tiny["index"]["buckets"]
+    for answer in (whole, tiny):
+        del answer["index"], answer["hbase_calls"]
+    assert sorted(tiny.pop("findings"), key=json.dumps) == sorted(whole.pop("findings"), key=json.dumps)
+    assert (tiny_code, tiny) == (code, whole)
+    assert whole["findings_total"] == 7
+
+
 def test_bad_input_exits_2(
     world: World, pipelines_file: Path, stack: StackInfo, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -63,7 +63,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="airflow_provider_eo.spark.driver.audit_application", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--pipeline", required=True)
-    parser.add_argument("--epoch-ids", required=True, help="the committed epochs to audit: 12,13,15")
+    parser.add_argument("--epoch-ids", required=True, help="the committed epochs to audit: 12-15,18")
     parser.add_argument("--run-key", required=True, help="<dag_id>/<run_id>: the stored audit's run")
     parser.add_argument("--pipelines-file", default=None)
     parser.add_argument("--ledger-conn-id", default=DEFAULT_LEDGER_CONN_ID)
@@ -75,14 +75,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def epoch_ids(text: str) -> list[int]:
-    """``12,13,15`` as ids, ascending; :class:`AuditRefused` when not a list of ids."""
+    """``12-15,18`` (runs, :mod:`~airflow_provider_eo.audit.epoch_id_runs`) as ids,
+    ascending; :class:`AuditRefused` when not ids or runs."""
+    from airflow_provider_eo.audit.epoch_id_runs import parse_runs
+
     try:
-        ids = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise AuditRefused(f"--epoch-ids must be epoch ids separated by commas, not {text!r}") from None
-    if not ids:
-        raise AuditRefused("--epoch-ids names no epoch")
-    return ids
+        return parse_runs(text)
+    except ValueError as exc:
+        raise AuditRefused(f"--epoch-ids: {exc}") from None
 
 
 def committed_epochs(ledger: LedgerReads, pipeline: str, ids: Sequence[int]) -> list[Epoch]:
