@@ -26,8 +26,11 @@ from dataclasses import dataclass, field
 from airflow_provider_eo.audit.expected_writes import ExpectedCell, ExpectedSegment
 from airflow_provider_eo.audit.findings import Finding, FindingKind, shown
 from airflow_provider_eo.audit.hbase_view import RowsView
-from airflow_provider_eo.audit.row_buckets import CANDIDATE_BYTES
 from airflow_provider_eo.audit.window_index import WindowIndex
+
+#: Estimated bytes of one candidate beside its row, column and value bytes (the index budget's
+#: measure, ``row_buckets``).
+CANDIDATE_BYTES = 360
 
 #: True inside the window's versions, False outside, None when only :func:`settle` knows.
 InWindow = Callable[[int], bool | None]

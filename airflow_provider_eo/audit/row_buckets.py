@@ -18,12 +18,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from airflow_provider_eo.audit.expected_writes import ExpectedSegment
 
 if TYPE_CHECKING:
-    from airflow_provider_eo.audit.range_audit import WindowState
+    from airflow_provider_eo.audit.cell_check import CellCandidates
+    from airflow_provider_eo.audit.window_index import WindowIndex
 
 #: Default byte budget of the window's index and candidates (``--index-budget-bytes``).
 INDEX_BUDGET_BYTES = 256 << 20
@@ -34,8 +35,16 @@ MAX_BUCKETS = 1 << 16
 CELL_ENTRY_BYTES = 64
 #: Estimated bytes of one newest-version entry (two ints and a dict slot).
 VERSION_ENTRY_BYTES = 104
-#: Estimated bytes of one candidate beside its row, column and value bytes.
-CANDIDATE_BYTES = 360
+
+
+class WindowState(Protocol):
+    """What the budget measures of a window's state (``range_audit.WindowState``)."""
+
+    @property
+    def index(self) -> WindowIndex: ...
+
+    @property
+    def candidates(self) -> CellCandidates: ...
 
 
 @dataclass(frozen=True)
