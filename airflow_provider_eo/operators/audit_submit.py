@@ -61,12 +61,6 @@ class AuditWindowOperator(WriteEpochOperator):
 
     def execute(self, context: Any) -> None:
         """Submit the audit (see the class doc); its report is in the ledger afterwards."""
-        from airflow_provider_eo.operators.submission_files import refuse_unreadable_credentials
-
         env = self.application_env()
-        target = self.submission_target()
-        refuse_unreadable_credentials(
-            self.pipeline, env, master=target.master, deploy_mode=target.deploy_mode,
-            ledger_conn_id=self.ledger_conn_id,
-        )  # fmt: skip
+        target = self.submission_target(env)
         self.write(context, target, env)

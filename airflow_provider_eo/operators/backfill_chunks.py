@@ -28,7 +28,6 @@ from airflow_provider_eo.operators.pipeline_operator import (
     open_protocol,
 )
 from airflow_provider_eo.operators.run_context import run_identity, task_actor
-from airflow_provider_eo.operators.submission_files import refuse_unreadable_credentials
 from airflow_provider_eo.operators.write import WriteEpochOperator
 from airflow_provider_eo.operators.xcom import epoch_summary
 
@@ -87,15 +86,7 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
         spec = self.spec
         env = self.application_env()  # connections, then the target checked: a refusal reserves nothing
         session = spec.spark.mode == "session"  # a job on the Spark Connect server, no spark-submit
-        target = None if session else self.submission_target()
-        if target is not None:
-            refuse_unreadable_credentials(
-                self.pipeline,
-                env,
-                master=target.master,
-                deploy_mode=target.deploy_mode,
-                ledger_conn_id=self.ledger_conn_id,
-            )
+        target = None if session else self.submission_target(env)
         check_kafka_client(self.kafka_conn_id)  # a client this librdkafka cannot build: no epoch
         with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:
             outcome = protocol.reserve_backfill(spec, request_of(self.ranges), run_identity(context))

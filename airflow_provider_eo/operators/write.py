@@ -237,11 +237,12 @@ class WriteEpochOperator(SparkSubmitOperator):
             "application_args": submission.application_args,
         }
 
-    def submission_target(self) -> SubmissionTarget:
+    def submission_target(self, env: dict[str, str]) -> SubmissionTarget:
         """Where the submission goes, checked (:func:`.submission_target`): raises before
         anything is submitted or reserved for a bad master, deploy mode, ``--py-files``,
-        ResourceManager, queue or container size."""
-        return submission_target(
+        ResourceManager, queue or container size, or a credential file of ``env``'s
+        connections the driver could not read there (``refuse_unreadable_credentials``)."""
+        target = submission_target(
             spec=self.spec,
             spark_conn_id=self.spark_conn_id,
             conf=self.conf or {},
@@ -249,6 +250,11 @@ class WriteEpochOperator(SparkSubmitOperator):
             py_files=self.py_files,
             track_via_rm_api=self.yarn_track_via_rm_api,
         )
+        refuse_unreadable_credentials(
+            self.pipeline, env, master=target.master, deploy_mode=target.deploy_mode,
+            ledger_conn_id=self.ledger_conn_id,
+        )  # fmt: skip
+        return target
 
     def execute(self, context: Any) -> None:
         """Run spark-submit for the epoch through a new ``SparkSubmitHook`` (kept as
@@ -270,14 +276,7 @@ class WriteEpochOperator(SparkSubmitOperator):
             self.write_on_session(context, env)
             self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
             return
-        target = self.submission_target()
-        refuse_unreadable_credentials(
-            self.pipeline,
-            env,
-            master=target.master,
-            deploy_mode=target.deploy_mode,
-            ledger_conn_id=self.ledger_conn_id,
-        )
+        target = self.submission_target(env)
         self.write(context, target, env)
         self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
 
