@@ -99,6 +99,18 @@ def declaration(name: str, topic: str, max_record_bytes: int, **extra: Any) -> d
     }
 
 
+def write_operator(name: str, summary: dict[str, Any], file: Path) -> WriteEpochOperator:
+    """The write task of the epoch ``summary`` (the reserve task's XCom) of pipeline ``name``."""
+    return WriteEpochOperator(
+        task_id="write",
+        pipeline=name,
+        epoch_id=summary["epoch_id"],
+        fencing_token=summary["fencing_token"],
+        spec=load_pipeline(name, file),
+        pipelines_file=str(file),
+    )
+
+
 def versioned(stack: StackInfo, table: str) -> VersionedRows:
     """Every row's cells with all their versions (newest first)."""
     connection = happybase.Connection(stack.hbase_host, stack.hbase_port)
@@ -164,14 +176,7 @@ def world(stack: StackInfo, connect_server: str, tmp_path_factory: pytest.TempPa
         summary = ReserveEpochOperator(task_id="reserve", pipeline=name, pipelines_file=str(file)).execute(
             task_context()  # type: ignore[arg-type]
         )
-        write = WriteEpochOperator(
-            task_id="write",
-            pipeline=name,
-            epoch_id=summary["epoch_id"],
-            fencing_token=summary["fencing_token"],
-            spec=load_pipeline(name, file),
-            pipelines_file=str(file),
-        )
+        write = write_operator(name, summary, file)
         write.execute(task_context())
         CommitEpochOperator(
             task_id="commit", pipeline=name, epoch_id=summary["epoch_id"], pipelines_file=str(file)
@@ -317,14 +322,7 @@ def test_on_kill_interrupts_the_tagged_job_and_recovery_settles_the_epoch(
         extra = {"eo.timeout.ms": 600_000, "socket.timeout.ms": 600_000}
         bootstrap = f"127.0.0.1:{silent.getsockname()[1]}"
         monkeypatch.setenv("AIRFLOW_CONN_EO_KAFKA", kafka_connection(bootstrap, extra))
-        write = WriteEpochOperator(
-            task_id="write",
-            pipeline=name,
-            epoch_id=summary["epoch_id"],
-            fencing_token=summary["fencing_token"],
-            spec=load_pipeline(name, file),
-            pipelines_file=str(file),
-        )
+        write = write_operator(name, summary, file)
         outcome: list[BaseException | None] = []
 
         def run() -> None:
