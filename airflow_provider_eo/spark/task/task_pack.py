@@ -19,14 +19,11 @@ Contract of :func:`run_pack`:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from airflow_provider_eo.errors import EoError
-from airflow_provider_eo.spark.hbase_sink.segments import SegmentBuilder
 from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import spark_task_index
 from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.bad_records import DeadLetterSink
@@ -35,11 +32,11 @@ from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskEr
 from airflow_provider_eo.spark.task.worker_gc import task_gc
 from airflow_provider_eo.spark.task.write_task import (
     READ_AHEAD_SEGMENTS,
-    OpenTask,
     TaskMetrics,
     TaskSettings,
+    close_task,
     open_task,
-    process_range,
+    write_range,
 )
 
 log = logging.getLogger(__name__)
@@ -60,47 +57,19 @@ def run_pack(
     try:
         for rng in ranges:
             try:
-                results.append(_run_range(settings, rng, shared, reader))
+                results.append(write_range(settings, rng, shared, reader, wait_writes=False))
                 if rng is ranges[-1]:
                     shared.writes.finish()
             except EoError as exc:
                 data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
                 raise ExecutorTaskError(data) from exc
     finally:
-        shared.writes.close()
-        reader.close()
-        shared.writer.close()
-        shared.ledger_sink.close()
-        if shared.schema_cache is not None:
-            shared.schema_cache.close()
+        try:
+            reader.close()
+        finally:
+            close_task(shared)
     log.info("pack done %s task_index=%d ranges=%d", where, task_index, len(ranges))
     return results
-
-
-def _run_range(
-    settings: TaskSettings, rng: TaskRange, shared: OpenTask, reader: RangeConsumer
-) -> TaskMetrics:
-    started = time.monotonic()
-    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
-    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
-    log.info("task start %s", fields)
-    cache = shared.schema_cache
-    fetches_before, bad_before = (0 if cache is None else cache.fetches), shared.handler.count
-    task = dataclasses.replace(shared, builder=SegmentBuilder(settings.batch_size, settings.batch_bytes))
-    process_range(settings, rng, task, metrics, reader, wait_writes=False)
-    if cache is not None:
-        metrics.schema_fetches = cache.fetches - fetches_before
-        metrics.schema_ids = list(cache.schema_ids)
-    metrics.bad_records = shared.handler.count - bad_before
-    metrics.skipped_offsets = rng.end - rng.start - metrics.records
-    metrics.duration_s = round(time.monotonic() - started, 3)
-    log.info(
-        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d changes_skipped=%d bad=%d "
-        "segments=%d",
-        fields, metrics.records, metrics.skipped_offsets, metrics.cells_written, metrics.tombstones,
-        metrics.changes_skipped, metrics.bad_records, metrics.segments,
-    )  # fmt: skip
-    return metrics
 
 
 def pack_partition_function(settings: TaskSettings) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo import protocol_points
@@ -235,22 +235,49 @@ def process_range(
     task.handler.flush()
 
 
-def close_task(task: OpenTask, rng: TaskRange, metrics: TaskMetrics, started: float) -> None:
-    """Release ``task`` (writer thread, HBase writer, ledger sink, schema cache, in that
-    order; :func:`run_task` calls it whether the range was written or not) and complete
-    ``metrics``: the schema cache's fetches and ids, the bad records, the offsets of ``rng``
-    not read as records, the duration since ``started`` (``time.monotonic``). The counts are
-    the task's result only when :func:`process_range` returned."""
+def close_task(task: OpenTask) -> None:
+    """Release ``task``: writer thread, HBase writer, ledger sink, schema cache, in that order
+    (whether its ranges were written or not)."""
     task.writes.close()
     task.writer.close()
     task.ledger_sink.close()
     if task.schema_cache is not None:
         task.schema_cache.close()
-        metrics.schema_fetches = task.schema_cache.fetches
-        metrics.schema_ids = task.schema_cache.schema_ids
-    metrics.bad_records = task.handler.count
+
+
+def write_range(
+    settings: TaskSettings,
+    rng: TaskRange,
+    task: OpenTask,
+    reader: RangeConsumer | None = None,
+    *,
+    wait_writes: bool = True,
+) -> TaskMetrics:
+    """:func:`process_range` of ``rng`` on ``task`` with a segment builder of its own (versions
+    derive from its own offsets whatever ran on ``task`` before); returns its metrics: what
+    ``task``'s schema cache fetched and its bad records while ``rng`` ran, the offsets of ``rng``
+    not read as records, its duration. Raises what :func:`process_range` raises."""
+    started = time.monotonic()
+    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
+    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
+    log.info("task start %s", fields)
+    cache = task.schema_cache
+    fetches_before, bad_before = (0 if cache is None else cache.fetches), task.handler.count
+    own = replace(task, builder=SegmentBuilder(settings.batch_size, settings.batch_bytes))
+    process_range(settings, rng, own, metrics, reader, wait_writes=wait_writes)
+    if cache is not None:
+        metrics.schema_fetches = cache.fetches - fetches_before
+        metrics.schema_ids = list(cache.schema_ids)
+    metrics.bad_records = task.handler.count - bad_before
     metrics.skipped_offsets = rng.end - rng.start - metrics.records
     metrics.duration_s = round(time.monotonic() - started, 3)
+    log.info(
+        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d changes_skipped=%d bad=%d "
+        "segments=%d",
+        fields, metrics.records, metrics.skipped_offsets, metrics.cells_written, metrics.tombstones,
+        metrics.changes_skipped, metrics.bad_records, metrics.segments,
+    )  # fmt: skip
+    return metrics
 
 
 def run_task(
@@ -262,28 +289,12 @@ def run_task(
     """Write ``rng`` completely or raise; returns the task's metrics.
 
     ``task_index`` picks the task's first Thrift server (``SegmentWriter``); ``dead_letter_sink``
-    (None: the ledger) receives the dead letters. :func:`open_task`, :func:`process_range`
-    (what a replay range writes: there), then :func:`close_task` whatever happened.
+    (None: the ledger) receives the dead letters. :func:`open_task`, :func:`write_range`
+    (what a replay range writes: :func:`process_range`), then :func:`close_task` whatever
+    happened.
     """
-    started = time.monotonic()
-    metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
-    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
-    log.info("task start %s", fields)
     task = open_task(settings, dead_letter_sink, task_index)
     try:
-        process_range(settings, rng, task, metrics)
+        return write_range(settings, rng, task)
     finally:
-        close_task(task, rng, metrics, started)
-    log.info(
-        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d changes_skipped=%d bad=%d "
-        "segments=%d",
-        fields,
-        metrics.records,
-        metrics.skipped_offsets,
-        metrics.cells_written,
-        metrics.tombstones,
-        metrics.changes_skipped,
-        metrics.bad_records,
-        metrics.segments,
-    )
-    return metrics
+        close_task(task)
