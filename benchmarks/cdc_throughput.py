@@ -12,7 +12,11 @@ as change events (:mod:`benchmarks.cdc_dataset`). The write step runs, alternate
   each record is its own call (docs/spark.md "Versions from a field"): ``ratio_lsn_vs_plain``,
   reported, no target.
 
-The median run of each counts. A run that dead-letters a record is an error.
+One warm-up round runs first and is not counted: each variant's first run into a fresh
+table was its slowest in every earlier run (up to 2x), whichever variant went first, so a
+counted first round measured the warm-up as much as the variant. Its rates are reported
+(``warmup_records_per_s``). Then the median run of each variant's counted rounds counts. A run
+that dead-letters a record is an error.
 """
 
 from __future__ import annotations
@@ -40,20 +44,24 @@ def rotation(rounds: int) -> list[list[str]]:
     return [names[r % len(names) :] + names[: r % len(names)] for r in range(rounds)]
 
 
-def measure(plain: Dataset, cdc: Dataset, run_step: RunStep, rounds: int = ROUNDS) -> dict[str, Any]:
-    """Every variant's runs (:func:`rotation`) and its median run. Raises RuntimeError when a run
-    dead-letters a record or the datasets differ in size."""
+def measure(
+    plain: Dataset, cdc: Dataset, run_step: RunStep, rounds: int = ROUNDS, warmup_rounds: int = 1
+) -> dict[str, Any]:
+    """Every variant's counted runs (:func:`rotation`, after ``warmup_rounds`` uncounted ones)
+    and its median run. Raises RuntimeError when a run dead-letters a record or the datasets
+    differ in size."""
     if plain.records != cdc.records:
         raise RuntimeError(f"datasets differ: {plain} vs {cdc}")
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in MAPPINGS}
-    for order in rotation(rounds):
+    warmup: dict[str, list[dict[str, Any]]] = {name: [] for name in MAPPINGS}
+    for index, order in enumerate(rotation(warmup_rounds + rounds)):
         for name in order:
             dataset = plain if name == "plain" else cdc
             result = run_step(dataset, MAPPINGS[name], f"cdc_section_{name}")
             if result.get("bad_records"):
                 raise RuntimeError(f"{name} run on {dataset.topic}: {result['bad_records']} bad records")
-            runs[name].append(result)
-    return {"runs": {name: median_run(rs) for name, rs in runs.items()}, "rounds": runs}
+            (warmup if index < warmup_rounds else runs)[name].append(result)
+    return {"runs": {name: median_run(rs) for name, rs in runs.items()}, "rounds": runs, "warmup": warmup}
 
 
 def run(
@@ -77,6 +85,7 @@ def run(
         "rounds": {
             f"{n}_records_per_s": [r["records_per_s"] for r in rs] for n, rs in measured["rounds"].items()
         },
+        "warmup_records_per_s": {n: [r["records_per_s"] for r in rs] for n, rs in measured["warmup"].items()},
         "ratio_vs_plain": round(rate["cdc"] / rate["plain"], 2),
         "ratio_lsn_vs_plain": round(rate["cdc_lsn"] / rate["plain"], 2),
         "same_cells": median["plain"].get("cells_written") == median["cdc"].get("cells_written"),
