@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check the project has: setup, ruff (lint + format), mypy, then the whole pytest suite.
 # Runs every step even after a failure and exits non-zero when any failed.
-# Extra arguments go to pytest (e.g. scripts/test.sh -x -k ledger).
+# Extra arguments go to pytest (e.g. scripts/test.sh -x -k ledger), which then runs as one
+# process; without them the suite runs as two shards at once (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +18,26 @@ run() {
 run ruff check .
 run ruff format --check .
 run mypy
-run pytest tests --durations=60 "$@"
+if [ "$#" -gt 0 ]; then
+  run pytest tests --durations=60 "$@"
+else
+  # The whole suite as two pytest processes at once, one per core: the fault suite (its own
+  # stacks: it kills and restarts their services) and everything else (the session's stack
+  # and Airflow). Much of each test is waiting on servers, so the two overlap well; each
+  # prints its lines with its shard's name, and its own slowest modules and tests.
+  shard() {
+    local name="$1"
+    shift
+    echo "==> [$name] pytest $*"
+    pytest "$@" 2>&1 | sed -u "s/^/[$name] /"
+  }
+  shard faults tests/faults --durations=30 -p no:cacheprovider &
+  faults_pid=$!
+  shard rest tests --ignore=tests/faults --durations=30 &
+  rest_pid=$!
+  wait "$faults_pid" || failed+=("pytest tests/faults")
+  wait "$rest_pid" || failed+=("pytest tests --ignore=tests/faults")
+fi
 
 if [ "${#failed[@]}" -gt 0 ]; then
   printf 'FAILED: %s\n' "${failed[@]}" >&2
