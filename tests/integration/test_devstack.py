@@ -94,11 +94,13 @@ def listening_ports(pids: list[int]) -> set[tuple[str, int]]:
 @pytest.fixture(scope="module")
 def state_dir() -> Iterator[Path]:
     path = new_stack_dir("eo-devstack-test-")
-    result = eo_stack("up", "--state-dir", str(path))
-    assert result.returncode == 0, result.stderr
-    yield path
-    kill_state_dir(path)  # ``down`` itself was tested last; the state is deleted next
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        result = eo_stack("up", "--state-dir", str(path))
+        assert result.returncode == 0, result.stderr
+        yield path
+    finally:  # ``down`` itself is tested last; the state is deleted next, so a kill is enough
+        kill_state_dir(path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def status(state_dir: Path) -> dict[str, dict[str, object]]:
