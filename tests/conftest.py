@@ -144,7 +144,8 @@ def yarn(stack: StackInfo) -> Iterator[YarnInfo]:
 def kerberos_stack(stack: StackInfo) -> Iterator[dict[str, str]]:
     """``eo-stack up --kerberos`` on the session's stack: the KDC and the Kerberized HBase with its
     SASL Thrift server (devtools/eo_devtools/stack/hbase_kerberos.py), started on first use and
-    stopped at session end if this session started them. Yields the stack's ``AIRFLOW_CONN_*``
+    stopped at session end if this session started them (on a stack the session started
+    itself, killed with it: :func:`is_throwaway`). Yields the stack's ``AIRFLOW_CONN_*``
     values, ``AIRFLOW_CONN_EO_HBASE_KERBEROS`` among them."""
     local = LocalStack(stack.state_dir)
     started = "AIRFLOW_CONN_EO_HBASE_KERBEROS" not in local.conn_env()
