@@ -1,21 +1,21 @@
 """The demo: ``python -m eo_devtools.demo`` (what ``scripts/demo.sh`` runs).
 
 Starts the local stack with Airflow (api-server, scheduler, dag-processor, triggerer), then
-runs the repository's demo pipelines (``dags/pipelines.yaml``) at the same time, each in a
-thread of its own (:mod:`eo_devtools.demo.pipeline_demo`; they share no topic, table or
-DAG): ``demo_events`` (JSON: several partitions, updates to the same keys, tombstones, bad
-records), ``demo_orders_avro`` (Avro from the stack's Schema Registry: schema v1 and v2
-interleaved in the same partitions, tombstones, bad records) when the served pipelines file
-has it, and ``demo_customers_cdc`` (Debezium-shaped Avro change events: inserts, updates,
-deletes with their tombstones, a re-snapshot, one row's changes over several partitions;
-checked against the simulated table) when it has that. For each: create its topic and its
-table (KEEP_DELETED_CELLS TRUE: its topic carries tombstones), produce, trigger its stream
-DAG through Airflow's REST API until the topic is drained, replay an old range through its
+runs the repository's demo pipelines (``dags/pipelines.yaml``) one after the other
+(:mod:`eo_devtools.demo.pipeline_demo`): ``demo_events`` (JSON: several partitions, updates
+to the same keys, tombstones, bad records), then ``demo_orders_avro`` (Avro from the stack's
+Schema Registry: schema v1 and v2 interleaved in the same partitions, tombstones, bad
+records) when the served pipelines file has it, then ``demo_customers_cdc`` (Debezium-shaped
+Avro change events: inserts, updates, deletes with their tombstones, a re-snapshot, one
+row's changes over several partitions; checked against the simulated table) when it has
+that. For each: create its topic and its table
+(KEEP_DELETED_CELLS TRUE: its topic carries tombstones), produce, trigger its stream DAG
+through Airflow's REST API until the topic is drained, replay an old range through its
 backfill DAG, and verify every invariant against every record the topic holds (so reruns
-are checked as exactly as the first run). Then ``eo-ledger audit`` runs over each
-pipeline's committed epochs (:mod:`eo_devtools.demo.audit_step`), the pipelines' audits at
-once. Prints one JSON report with every pipeline (in that order), then where the Airflow UI
-is, how to log in and what to look at. Exits 1 on any mismatch or failed run.
+are checked as exactly as the first run). Then ``eo-ledger audit`` runs over each pipeline's
+committed epochs (:mod:`eo_devtools.demo.audit_step`). Prints one JSON report with every pipeline, then
+where the Airflow UI is, how to log in and what to look at. Exits 1 on any mismatch or
+failed run.
 
 ``--airflow-home DIR --dags-folder DIR`` drive an Airflow already running on the stack
 instead of starting the stack's own (:mod:`eo_devtools.demo.served_airflow`; the test suite
@@ -30,7 +30,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
@@ -116,41 +115,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     specs = load_pipelines(pipelines_file)
     runs = ScheduledRuns(AirflowClient.from_login_file(airflow.login_path), airflow.log_folder)
 
-    feeds = _feeds(stack, specs, pipelines_file, args)
-
-    def run(name: str) -> PipelineDemo:
-        return run_pipeline_demo(
-            stack,
-            runs,
-            specs[name],
-            feeds[name],
-            partitions=args.partitions,
-            max_runs=args.max_runs,
-            say=_say,
+    demos: list[PipelineDemo] = []
+    for name, feed in _feeds(stack, specs, pipelines_file, args).items():
+        demo = run_pipeline_demo(
+            stack, runs, specs[name], feed, partitions=args.partitions, max_runs=args.max_runs, say=_say
         )
-
-    # The pipelines share nothing (topics, tables, DAGs): their parts run at once, so one's
-    # Spark job runs while Airflow schedules another's next task. The report keeps their order.
-    with ThreadPoolExecutor(max_workers=len(feeds), thread_name_prefix="demo") as pool:
-        demos: list[PipelineDemo] = list(pool.map(run, feeds))
-    for demo in demos:
+        demos.append(demo)
         if demo.failure:
             print(demo.failure, file=sys.stderr)
+            break
 
-    if not any(d.failure for d in demos):  # the demo ends with the audit of each pipeline (at once)
-
-        def audit(demo: PipelineDemo) -> None:
-            with Ledger(stack.ledger_dsn) as ledger:
-                demo.audit = audit_pipeline(ledger, pipelines_file, demo.pipeline)
+    if not any(d.failure for d in demos):  # the demo ends with the audit of each pipeline
+        ledger = Ledger(stack.ledger_dsn)
+        for demo in demos:
+            demo.audit = audit_pipeline(ledger, pipelines_file, demo.pipeline)
             audited = demo.audit
             _say(
                 f"{demo.pipeline}: eo-ledger audit of {audited.get('epochs')} committed epochs "
                 f"({audited.get('offsets')} offsets): verdict {audited['verdict']}, "
                 f"{audited.get('discrepancies')} discrepancies"
             )
-
-        with ThreadPoolExecutor(max_workers=len(demos), thread_name_prefix="demo-audit") as pool:
-            list(pool.map(audit, demos))
+        ledger.close()
     print(json.dumps({"ok": all(d.ok for d in demos), "pipelines": [d.to_dict() for d in demos]}, indent=2))
     if not all(d.ok for d in demos):
         _say("CHECKS FAILED")

@@ -1,5 +1,4 @@
 """One pipeline's part of the demo: topic and table, produce, drain, replay, verify.
-Thread-safe: the demo runs its parts at once (the setups one at a time, :data:`_SETUP`).
 
 For a pipeline of the served DAG folder: create its topic (unless it exists) and its table
 the README's way (:mod:`eo_devtools.demo.tables`), produce the feed's records, trigger the
@@ -12,7 +11,6 @@ how many records it holds (which must equal the ledger's dead letters).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,11 +33,6 @@ from eo_devtools.stack.hbase_admin import HBaseTableTool
 from eo_devtools.stack.stack import LocalStack
 
 REPLAY_OFFSETS = 300
-
-_SETUP = threading.Lock()
-"""Held while a part creates its topics and table and produces: the demo runs its pipelines'
-parts at once (``__main__``), their setups (each table a short HBase Admin JVM) one at a time;
-their DAG runs and checks overlap."""
 
 
 @dataclass
@@ -93,20 +86,19 @@ def run_pipeline_demo(
     """Run one pipeline's demo (see the module); never raises for a failed run or check."""
     topic = spec.topics[0]
     outcome = PipelineDemo(spec.name, topic)
-    with _SETUP:
-        partitions = ensure_topic(stack.kafka_bootstrap, topic, partitions)
-        if spec.dead_letters is not None:  # the commit step publishes there; nothing else creates it
-            ensure_topic(stack.kafka_bootstrap, spec.dead_letters.topic, 1)
-        with _thrift() as hbase:
-            table = ensure_table(
-                HBaseTableTool(stack.state_dir),
-                hbase,
-                spec.hbase_table,
-                spec.column_family,
-                takes_tombstones=True,
-            )
-        say(table.describe())
-        produced = produce_records(stack.kafka_bootstrap, topic, partitions, feed.events(topic))
+    partitions = ensure_topic(stack.kafka_bootstrap, topic, partitions)
+    if spec.dead_letters is not None:  # the commit step publishes there; nothing else creates it
+        ensure_topic(stack.kafka_bootstrap, spec.dead_letters.topic, 1)
+    with _thrift() as hbase:
+        table = ensure_table(
+            HBaseTableTool(stack.state_dir),
+            hbase,
+            spec.hbase_table,
+            spec.column_family,
+            takes_tombstones=True,
+        )
+    say(table.describe())
+    produced = produce_records(stack.kafka_bootstrap, topic, partitions, feed.events(topic))
     outcome.produced = len(produced)
     say(f"{spec.name}: produced {len(produced)} records to {topic} ({partitions} partitions)")
 
