@@ -113,7 +113,7 @@ class AirflowServer:
 
 @contextlib.contextmanager
 def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
-    """Start an :class:`AirflowServer` on ``stack``; stop it, drop its database and files afterwards."""
+    """Start an :class:`AirflowServer` on ``stack``; SIGKILL it, drop its database and files afterwards."""
     base = Path(tempfile.mkdtemp(prefix="eo-airflow-server-", dir="/tmp"))
     dags_folder = base / "dags"
     dags_folder.mkdir()
@@ -134,7 +134,7 @@ def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
         airflow.up()
         yield AirflowServer(airflow)
     finally:
-        airflow.down()
+        airflow.kill()  # its files and database are deleted next: no graceful stop
         if os.environ.get("EO_TEST_KEEP_AIRFLOW"):
             print(f"airflow_server: kept {base} and database {config.database} (EO_TEST_KEEP_AIRFLOW)")
         else:

@@ -8,6 +8,8 @@ started only when a test uses it.
 on first use.
 ``yarn``: the stack's YARN (tests/yarn_support.py), started on first use, stopped at session
 end only if this session started it.
+A stack this session started is SIGKILLed at its end with all it runs (YARN, the KDC),
+not stopped gracefully: its state dir is deleted next.
 Set ``EO_TEST_REUSE_STACK_DIR`` to the state dir of a stack started with
 ``eo-stack up --state-dir DIR`` to reuse it (it is then left running).
 """
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eo_devtools.stack.process import kill_state_dir
 from eo_devtools.stack.stack import LocalStack
 from tests.spark_startup import close_driver_archive, start_driver_archive
 
@@ -81,12 +84,25 @@ def stack() -> Iterator[StackInfo]:
     state_dir = new_stack_dir()
     local = LocalStack(state_dir)
     start_driver_archive()  # the spark-submits' class-data archive, built while the services start
+    _THROWAWAY_STATE_DIRS.add(state_dir)
     try:
         local.up()
         yield _info(local)
     finally:
-        local.down()
+        # Deleted next: SIGKILL (no graceful stop of HBase, Kafka, YARN, the KDC: tens of
+        # seconds that prove nothing; test_devstack.py tests ``eo-stack down`` itself).
+        kill_state_dir(state_dir)
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+_THROWAWAY_STATE_DIRS: set[Path] = set()
+"""State dirs of the stacks this session started (and kills at its end, with all they run)."""
+
+
+def is_throwaway(stack: StackInfo) -> bool:
+    """True when ``stack`` is the session's own (not a reused one): what runs on it needs no
+    stop of its own, the ``stack`` fixture's end kills it."""
+    return stack.state_dir in _THROWAWAY_STATE_DIRS
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +136,7 @@ def yarn(stack: StackInfo) -> Iterator[YarnInfo]:
     """The stack's YARN (a ResourceManager and one NodeManager), for the whole session."""
     from tests.yarn_support import running_yarn
 
-    with running_yarn(stack.state_dir) as info:
+    with running_yarn(stack.state_dir, stop=not is_throwaway(stack)) as info:
         yield info
 
 
@@ -128,7 +144,8 @@ def yarn(stack: StackInfo) -> Iterator[YarnInfo]:
 def kerberos_stack(stack: StackInfo) -> Iterator[dict[str, str]]:
     """``eo-stack up --kerberos`` on the session's stack: the KDC and the Kerberized HBase with its
     SASL Thrift server (devtools/eo_devtools/stack/hbase_kerberos.py), started on first use and
-    stopped at session end if this session started them. Yields the stack's ``AIRFLOW_CONN_*``
+    stopped at session end if this session started them (on a stack the session started
+    itself, killed with it: :func:`is_throwaway`). Yields the stack's ``AIRFLOW_CONN_*``
     values, ``AIRFLOW_CONN_EO_HBASE_KERBEROS`` among them."""
     local = LocalStack(stack.state_dir)
     started = "AIRFLOW_CONN_EO_HBASE_KERBEROS" not in local.conn_env()
@@ -136,7 +153,7 @@ def kerberos_stack(stack: StackInfo) -> Iterator[dict[str, str]]:
     try:
         yield local.conn_env()
     finally:
-        if started:
+        if started and not is_throwaway(stack):
             local.up(kerberos=False)
 
 

@@ -57,9 +57,9 @@ class YarnInfo:
 
 
 @contextmanager
-def running_yarn(state_dir: Path) -> Iterator[YarnInfo]:
+def running_yarn(state_dir: Path, *, stop: bool = True) -> Iterator[YarnInfo]:
     """YARN on the stack in ``state_dir``: started unless it runs, stopped afterwards only if
-    started here."""
+    started here and ``stop`` (False: the caller kills the whole stack next)."""
     local = LocalStack(state_dir)
     status = local.status()
     ours = status.get("yarn-nodemanager", {}).get("healthy") is not True
@@ -68,7 +68,7 @@ def running_yarn(state_dir: Path) -> Iterator[YarnInfo]:
     try:
         yield YarnInfo(local.state_dir, local.yarn_webapp_url, local.hadoop_conf_dir)
     finally:
-        if ours:
+        if ours and stop:
             local.yarn_down()
 
 

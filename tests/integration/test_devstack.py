@@ -2,7 +2,8 @@
 
 This module starts its own stack (not the shared ``stack`` fixture) in a temp dir,
 because it stops it; ``eo-stack up`` starts Airflow too (its default, what a newcomer
-runs). The last test checks that ``down`` leaves no process and no listening port behind.
+runs). The last test checks that ``down`` leaves no process and no listening port behind,
+and that ``up`` after it serves what was stored before (one ``down``/``up`` for both).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from airflow_provider_eo.dags.factory import RECOVERY_DAG_ID, backfill_dag_id, b
 from eo_devtools.stack.airflow_api import AirflowApiError, AirflowClient
 from eo_devtools.stack.jvm_artifacts import java_binary
 from eo_devtools.stack.ports import is_port_in_use
-from eo_devtools.stack.process import group_members
+from eo_devtools.stack.process import group_members, kill_state_dir
 from eo_devtools.stack.stack import REPO_DAGS_DIR
 from tests.conftest import new_stack_dir
 from tests.kafka_helpers import consume_range, produce
@@ -93,11 +94,13 @@ def listening_ports(pids: list[int]) -> set[tuple[str, int]]:
 @pytest.fixture(scope="module")
 def state_dir() -> Iterator[Path]:
     path = new_stack_dir("eo-devstack-test-")
-    result = eo_stack("up", "--state-dir", str(path))
-    assert result.returncode == 0, result.stderr
-    yield path
-    eo_stack("down", "--state-dir", str(path))
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        result = eo_stack("up", "--state-dir", str(path))
+        assert result.returncode == 0, result.stderr
+        yield path
+    finally:  # ``down`` itself is tested last; the state is deleted next, so a kill is enough
+        kill_state_dir(path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def status(state_dir: Path) -> dict[str, dict[str, object]]:
@@ -390,7 +393,9 @@ def test_a_server_that_does_not_come_up_fails_with_the_tail_of_its_log() -> None
         shutil.rmtree(other_dir, ignore_errors=True)
 
 
-def test_topics_records_and_tables_survive_down_then_up(state_dir: Path) -> None:
+def test_down_leaves_nothing_behind_and_topics_records_and_tables_survive_up(state_dir: Path) -> None:
+    """One ``down`` then ``up`` (the module's last test): ``down`` leaves no process and no
+    listening port, and what was stored before it is served again after ``up``."""
     env = exported_env(state_dir)
     bootstrap = json.loads(env["AIRFLOW_CONN_EO_KAFKA"])["extra"]["bootstrap.servers"]
     hbase = json.loads(env["AIRFLOW_CONN_EO_HBASE"])
@@ -406,27 +411,6 @@ def test_topics_records_and_tables_survive_down_then_up(state_dir: Path) -> None
     connection.close()
 
     login = (state_dir / "airflow" / "login.json").read_text()
-    assert eo_stack("down", "--state-dir", str(state_dir)).returncode == 0
-    assert processes_referencing(state_dir) == {}
-    result = eo_stack("up", "--state-dir", str(state_dir))
-    assert result.returncode == 0, result.stderr
-
-    assert exported_env(state_dir) == env  # same ports, same password
-    assert (state_dir / "airflow" / "login.json").read_text() == login  # same Airflow URL and login
-    assert [s["healthy"] for s in status(state_dir).values()] == [True] * 9
-    # The registry stores in memory: it comes back empty, with the compatibility set again.
-    registry_url = status(state_dir)["schema-registry"]["url"]
-    with urllib.request.urlopen(f"{registry_url}/config", timeout=10) as response:
-        assert json.loads(response.read()) == {"compatibilityLevel": "BACKWARD"}
-    assert consume_range(bootstrap, topic, 1, 0, 50) == [(i, k, v) for i, (k, v) in enumerate(records)]
-    connection = happybase.Connection(hbase["host"], hbase["port"])
-    try:
-        assert connection.table(table).cells(b"row1", b"cf:a", include_timestamp=True) == [(b"1", 42)]
-    finally:
-        connection.close()
-
-
-def test_down_leaves_no_process_and_no_listening_port_behind(state_dir: Path) -> None:
     services = status(state_dir)
     pids = [int(s["pid"]) for s in services.values() if s["pid"] is not None]  # type: ignore[call-overload]
     assert len(pids) == 9
@@ -441,3 +425,19 @@ def test_down_leaves_no_process_and_no_listening_port_behind(state_dir: Path) ->
     assert processes_with_airflow_home(state_dir / "airflow") == {}
     assert [port for port in ports if is_port_in_use(port)] == []
     assert {s["state"] for s in status(state_dir).values()} == {"stopped"}
+
+    result = eo_stack("up", "--state-dir", str(state_dir))
+    assert result.returncode == 0, result.stderr
+    assert exported_env(state_dir) == env  # same ports, same password
+    assert (state_dir / "airflow" / "login.json").read_text() == login  # same Airflow URL and login
+    assert [s["healthy"] for s in status(state_dir).values()] == [True] * 9
+    # The registry stores in memory: it comes back empty, with the compatibility set again.
+    registry_url = status(state_dir)["schema-registry"]["url"]
+    with urllib.request.urlopen(f"{registry_url}/config", timeout=10) as response:
+        assert json.loads(response.read()) == {"compatibilityLevel": "BACKWARD"}
+    assert consume_range(bootstrap, topic, 1, 0, 50) == [(i, k, v) for i, (k, v) in enumerate(records)]
+    connection = happybase.Connection(hbase["host"], hbase["port"])
+    try:
+        assert connection.table(table).cells(b"row1", b"cf:a", include_timestamp=True) == [(b"1", 42)]
+    finally:
+        connection.close()

@@ -125,6 +125,18 @@ class LocalAirflow:
         ]
         kill_with_groups(left + processes_with_env(SERVICE_MARKER, str(self.config.home)))
 
+    def kill(self) -> None:
+        """SIGKILL what :meth:`down` stops, with no grace: every service's process group,
+        what is left in their sessions and what carries the marker; returns when none of
+        their processes is left. For a throwaway Airflow whose files and database are
+        deleted next (the test session's): running tasks are not told."""
+        running = [self._pid(service) for service in self.services]
+        sids = [sid for sid in running if sid is not None]
+        left = [member for sid in sids for member in self._session_leftovers(sid)]
+        kill_with_groups(sids + left + processes_with_env(SERVICE_MARKER, str(self.config.home)))
+        for service in self.services:
+            service.pid_path.unlink(missing_ok=True)
+
     def status(self) -> dict[str, dict[str, Any]]:
         """service -> {"pid", "port", "ports", "healthy", "state", "rss_mb"}, like the stack's;
         the API server's entry adds ``url`` and ``login_file``."""

@@ -163,6 +163,23 @@ def processes_with_env(name: str, value: str) -> list[int]:
     return found
 
 
+def processes_under(path: Path) -> list[int]:
+    """Pids of live processes (this one excepted) whose command line names something under
+    ``path`` or whose working directory lies under it: the processes of a state dir."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        if (str(path) in command or cwd.startswith(str(path))) and is_running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 def kill_with_groups(pids: list[int], timeout_s: float = 30.0) -> None:
     """SIGKILL ``pids`` and their process groups (never this process's own group); wait (at
     most ``timeout_s``) until none of them and no member of those groups is alive.
@@ -184,6 +201,17 @@ def kill_with_groups(pids: list[int], timeout_s: float = 30.0) -> None:
         if not any(is_running(pid) for pid in pids) and not any(group_members(g) for g in groups):
             return
         time.sleep(0.05)
+
+
+def kill_state_dir(state_dir: Path) -> None:
+    """SIGKILL, with no grace, every process of the services started in ``state_dir``: those
+    its ``pids/*.pid`` files name, with their process groups, and every process under it
+    (:func:`processes_under`); returns when none is left (:func:`kill_with_groups`).
+
+    For a throwaway state dir deleted next (a test session's stack): nothing is flushed or
+    deregistered, so the state is not meant to be started again."""
+    recorded = [running_pid(path) for path in sorted((state_dir / "pids").glob("*.pid"))]
+    kill_with_groups([pid for pid in recorded if pid is not None] + processes_under(state_dir))
 
 
 def group_rss_mb(pgid: int) -> float:
