@@ -392,15 +392,16 @@ def test_postgres_restart_during_reserve_and_commit(
         "after publishing, before COMMITTED",
     )
     # One epoch of 80 records per pipeline (cap 80): the faulted step's epoch is the only one.
+    tags = {"reserve": "pgtxr", "commit.before_publish": "pgtxb", "commit.after_publish": "pgtxa"}
     cases = {
-        part: new_case(fault_stack, tmp_path / part, f"pgtx{part}", records=80, cap=80)
-        for part in ("reserve", "commit.before_publish", "commit.after_publish")
+        part: new_case(fault_stack, tmp_path / tag, tag, records=80, cap=80) for part, tag in tags.items()
     }
     held = {}
     for point in ("commit.before_publish", "commit.after_publish"):
         case = cases[point]
         epoch_id = _written_epoch(case, f"run-{point}")
-        held[point] = (epoch_id, case.start_commit_held(epoch_id, f"run-{point}", point, tmp_path / point))
+        release = tmp_path / f"release-{point}"
+        held[point] = (epoch_id, case.start_commit_held(epoch_id, f"run-{point}", point, release))
     reserving = cases["reserve"]
     reserve = reserving.start_step(
         "reserve",
@@ -415,8 +416,8 @@ def test_postgres_restart_during_reserve_and_commit(
         )  # inserted, but not visible: uncommitted
 
     fault_stack.kill_and_restart("postgres")
-    for release in ("release-reserve", "commit.before_publish", "commit.after_publish"):
-        (tmp_path / release).touch()
+    for point in ("reserve", "commit.before_publish", "commit.after_publish"):
+        (tmp_path / f"release-{point}").touch()
 
     failed = reserve.result(60)
     assert failed.returncode == 1, failed.output[-3000:]
