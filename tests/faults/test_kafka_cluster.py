@@ -35,7 +35,12 @@ from tests.faults.kafka_brokers import (
     replicas,
     restart_node,
 )
-from tests.faults.test_service_faults import _after_write, _drain_and_verify, _record_verified_end
+from tests.faults.test_service_faults import (
+    _after_write,
+    _drain_and_verify,
+    _record_verified_end,
+    _written_epoch,
+)
 
 ALL = [1, 2, 3]
 HANG = "spark.task.after_segment:hang"
@@ -149,79 +154,93 @@ def _offsets_partition(group: str) -> int:
     return (java_string_hash(group) & 0x7FFFFFFF) % 4
 
 
+def _same_coordinator_group(group: str) -> str:
+    """A group id of its own whose ``__consumer_offsets`` partition is ``group``'s (so one node is
+    the group coordinator of both)."""
+    partition = _offsets_partition(group)
+    return next(
+        f"{group}-twin-{i}" for i in range(1000) if _offsets_partition(f"{group}-twin-{i}") == partition
+    )
+
+
 def test_coordinator_killed_during_commit(
     cluster_stack: FaultStack, tmp_path: Path, report: dict[str, Any]
 ) -> None:
     report.update(
         order=35,
-        fault="Kafka cluster (3 nodes): the node leading the group's __consumer_offsets partition (the "
-        "group coordinator) kill -9 while commit stands (a) before publishing the offsets, (b) after "
-        "publishing, before COMMITTED; restarted after each",
+        fault="Kafka cluster (3 nodes): the node leading the __consumer_offsets partition of two "
+        "pipelines' groups (their group coordinator) kill -9 (once) while commit stands (a) before "
+        "publishing the offsets (released at the kill), (b) after publishing, before COMMITTED "
+        "(released once the partition has a new leader); restarted after both",
     )
-    case = _new_case(cluster_stack, tmp_path, "kccommit", records=240, cap=80)
-    group = case.spec.group_id
+    a_case = _new_case(cluster_stack, tmp_path / "a", "kccommita", records=80, cap=80)
+    group_a = a_case.spec.group_id
+    b_case = _new_case(
+        cluster_stack,
+        tmp_path / "b",
+        "kccommitb",
+        records=80,
+        cap=80,
+        group_id=_same_coordinator_group(group_a),
+    )
+    group_b = b_case.spec.group_id
     hook = EoKafkaHook()
-    observed = []
+    a = _written_epoch(a_case, "run-a")
+    b = _written_epoch(b_case, "run-b")
+    ends_a, ends_b = a_case.epoch(a).end_offsets, b_case.epoch(b).end_offsets
+    node = _coordinator_node(cluster_stack, group_a)
+    assert _coordinator_node(cluster_stack, group_b) == node
+    commit_a = a_case.start_commit_held(a, "run-a", "commit.before_publish", tmp_path / "release-a")
+    commit_b = b_case.start_commit_held(b, "run-b", "commit.after_publish", tmp_path / "release-b")
+    assert hook.committed_offsets(group_b, list(ends_b)) == ends_b
 
-    a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
-    assert case.write(a) == 0
-    ends_a = case.epoch(a).end_offsets
-    node = _coordinator_node(cluster_stack, group)
-    release = tmp_path / "release-a"
-    commit = case.start_commit_held(a, "run-a", "commit.before_publish", release)
     kill_node(cluster_stack, node)
-    release.touch()
-    first = commit.result(90)
+    (tmp_path / "release-a").touch()  # (a) publishes while its coordinator is dead
+    _moved_leader(cluster_stack, OFFSETS_TOPIC, _offsets_partition(group_b), node)
+    assert hook.committed_offsets(group_b, list(ends_b)) == ends_b  # replicated to the ISR before the ack
+    (tmp_path / "release-b").touch()
+
+    first = commit_a.result(90)
     assert first.returncode in (0, 1), first.output[-3000:]
     if first.returncode == 1:
-        assert f"EoKafkaError: commit to group '{group}' of " in first.output, first.output[-3000:]
-        assert case.epoch(a).state is EpochState.WRITTEN
-        assert hook.committed_offsets(group, list(ends_a)) == {tp: None for tp in ends_a}
+        assert f"EoKafkaError: commit to group '{group_a}' of " in first.output, first.output[-3000:]
+        assert a_case.epoch(a).state is EpochState.WRITTEN
+        assert hook.committed_offsets(group_a, list(ends_a)) == {tp: None for tp in ends_a}
     else:
-        assert case.epoch(a).state is EpochState.COMMITTED
-        assert hook.committed_offsets(group, list(ends_a)) == ends_a
-    _restart_whole(cluster_stack, case, node)
-    recovered = case.recover("recover-a")["recommitted"]
+        assert a_case.epoch(a).state is EpochState.COMMITTED
+        assert hook.committed_offsets(group_a, list(ends_a)) == ends_a
+    done = commit_b.result(60)
+    assert done.returncode == 0, done.output[-3000:]
+    assert b_case.epoch(b).state is EpochState.COMMITTED
+    _restart_whole(cluster_stack, a_case, node)
+    for partition in range(b_case.partitions):
+        assert replicas(cluster_stack, b_case.spec.topics[0], partition) == (ALL, ALL)
+    recovered = a_case.recover("recover-a")["recommitted"]
     assert recovered == ([a] if first.returncode == 1 else [])
-    assert case.epoch(a).state is EpochState.COMMITTED
-    assert hook.committed_offsets(group, list(ends_a)) == ends_a
-    observed.append(
+    assert a_case.epoch(a).state is EpochState.COMMITTED
+    assert hook.committed_offsets(group_a, list(ends_a)) == ends_a
+    observed = [
         f"(a) coordinator {node} killed before the publish: commit exit {first.returncode} "
         + (
             "(EoKafkaError), epoch WRITTEN, recover re-committed it"
             if first.returncode
             else "(new coordinator)"
-        )
-    )
-
-    b = int(case.reserve("run-b")["epoch_id"])  # type: ignore[index]
-    assert case.write(b) == 0
-    ends_b = case.epoch(b).end_offsets
-    node = _coordinator_node(cluster_stack, group)
-    release = tmp_path / "release-b"
-    commit = case.start_commit_held(b, "run-b", "commit.after_publish", release)
-    assert hook.committed_offsets(group, list(ends_b)) == ends_b
-    kill_node(cluster_stack, node)
-    _moved_leader(cluster_stack, OFFSETS_TOPIC, _offsets_partition(group), node)
-    assert hook.committed_offsets(group, list(ends_b)) == ends_b  # replicated to the ISR before the ack
-    release.touch()
-    done = commit.result(60)
-    assert done.returncode == 0, done.output[-3000:]
-    assert case.epoch(b).state is EpochState.COMMITTED
-    _restart_whole(cluster_stack, case, node)
-    observed.append(
-        f"(b) coordinator {node} killed after the publish: the new coordinator serves epoch {b}'s "
-        "ends; commit exit 0, COMMITTED"
-    )
-    report["observed"] = "; ".join(observed)
-    epochs = case.drain()
-    rows = case.epoch_rows()
-    assert [(e, s) for e, s, _ in rows] == [(a, EpochState.COMMITTED), (b, EpochState.COMMITTED)] + [
-        (e, EpochState.COMMITTED) for e, _, _ in rows[2:]
+        ),
+        f"(b) the same coordinator killed after the publish: the new coordinator serves epoch {b}'s "
+        "ends; commit exit 0, COMMITTED",
     ]
-    assert case.group_offsets() == case.ends()
-    assert case.topic_contents() == case.produced_contents()
-    _record_verified_end(case, cluster_stack, report, recovery=f"direct: {epochs} epoch(s) drained")
+    report["observed"] = "; ".join(observed)
+    recovered_parts, verified = [], []
+    for part, case, epoch_id in (("a", a_case, a), ("b", b_case, b)):
+        epochs = case.drain()
+        assert [(e, s) for e, s, _ in case.epoch_rows()] == [(epoch_id, EpochState.COMMITTED)]
+        assert case.group_offsets() == case.ends()
+        assert case.topic_contents() == case.produced_contents()
+        _record_verified_end(case, cluster_stack, report, recovery="")
+        recovered_parts.append(f"({part}) {epochs} epoch(s) drained")
+        verified.append(f"({part}) {report['verified']}")
+    report["recovery"] = "direct: " + ", ".join(recovered_parts)
+    report["verified"] = "; ".join(verified)
 
 
 def _wait_new_controller(stack: FaultStack, old: str, timeout: float = 60) -> str:

@@ -175,101 +175,112 @@ def test_broker_kill9_and_restart_mid_commit(
 ) -> None:
     report.update(
         order=30,
-        fault="Kafka broker JVM kill -9 while commit stands (a) before publishing the group offsets "
-        "(it publishes to the dead broker, restarted afterwards), (b) after publishing, before "
-        "COMMITTED (restarted at once), (c) COMMITTED, its dead letters in an open Kafka transaction "
-        "(restarted at once)",
+        fault="Kafka broker JVM kill -9 (once, restarted once) while three pipelines' commits stand: "
+        "(a) before publishing the group offsets (it publishes to the dead broker, restarted after it "
+        "failed), (b) after publishing, before COMMITTED, (c) COMMITTED, its dead letters in an open "
+        "Kafka transaction",
     )
-    case = new_case(fault_stack, tmp_path, "brcommit", records=240, cap=80, dead_letter_topic=True)
-    group = case.spec.group_id
-    assert case.spec.dead_letters is not None
-    dead_letters = case.spec.dead_letters.topic
+    # One epoch of 80 records per pipeline, each with dead letters (seeds 33-35: 2, 3, 1 bad records).
+    a_case, b_case, c_case = (
+        new_case(fault_stack, tmp_path / part, f"brcommit{part}", records=80, cap=80, seed=seed,
+                 dead_letter_topic=True)
+        for part, seed in (("a", 33), ("b", 34), ("c", 35))
+    )  # fmt: skip
     hook = EoKafkaHook()
-    observed = []
+    a, b, c = (
+        _written_epoch(case, f"run-{part}") for case, part in ((a_case, "a"), (b_case, "b"), (c_case, "c"))
+    )
+    ends_a, ends_b = a_case.epoch(a).end_offsets, b_case.epoch(b).end_offsets
+    assert c_case.spec.dead_letters is not None
+    c_topic = c_case.spec.dead_letters.topic
+    c_before = read_committed(fault_stack.bootstrap, c_topic)
+    held = {
+        "a": a_case.start_commit_held(a, "run-a", "commit.before_publish", tmp_path / "release-a"),
+        "b": b_case.start_commit_held(b, "run-b", "commit.after_publish", tmp_path / "release-b"),
+        "c": c_case.start_commit_held(c, "run-c", "dead_letters.before_commit", tmp_path / "release-c"),
+    }
+    assert hook.committed_offsets(b_case.spec.group_id, list(ends_b)) == ends_b
+    assert c_case.epoch(c).state is EpochState.COMMITTED
+    with c_case.ledger() as ledger:
+        own = [d for d in ledger.list_dead_letters(c_case.name) if d["epoch_id"] == c]
+    assert own, "epoch (c) has dead letters to publish"
 
-    # (a) the publish meets a dead broker
-    a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
-    assert case.write(a) == 0
-    release = tmp_path / "release-a"
-    commit = case.start_commit_held(a, "run-a", "commit.before_publish", release)
     fault_stack.kill("kafka")
-    release.touch()
-    failed = commit.result(60)
+    # (a) the publish meets the dead broker
+    (tmp_path / "release-a").touch()
+    failed = held["a"].result(60)
     assert failed.returncode == 1, failed.output[-3000:]
+    group = a_case.spec.group_id
     assert f"EoKafkaError: commit to group '{group}' of " in failed.output, failed.output[-3000:]
     fault_stack.restart("kafka")
-    ends_a = case.epoch(a).end_offsets
-    assert case.epoch(a).state is EpochState.WRITTEN
-    assert hook.committed_offsets(group, list(ends_a)) == {tp: None for tp in ends_a}
-    assert read_committed(fault_stack.bootstrap, dead_letters) == {0: [], 1: [], 2: []}
-    assert case.recover("recover-a")["recommitted"] == [a]
-    assert hook.committed_offsets(group, list(ends_a)) == ends_a
-    observed.append(
-        f"(a) commit exit 1 (EoKafkaError naming group and offsets), epoch {a} WRITTEN, group without "
-        "offsets and dead-letter topic empty after the restart; recover re-committed it: "
-        + _dead_letter_topic_exact(case)
-    )
+    observed = [_after_failed_publish(a_case, a, ends_a, hook)]
 
-    # (b) published, then the broker dies before the ledger marks COMMITTED
-    b = int(case.reserve("run-b")["epoch_id"])  # type: ignore[index]
-    assert case.write(b) == 0
-    release = tmp_path / "release-b"
-    commit = case.start_commit_held(b, "run-b", "commit.after_publish", release)
-    ends_b = case.epoch(b).end_offsets
-    assert hook.committed_offsets(group, list(ends_b)) == ends_b
-    fault_stack.kill_and_restart("kafka")
-    assert hook.committed_offsets(group, list(ends_b)) == ends_b  # __consumer_offsets recovered
-    release.touch()
-    done = commit.result(60)
+    # (b) published, the broker killed and restarted before the ledger marks COMMITTED
+    assert (
+        hook.committed_offsets(b_case.spec.group_id, list(ends_b)) == ends_b
+    )  # __consumer_offsets recovered
+    (tmp_path / "release-b").touch()
+    done = held["b"].result(60)
     assert done.returncode == 0, done.output[-3000:]
-    assert case.epoch(b).state is EpochState.COMMITTED
+    assert b_case.epoch(b).state is EpochState.COMMITTED
     observed.append(
         f"(b) the group's offsets (epoch {b}'s ends) survived the kill; commit resumed, exit 0, COMMITTED, "
-        + _dead_letter_topic_exact(case)
-    )
-    observed.append(_broker_kill_mid_dead_letter_publication(case, fault_stack, tmp_path))
-    report["observed"] = "; ".join(observed)
-    epochs = case.drain()
-    rows = case.epoch_rows()
-    assert [(e, s) for e, s, _ in rows[:2]] == [(a, EpochState.COMMITTED), (b, EpochState.COMMITTED)]
-    assert all(s is EpochState.COMMITTED for _, s, _ in rows[2:]), rows
-    assert case.group_offsets() == case.ends()
-    assert case.topic_contents() == case.produced_contents()
-    _record_verified_end(
-        case, fault_stack, report, recovery=f"direct: recover re-committed (a); {epochs} epoch(s) drained"
+        + _dead_letter_topic_exact(b_case)
     )
 
-
-def _broker_kill_mid_dead_letter_publication(case: Case, fault_stack: FaultStack, tmp_path: Path) -> str:
-    """Case (c) of the broker kill mid-commit: an epoch with dead letters commits and stands at
-    ``dead_letters.before_commit`` (its letters and the marker produced in an open Kafka
-    transaction, the epoch already COMMITTED); the broker is killed and restarted, the commit
-    released. Either the transaction commits after the restart (exit 0), or the commit fails
-    and the topic still holds none of the epoch's letters, and the task's retry (a no-op
-    commit) publishes them. Either way each letter is on the topic exactly once."""
-    c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
-    assert case.write(c) == 0
-    assert case.spec.dead_letters is not None
-    topic = case.spec.dead_letters.topic
-    before = read_committed(fault_stack.bootstrap, topic)
-    release = tmp_path / "release-c"
-    commit = case.start_commit_held(c, "run-c", "dead_letters.before_commit", release)
-    assert case.epoch(c).state is EpochState.COMMITTED
-    with case.ledger() as ledger:
-        own = [d for d in ledger.list_dead_letters(case.name) if d["epoch_id"] == c]
-    assert own, "epoch (c) has dead letters to publish"
-    fault_stack.kill_and_restart("kafka")
-    release.touch()
-    done = commit.result(90)
+    # (c) COMMITTED, its dead letters in the open transaction the killed broker held
+    (tmp_path / "release-c").touch()
+    done = held["c"].result(90)
     outcome = f"commit exit {done.returncode}"
     if done.returncode != 0:
-        assert read_committed(fault_stack.bootstrap, topic) == before, done.output[-3000:]  # none of (c)'s
-        retry = case.step("commit", "run-c", epoch_id=c)
+        assert read_committed(fault_stack.bootstrap, c_topic) == c_before, done.output[
+            -3000:
+        ]  # none of (c)'s
+        retry = c_case.step("commit", "run-c", epoch_id=c)
         assert retry.returncode == 0, retry.output[-3000:]
         outcome += ", the topic without its letters; the retried commit (no-op) published them, exit 0"
-    return (
+    observed.append(
         f"(c) epoch {c} COMMITTED, its {len(own)} dead letters produced in an open Kafka transaction "
-        f"when the broker was killed and restarted; {outcome}; " + _dead_letter_topic_exact(case)
+        f"when the broker was killed and restarted; {outcome}; " + _dead_letter_topic_exact(c_case)
+    )
+    report["observed"] = "; ".join(observed)
+
+    recovered, verified = [], []
+    for part, case, epoch_id in (("a", a_case, a), ("b", b_case, b), ("c", c_case, c)):
+        epochs = case.drain()
+        assert [(e, s) for e, s, _ in case.epoch_rows()] == [(epoch_id, EpochState.COMMITTED)]
+        assert case.group_offsets() == case.ends()
+        assert case.topic_contents() == case.produced_contents()
+        _record_verified_end(case, fault_stack, report, recovery="")
+        recovered.append(f"({part}) {epochs} epoch(s) drained")
+        verified.append(f"({part}) {report['verified']}")
+    report["recovery"] = "direct: recover re-committed (a); " + ", ".join(recovered)
+    report["verified"] = "; ".join(verified)
+
+
+def _written_epoch(case: Case, run_id: str) -> int:
+    """Reserve an epoch of ``case`` and write it (exit 0); its id."""
+    epoch_id = int(case.reserve(run_id)["epoch_id"])  # type: ignore[index]
+    assert case.write(epoch_id) == 0
+    return epoch_id
+
+
+def _after_failed_publish(
+    case: Case, epoch_id: int, ends: dict[tuple[str, int], int], hook: EoKafkaHook
+) -> str:
+    """Case (a) after the broker's restart: the epoch WRITTEN, the group without offsets, the
+    dead-letter topic empty; recover re-commits it and publishes its letters once."""
+    assert case.spec.dead_letters is not None
+    group = case.spec.group_id
+    assert case.epoch(epoch_id).state is EpochState.WRITTEN
+    assert hook.committed_offsets(group, list(ends)) == {tp: None for tp in ends}
+    assert read_committed(case.stack.bootstrap, case.spec.dead_letters.topic) == {0: [], 1: [], 2: []}
+    assert case.recover("recover-a")["recommitted"] == [epoch_id]
+    assert hook.committed_offsets(group, list(ends)) == ends
+    return (
+        f"(a) commit exit 1 (EoKafkaError naming group and offsets), epoch {epoch_id} WRITTEN, group without "
+        "offsets and dead-letter topic empty after the restart; recover re-committed it: "
+        + _dead_letter_topic_exact(case)
     )
 
 
@@ -278,39 +289,43 @@ def test_postgres_restart_mid_epoch_each_phase(
 ) -> None:
     report.update(
         order=7,
-        fault="PostgreSQL kill -9 + restart (a) after reserve, (c) after the vote before commit, "
-        "(b) during the write",
+        fault="PostgreSQL kill -9 + restart (once, for three pipelines at once) (a) after reserve, "
+        "(c) after the vote before commit, (b) during the write",
     )
-    case = new_case(fault_stack, tmp_path, "pgkill", records=240, cap=80)
-    observed = []
-    # (a) between reserve and write
-    a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
-    fault_stack.kill_and_restart("postgres")
-    assert case.write(a) == 0
-    case.commit(a, "run-a")
-    observed.append("(a) write after the restart voted, commit ok")
-    # (c) WRITTEN, then PostgreSQL restarts before commit
-    c = int(case.reserve("run-c")["epoch_id"])  # type: ignore[index]
-    assert case.write(c) == 0
-    fault_stack.kill_and_restart("postgres")
-    assert case.epoch(c).state is EpochState.WRITTEN
-    assert case.recover("run-c2")["recommitted"] == [c]
-    observed.append("(c) WRITTEN survived the restart, recover re-committed it")
-    # (b) during the write: the driver's and tasks' ledger connections die before the vote
-    b = int(case.reserve("run-b")["epoch_id"])  # type: ignore[index]
+    # One epoch of 80 records per pipeline (cap 80): the faulted epoch is the only one.
+    a_case, c_case, b_case = (
+        new_case(fault_stack, tmp_path / part, f"pgkill{part}", records=80, cap=80) for part in "acb"
+    )
+    a = int(a_case.reserve("run-a")["epoch_id"])  # type: ignore[index]
+    c = _written_epoch(c_case, "run-c")
+    b = int(b_case.reserve("run-b")["epoch_id"])  # type: ignore[index]
     release = tmp_path / "release-pg"
-    proc = case.start_write(b, faults="spark.task.after_segment:hang", **hang_env(120, release))
-    case.wait_for_rows()
+    proc = b_case.start_write(b, faults="spark.task.after_segment:hang", **hang_env(120, release))
+    b_case.wait_for_rows()
+
     fault_stack.kill_and_restart("postgres")
     release.touch()
+    # (a) between reserve and write
+    assert a_case.write(a) == 0
+    a_case.commit(a, "run-a")
+    observed = ["(a) write after the restart voted, commit ok"]
+    # (c) WRITTEN, then PostgreSQL restarts before commit
+    assert c_case.epoch(c).state is EpochState.WRITTEN
+    assert c_case.recover("run-c2")["recommitted"] == [c]
+    observed.append("(c) WRITTEN survived the restart, recover re-committed it")
+    # (b) during the write: the driver's and tasks' ledger connections die before the vote
     rc_b = proc.wait()
     assert rc_b in (0, 1, 4), proc.output()[-3000:]
-    observed.append(f"(b) write exit {rc_b}, epoch {case.epoch(b).state.value}")
+    observed.append(f"(b) write exit {rc_b}, epoch {b_case.epoch(b).state.value}")
     report["observed"] = "; ".join(observed)
-    epochs = case.drain()
-    _record_verified_end(
-        case, fault_stack, report, recovery=f"direct: recover (re-commit / abort), {epochs} epoch(s) drained"
-    )
+    recovered, verified = [], []
+    for part, case in (("a", a_case), ("c", c_case), ("b", b_case)):
+        epochs = case.drain()
+        _record_verified_end(case, fault_stack, report, recovery="")
+        recovered.append(f"({part}) {epochs} epoch(s) drained")
+        verified.append(f"({part}) {report['verified']}")
+    report["recovery"] = "direct: recover (re-commit / abort); " + ", ".join(recovered)
+    report["verified"] = "; ".join(verified)
 
 
 def test_broker_stalled_during_reserve_write_commit(
@@ -372,50 +387,62 @@ def test_postgres_restart_during_reserve_and_commit(
 ) -> None:
     report.update(
         order=7,
-        fault="PostgreSQL kill -9 + restart while reserve holds its open transaction (epoch inserted, "
-        "not committed); while commit stands before publishing; after publishing, before COMMITTED",
+        fault="PostgreSQL kill -9 + restart (once, for three pipelines at once) while reserve holds its "
+        "open transaction (epoch inserted, not committed); while commit stands before publishing; "
+        "after publishing, before COMMITTED",
     )
-    case = new_case(fault_stack, tmp_path, "pgtx", records=240, cap=80)
-    observed = []
-
-    release = tmp_path / "release-reserve"
-    reserve = case.start_step(
-        "reserve", "run-r", faults="reserve.in_transaction:hang", extra_env=hang_env(120, release)
+    # One epoch of 80 records per pipeline (cap 80): the faulted step's epoch is the only one.
+    tags = {"reserve": "pgtxr", "commit.before_publish": "pgtxb", "commit.after_publish": "pgtxa"}
+    cases = {
+        part: new_case(fault_stack, tmp_path / tag, tag, records=80, cap=80) for part, tag in tags.items()
+    }
+    held = {}
+    for point in ("commit.before_publish", "commit.after_publish"):
+        case = cases[point]
+        epoch_id = _written_epoch(case, f"run-{point}")
+        release = tmp_path / f"release-{point}"
+        held[point] = (epoch_id, case.start_commit_held(epoch_id, f"run-{point}", point, release))
+    reserving = cases["reserve"]
+    reserve = reserving.start_step(
+        "reserve",
+        "run-r",
+        faults="reserve.in_transaction:hang",
+        extra_env=hang_env(120, tmp_path / "release-reserve"),
     )
     reserve.wait_for_output("EO fault point reserve.in_transaction: hanging")
-    with case.ledger() as ledger:
-        assert ledger.epochs(EpochFilter(pipeline=case.name)) == []  # inserted, but not visible: uncommitted
+    with reserving.ledger() as ledger:
+        assert (
+            ledger.epochs(EpochFilter(pipeline=reserving.name)) == []
+        )  # inserted, but not visible: uncommitted
+
     fault_stack.kill_and_restart("postgres")
-    release.touch()
+    for point in ("reserve", "commit.before_publish", "commit.after_publish"):
+        (tmp_path / f"release-{point}").touch()
+
     failed = reserve.result(60)
     assert failed.returncode == 1, failed.output[-3000:]
     assert "LedgerUnavailable: epoch ledger unavailable at 127.0.0.1:" in failed.output, failed.output[-3000:]
     assert "may or may not have been applied" in failed.output
-    with case.ledger() as ledger:
-        assert ledger.epochs(EpochFilter(pipeline=case.name)) == []
-        assert partition_pins(ledger, case.name) == {}  # the first pins died with the transaction
-    epoch_a = int(case.reserve("run-a")["epoch_id"])  # type: ignore[index]
-    assert [(r.partition, r.start) for r in case.epoch(epoch_a).ranges] == [(0, 0), (1, 0)]
-    observed.append(
+    with reserving.ledger() as ledger:
+        assert ledger.epochs(EpochFilter(pipeline=reserving.name)) == []
+        assert partition_pins(ledger, reserving.name) == {}  # the first pins died with the transaction
+    epoch_r = int(reserving.reserve("run-a")["epoch_id"])  # type: ignore[index]
+    assert [(r.partition, r.start) for r in reserving.epoch(epoch_r).ranges] == [(0, 0), (1, 0)]
+    assert reserving.write(epoch_r) == 0
+    reserving.commit(epoch_r, "run-a")
+    observed = [
         "reserve: exit 1 LedgerUnavailable (commit outcome unknown), no epoch and no pins survived; "
-        f"the next reserve got epoch {epoch_a} from offset 0"
-    )
+        f"the next reserve got epoch {epoch_r} from offset 0, written and committed"
+    ]
 
-    group = case.spec.group_id
-    for epoch_id, point in ((epoch_a, "commit.before_publish"), (None, "commit.after_publish")):
-        if epoch_id is None:
-            epoch_id = int(case.reserve(f"run-{point}")["epoch_id"])  # type: ignore[index]
-        assert case.write(epoch_id) == 0
-        release = tmp_path / f"release-{point}"
-        commit = case.start_commit_held(epoch_id, f"run-{point}", point, release)
-        fault_stack.kill_and_restart("postgres")
-        release.touch()
+    for point, (epoch_id, commit) in held.items():
+        case = cases[point]
         failed = commit.result(60)
         assert failed.returncode == 1, failed.output[-3000:]
         assert "LedgerUnavailable: epoch ledger unavailable at 127.0.0.1:" in failed.output
         epoch = case.epoch(epoch_id)
         assert epoch.state is EpochState.WRITTEN
-        published = EoKafkaHook().committed_offsets(group, list(epoch.end_offsets))
+        published = EoKafkaHook().committed_offsets(case.spec.group_id, list(epoch.end_offsets))
         assert published == epoch.end_offsets  # published before the ledger call failed
         assert case.recover(f"recover-{point}")["recommitted"] == [epoch_id]
         assert case.epoch(epoch_id).state is EpochState.COMMITTED
@@ -424,10 +451,11 @@ def test_postgres_restart_during_reserve_and_commit(
             "already at its ends; recover re-committed it"
         )
     report["observed"] = "; ".join(observed)
-    epochs = case.drain()
-    _record_verified_end(
-        case,
-        fault_stack,
-        report,
-        recovery=f"direct: next reserve / recover re-commit; {epochs} epoch(s) drained",
-    )
+    recovered, verified = [], []
+    for part, case in cases.items():
+        epochs = case.drain()
+        _record_verified_end(case, fault_stack, report, recovery="")
+        recovered.append(f"{part}: {epochs} epoch(s) drained")
+        verified.append(f"({part}) {report['verified']}")
+    report["recovery"] = "direct: next reserve / recover re-commit; " + ", ".join(recovered)
+    report["verified"] = "; ".join(verified)
