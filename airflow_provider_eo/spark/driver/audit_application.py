@@ -15,7 +15,9 @@ Contract: audits the pipeline's committed epochs ``--epoch-ids`` with
 reads Kafka, HBase and the ledger and writes only that audit row. Exit codes: ``0`` the
 audit is stored (whatever its verdict: the DAG's verdict task reads it); ``2`` refused
 before reading Kafka or HBase (a connection or the spec missing, an id that is not one of
-the pipeline's committed epochs); ``1`` the audit failed (a Spark task raised): nothing stored.
+the pipeline's committed epochs); ``1`` the audit failed on the driver: nothing stored (a range
+whose Spark task fails is a ``range_unreadable`` or ``range_failed`` finding of the stored
+report, :mod:`~airflow_provider_eo.spark.driver.audit_tasks`).
 """
 
 from __future__ import annotations
