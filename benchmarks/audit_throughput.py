@@ -12,7 +12,15 @@ Then the same audit again with a quarter of the index bytes the first took as it
 ``--index-budget-bytes``: its rows are audited in buckets, one pass each, with the same
 (clean) answer: what the memory bound costs (``audit_quarter_index_budget``).
 
-Targets (issue 36): ``ratio_records_per_s`` >= 0.8 and ``ratio_peak_rss`` <= 1.2.
+Then the audit DAG's path (``audit_spark``): ``spark-submit`` of the audit application
+(``spark/driver/audit_application.py``, the same ``local[2]`` master and settings as the
+write step, the ranges as Spark tasks), storing its report in the ledger under a run key
+of its own; measured like the write step (:func:`~benchmarks.spark_submit_run.measured_submit`),
+with the load average before and after (the machine is shared: the ratio is only as good
+as the quiet it ran in). It must be stored ``clean`` with every record written.
+
+Targets (issue 36): ``ratio_records_per_s`` >= 0.8 and ``ratio_peak_rss`` <= 1.2 (the
+in-process audit; ``ratio_spark_records_per_s`` for the Spark path).
 """
 
 from __future__ import annotations
@@ -32,8 +40,10 @@ from airflow_provider_eo.config import load_pipelines
 from airflow_provider_eo.hooks.kafka import EoKafkaHook
 from airflow_provider_eo.ledger import Ledger
 from airflow_provider_eo.ledger.protocol import EpochProtocol
+from airflow_provider_eo.operators.driver_start import submission_conf
 from benchmarks.dataset import Dataset
 from benchmarks.process_meter import ProcessMeter
+from benchmarks.spark_submit_run import measured_submit
 from benchmarks.write_step import drop_table, run_write_step
 from eo_devtools.stack.stack import LocalStack
 
@@ -52,6 +62,7 @@ def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
             bucketed = _measured_audit(
                 stack, pipelines, step["pipeline"], step["epoch_id"], dataset.records, budget
             )
+            spark = _measured_spark_audit(stack, pipelines, step["pipeline"], step["epoch_id"], dataset)
     finally:
         drop_table(stack, step["table"])
     write = {key: step[key] for key in ("wall_s", "records_per_s", "peak_rss_mb", "client_cpu_s_per_million")}
@@ -62,6 +73,8 @@ def run(stack: LocalStack, dataset: Dataset) -> dict[str, Any]:
         "write_step": write,
         "audit": audit,
         "audit_quarter_index_budget": bucketed,
+        "audit_spark": spark,
+        "ratio_spark_records_per_s": round(spark["records_per_s"] / write["records_per_s"], 2),
         "ratio_records_per_s": round(audit["records_per_s"] / write["records_per_s"], 2),
         "ratio_peak_rss": round(audit["peak_rss_mb"] / write["peak_rss_mb"], 2),
         "bound": (
@@ -129,4 +142,39 @@ def _measured_audit(
         "cells": answer["cells"],
         "hbase_calls": answer["hbase_calls"],
         "index": answer.get("index", {}),  # budget, buckets, passes, peak estimated bytes
+    }
+
+
+def _measured_spark_audit(
+    stack: LocalStack, pipelines: Path, pipeline: str, epoch_id: int, dataset: Dataset
+) -> dict[str, Any]:
+    """The audit application through spark-submit (``local[2]``, the write step's settings),
+    measured; RuntimeError unless its stored audit is clean with every record written."""
+    import airflow_provider_eo.spark.driver.audit_application as audit_app
+
+    run_key = f"bench/audit-spark-{epoch_id}-{int(time.time())}"
+    app_args = [str(audit_app.__file__), "--pipeline", pipeline, "--epoch-ids", str(epoch_id)]
+    app_args += ["--run-key", run_key, "--pipelines-file", str(pipelines)]
+    load_before = os.getloadavg()
+    with submission_conf({}, master="local[2]", deploy_mode="client") as submitted:
+        argv = ["--master", "local[2]"]
+        for key, value in submitted.items():
+            argv += ["--conf", f"{key}={value}"]
+        run = measured_submit(stack, argv + app_args, "audit_spark")
+    load_after = os.getloadavg()
+    with Ledger(stack.ledger_dsn) as ledger:
+        record = ledger.audit_of_run(run_key)
+    if record is None:
+        raise RuntimeError(f"audit_spark: no audit stored under {run_key}")
+    written = record.summary["offsets"]["records_written"]
+    if (record.verdict, written) != ("clean", dataset.records):
+        raise RuntimeError(f"audit_spark: {record.verdict} written={written} of {dataset.records}")
+    figures = run.figures(dataset.records, dataset.megabytes)
+    return {
+        **{key: figures[key] for key in ("wall_s", "records_per_s", "peak_rss_mb") if key in figures},
+        "verdict": record.verdict,
+        "cells": record.summary["cells"],
+        "hbase_calls": record.summary["hbase_calls"],
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in load_after],
     }

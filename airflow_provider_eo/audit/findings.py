@@ -39,6 +39,7 @@ class FindingKind(StrEnum):
     GROUP_BEHIND = "group_behind"
     GROUP_UNREADABLE = "group_unreadable"
     RANGE_UNREADABLE = "range_unreadable"
+    RANGE_FAILED = "range_failed"
 
 
 def shown(value: bytes | None) -> str | None:

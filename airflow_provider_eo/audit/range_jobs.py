@@ -6,7 +6,10 @@ offsets, a replay's selection), read on the driver; :class:`RangeAuditor` runs j
 :func:`~.range_audit.audit_range` wherever it is (the CLI's process, a Spark task), reusing
 one mapper per spec and one HBase reader per table, and returns a :class:`RangeResult`
 per job: plain, picklable values (findings in a bounded log, offset counts, the range's
-own :class:`~.range_audit.WindowState`, its HBase calls). :func:`merge_findings` adds a
+own :class:`~.range_audit.WindowState`, its HBase calls). A job whose audit raises
+(anything but the budget's :class:`~.row_buckets.IndexOverBudget`) answers
+:func:`failed_range`: one ``range_failed`` finding naming the range and the error, no
+counts; the rest of the window is still audited. :func:`merge_findings` adds a
 range's log to the window's so that the window keeps exactly the findings it would have
 kept auditing the ranges one after the other. :func:`run_in_process` is the in-process
 :data:`RangeRunner`; the Spark one is ``spark/driver/audit_tasks.py``'s.
@@ -14,13 +17,14 @@ kept auditing the ranges one after the other. :func:`run_in_process` is the in-p
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_eo.audit.cell_check import InWindow
-from airflow_provider_eo.audit.findings import FindingLog
+from airflow_provider_eo.audit.findings import Finding, FindingKind, FindingLog
 from airflow_provider_eo.audit.hbase_reads import HBaseRowsReader
 from airflow_provider_eo.audit.offset_check import OffsetCounts
 from airflow_provider_eo.audit.range_audit import (
@@ -31,9 +35,11 @@ from airflow_provider_eo.audit.range_audit import (
 )
 from airflow_provider_eo.audit.row_buckets import ONE_BUCKET, IndexOverBudget, RowBuckets
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange
+from airflow_provider_eo.ledger.model.epoch import Epoch, PartitionRange, ranges_text
 from airflow_provider_eo.ledger.model.offsets import TopicPartition
 from airflow_provider_eo.spark.task.mapping import RecordMapper
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,8 @@ class RangeAuditor:
         except IndexOverBudget as over:
             calls = hbase.calls - before
             return RangeResult(job.index, FindingLog(), None, WindowState(), calls, over)
+        except Exception as exc:  # one range's failure is its finding, not the audit's end
+            return failed_range(job, f"{type(exc).__name__}: {exc}", settings.findings_limit)
         return RangeResult(job.index, outcome.findings, outcome.counts, state, hbase.calls - before)
 
     def close(self) -> None:
@@ -129,6 +137,20 @@ class RangeAuditor:
                 cache.close()
         self._readers.clear()
         self._mappers.clear()
+
+
+def failed_range(job: RangeJob, error: str, findings_limit: int) -> RangeResult:
+    """``job``'s answer when its audit failed with ``error``: one ``range_failed`` finding
+    naming pipeline, epoch, topic/partition/range and the error; no counts (not audited)."""
+    rng = job.rng
+    where = f"pipeline {job.epoch.pipeline} epoch {job.epoch.epoch_id} range {ranges_text([rng])}"
+    log.warning("audit: range failed %s: %s", where, error)
+    findings = FindingLog(findings_limit)
+    detail = f"{where}: the audit of this range failed: {error}"
+    findings.add(
+        Finding(FindingKind.RANGE_FAILED, detail, job.epoch.epoch_id, rng.topic, rng.partition, rng.start)
+    )
+    return RangeResult(job.index, findings, None)
 
 
 def run_jobs(jobs: Iterable[RangeJob], settings: RangeSettings) -> Iterator[RangeResult]:

@@ -21,13 +21,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from airflow_provider_eo.audit.expected_writes import ExpectedSegment
+from airflow_provider_eo.config.specs import DEFAULT_INDEX_BUDGET_BYTES
 
 if TYPE_CHECKING:
     from airflow_provider_eo.audit.cell_check import CellCandidates
     from airflow_provider_eo.audit.window_index import WindowIndex
 
 #: Default byte budget of the window's index and candidates (``--index-budget-bytes``).
-INDEX_BUDGET_BYTES = 256 << 20
+INDEX_BUDGET_BYTES = DEFAULT_INDEX_BUDGET_BYTES
 #: Most buckets a window is cut into (nor more than its offsets): beyond, a pass's rows
 #: are not split further and its budget is no longer checked (the report shows the peak).
 MAX_BUCKETS = 1 << 16

@@ -6,7 +6,13 @@ problem."""
 from __future__ import annotations
 
 from airflow_provider_eo.config.section import Section
-from airflow_provider_eo.config.specs import AuditSpec, BackfillSpec, TimeoutsSpec, WaitSpec
+from airflow_provider_eo.config.specs import (
+    DEFAULT_INDEX_BUDGET_BYTES,
+    AuditSpec,
+    BackfillSpec,
+    TimeoutsSpec,
+    WaitSpec,
+)
 
 SCHEDULE_PRESETS = ("@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly",
                     "@yearly", "@annually")  # fmt: skip
@@ -106,8 +112,11 @@ def parse_wait(pipeline: Section) -> WaitSpec:
 
 
 def parse_audit(section: Section) -> AuditSpec:
-    """``audit: {schedule}``: the audit DAG's schedule, a cron expression, a preset or null
-    (the default: the DAG runs only when triggered)."""
-    spec = AuditSpec(schedule=parse_schedule(section))
+    """``audit: {schedule, index_budget_bytes}``: the audit DAG's schedule, a cron
+    expression, a preset or null (the default: the DAG runs only when triggered), and the
+    audit's index byte budget, an integer >= 1 (default 256 MiB); a ``PipelineConfigError``
+    naming the pipeline and ``audit.index_budget_bytes`` otherwise."""
+    budget = section.integer("index_budget_bytes", DEFAULT_INDEX_BUDGET_BYTES)
+    spec = AuditSpec(schedule=parse_schedule(section), index_budget_bytes=budget)
     section.finish()
     return spec

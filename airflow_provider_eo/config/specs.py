@@ -43,6 +43,11 @@ Envelope = Literal["none", "debezium"]
 TruncatePolicy = Literal["fail", "ignore"]
 
 
+#: Default byte budget of an audit's window index and candidates (``audit.index_budget_bytes``,
+#: ``--index-budget-bytes``): 256 MiB.
+DEFAULT_INDEX_BUDGET_BYTES = 256 << 20
+
+
 @dataclass(frozen=True)
 class MappingSpec:
     """How a Kafka record becomes HBase cells (``docs/pipelines.md``, ``mapping``).
@@ -175,9 +180,12 @@ class WaitSpec:
 @dataclass(frozen=True)
 class AuditSpec:
     """The ``eo_audit__<pipeline>`` DAG's settings: its ``schedule`` (None: runs only when
-    triggered). Audit settings never decide cells, so the mapping digest leaves them out."""
+    triggered) and ``index_budget_bytes``, the byte budget of the audit's window index (the
+    Trigger form's default). Audit settings never decide cells, so the mapping digest leaves
+    them out."""
 
     schedule: str | None = None
+    index_budget_bytes: int = DEFAULT_INDEX_BUDGET_BYTES
 
 
 @dataclass(frozen=True)

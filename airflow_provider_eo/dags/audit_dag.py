@@ -2,6 +2,8 @@
 
 ``resolve -> audit -> verdict``: ``resolve`` turns the Trigger form (``epochs`` "A-B",
 ``since`` an ISO time, ``last`` N, default 10; one of them) into committed epoch ids
+(the form's ``index_budget_bytes``, default the pipeline's ``audit.index_budget_bytes``,
+goes to the audit job)
 (:class:`~airflow_provider_eo.operators.audit.ResolveAuditWindowOperator`); ``audit``
 runs the audit application through spark-submit, which stores the report in the ledger
 under the run (:class:`~airflow_provider_eo.operators.audit_submit.AuditWindowOperator`);
@@ -26,8 +28,9 @@ from airflow_provider_eo.operators.audit_submit import AuditWindowOperator
 LEDGER_STEP_TIMEOUT = timedelta(minutes=5)
 
 
-def audit_params() -> dict[str, Param]:
-    """The Trigger form: one of ``epochs``, ``since``, ``last`` (all empty: the last 10)."""
+def audit_params(spec: PipelineSpec) -> dict[str, Param]:
+    """The Trigger form: one of ``epochs``, ``since``, ``last`` (all empty: the last 10), and
+    the index byte budget (default the pipeline's ``audit.index_budget_bytes``)."""
     return {
         "epochs": Param(
             None,
@@ -49,6 +52,14 @@ def audit_params() -> dict[str, Param]:
             title="Last",
             description=f"The N newest committed epochs (default {DEFAULT_LAST} when nothing is chosen).",
         ),
+        "index_budget_bytes": Param(
+            spec.audit.index_budget_bytes,
+            type=["null", "integer"],
+            minimum=1,
+            title="Index budget (bytes)",
+            description="The byte budget of the audit's window index: over it, the rows are audited "
+            "in buckets, one pass each (docs/audit.md). Default: the pipeline's audit.index_budget_bytes.",
+        ),
     }
 
 
@@ -62,7 +73,7 @@ def build_audit_dag(spec: PipelineSpec, pipelines_file: str, start_date: Any) ->
         start_date=start_date,
         catchup=False,
         max_active_runs=1,
-        params=audit_params(),
+        params=audit_params(spec),
         tags=["eo", "eo:audit", f"eo:{spec.name}"],
         doc_md=(
             f"**Audit**: re-read the committed epochs of pipeline `{spec.name}` from Kafka and check "
@@ -81,6 +92,7 @@ def build_audit_dag(spec: PipelineSpec, pipelines_file: str, start_date: Any) ->
         audit = AuditWindowOperator(
             task_id="audit",
             epoch_ids=window,
+            index_budget_bytes="{{ params.index_budget_bytes or '' }}",
             map_index_template="epochs {{ ti.xcom_pull(task_ids='resolve')['first'] }}-"
             "{{ ti.xcom_pull(task_ids='resolve')['last'] }}",
             execution_timeout=timedelta(minutes=spec.timeouts.write_minutes),

@@ -6,7 +6,7 @@ Stream epochs written in-process over two partitions (updates, a tombstone, a de
 stores a ``clean`` audit under its run with exact counts, equal (JSON, findings included)
 to ``eo-ledger audit``'s in-process report of the same window; after a cell is put by hand
 at its version with other bytes, the DAG's verdict task fails and the stored audit names
-exactly that cell.
+exactly that cell, audited in buckets under the index byte budget chosen in the form.
 """
 
 from __future__ import annotations
@@ -132,9 +132,17 @@ def test_a_corrupted_cell_fails_the_verdict_and_is_the_one_finding(
     table.put(b"k6", {b"d:a": b"CORRUPT"}, timestamp=version)  # other bytes at the same version
     first, last = written.epochs[0].epoch_id, written.epochs[-1].epoch_id
     dag_id = audit_dag_id(written.pipe.spec.name)
-    outcome = written.pipe.runner.run(dag_id, conf={"epochs": f"{first}-{last}"})
+    # the form's index budget: half the bytes the clean run's index took (its default budget)
+    (clean,) = [a for a in ledger.audits(written.pipe.spec.name) if a.source == "dag"]
+    assert clean.summary["index"]["budget_bytes"] == 256 << 20  # the pipeline's default
+    budget = clean.summary["index"]["peak_bytes"] // 2
+    conf = {"epochs": f"{first}-{last}", "index_budget_bytes": budget}
+    outcome = written.pipe.runner.run(dag_id, conf=conf)
     assert outcome.state == "failed", outcome.log[-6000:]
     record = stored_audit(ledger, dag_id, outcome.run_id)
+    index = record.summary["index"]  # the budget reached the Spark job: its rows went in buckets
+    assert index["budget_bytes"] == budget  # (9 offsets: at 9 buckets a pass is not cut further)
+    assert index["buckets"] > 1 and index["passes"] > index["buckets"]
     assert f"audit {record.audit_id} of pipeline" in outcome.log
     assert "discrepancies: 8 records written, 1 dead letters, 1 findings" in outcome.log
     assert (record.verdict, record.findings_total) == ("discrepancies", 1)

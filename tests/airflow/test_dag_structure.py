@@ -281,12 +281,14 @@ def test_the_audit_dag_resolves_audits_on_spark_then_judges(pipelines_file: Path
     ]
     assert _edges(audit) == {("resolve", "audit"), ("audit", "verdict")}
     assert (audit.schedule, dags["eo_audit__manual"].schedule) == ("@daily", None)
-    assert list(audit.params) == ["epochs", "since", "last"]
+    assert list(audit.params) == ["epochs", "since", "last", "index_budget_bytes"]
+    assert audit.params["index_budget_bytes"] == 256 << 20  # the pipeline's audit.index_budget_bytes
     spark = audit.get_task("audit")
     assert spark.application.endswith("spark/driver/audit_application.py")
     assert spark.name == "eo-audit-orders"
     assert "epoch_ids" in spark.template_fields
     assert spark.epoch_ids == "{{ ti.xcom_pull(task_ids='resolve')['epoch_ids'] }}"
+    assert spark.index_budget_bytes == "{{ params.index_budget_bytes or '' }}"
     # audit settings decide no cell: the mapping digest is the same with or without them
     orders = load_pipelines(pipelines_file)["orders"]
     assert spec_digest(orders) == spec_digest(dataclasses.replace(orders, audit=AuditSpec()))

@@ -48,3 +48,24 @@ def submit_write(
     ]  # fmt: skip
     done = subprocess.run(argv, env=dict(env), capture_output=True, text=True, timeout=900, check=False)
     return SubmitResult(done.returncode, done.stdout + done.stderr)
+
+
+def submit_audit(
+    pipelines_file: Path, pipeline: str, epoch_ids: str, run_key: str, env: Mapping[str, str]
+) -> SubmitResult:
+    """Run the audit application (``spark/driver/audit_application.py``) for ``epoch_ids``
+    of ``pipeline``, storing its report under ``run_key``, as the audit DAG's task does."""
+    import airflow_provider_eo.spark.driver.audit_application as audit_module
+
+    argv = [
+        SPARK_SUBMIT,
+        "--master", "local[2]",
+        *spark_conf_args(),
+        audit_module.__file__,
+        "--pipeline", pipeline,
+        "--epoch-ids", epoch_ids,
+        "--run-key", run_key,
+        "--pipelines-file", str(pipelines_file),
+    ]  # fmt: skip
+    done = subprocess.run(argv, env=dict(env), capture_output=True, text=True, timeout=900, check=False)
+    return SubmitResult(done.returncode, done.stdout + done.stderr)

@@ -47,3 +47,21 @@ def test_a_hundred_thousand_epochs_are_one_short_argument_and_the_log_names_the_
         ConfigError, match="pipeline p: epoch ids must be ids or runs A-B separated by commas, not 'x'"
     ):
         AuditWindowOperator(task_id="audit2", pipeline="p", epoch_ids="x", spec=SPEC).window_text()
+
+
+def audit_op(budget: str) -> AuditWindowOperator:
+    return AuditWindowOperator(
+        task_id="audit", pipeline="p", epoch_ids="3", spec=SPEC, index_budget_bytes=budget
+    )
+
+
+def test_the_index_budget_is_the_forms_or_the_pipelines_and_refused_by_name() -> None:
+    context = {"dag_run": SimpleNamespace(dag_id="eo_audit__p", run_id="manual-1")}
+    assert audit_op("4096").application_arguments(context, "unused")[6:8] == ["--index-budget-bytes", "4096"]
+    budget = str(SPEC.audit.index_budget_bytes)
+    assert audit_op("").application_arguments(context, "unused")[6:8] == ["--index-budget-bytes", budget]
+    for bad in ("0", "-5", "1G"):
+        with pytest.raises(ConfigError) as info:
+            audit_op(bad).index_budget()
+        said = f"pipeline p: index_budget_bytes must be an integer >= 1 (bytes), got {bad!r}"
+        assert str(info.value) == said

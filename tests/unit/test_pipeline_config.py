@@ -335,6 +335,8 @@ INVALID_PIPELINES = [
     (document(schedule="@sometimes"), P + "field 'schedule': unknown preset '@sometimes' (known: @once, @continuous, @hourly, @daily, @weekly, @monthly, @quarterly, @yearly, @annually)"),
     (document(schedule="every day"), P + "field 'schedule': must be a cron expression with 5 fields or a preset, got 'every day'"),
     (document(schedule=5), P + "field 'schedule': must be a cron expression, a preset or null, got 5"),
+    (document(audit={"index_budget_bytes": 0}), P + "field 'audit.index_budget_bytes': must be an integer >= 1, got 0"),
+    (document(audit={"index_budget_bytes": "1G"}), P + "field 'audit.index_budget_bytes': must be an integer >= 1, got '1G'"),
     (document(batch_size="10"), P + "field 'batch_size': must be an integer >= 1, got '10'"),
     (document(batch_size=1_000_001), P + "field 'batch_size': must be an integer <= 1000000, got 1000001"),
     (document(batch_bytes=0), P + "field 'batch_bytes': must be an integer >= 1, got 0"),
@@ -418,3 +420,9 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(PipelineConfigError) as info:
         load_pipelines(missing)
     assert str(info.value) == f"{missing}: cannot read pipelines file: No such file or directory"
+
+
+def test_the_audit_index_budget_defaults_to_256_mib_and_is_taken_as_given() -> None:
+    (default,) = parse_pipelines_text(document(), "p.yaml").values()
+    (chosen,) = parse_pipelines_text(document(audit={"index_budget_bytes": 4096}), "p.yaml").values()
+    assert (default.audit.index_budget_bytes, chosen.audit.index_budget_bytes) == (256 << 20, 4096)

@@ -5,6 +5,7 @@ write application, :mod:`~airflow_provider_eo.spark.driver.application`)::
 
     spark-submit [spark options] airflow_provider_eo/spark/driver/audit_application.py \
         --pipeline NAME --epoch-ids 12,13,15 --run-key DAG_ID/RUN_ID [--pipelines-file PATH] \
+        [--index-budget-bytes N] \
         [--ledger-conn-id eo_ledger] [--kafka-conn-id eo_kafka] [--hbase-conn-id eo_hbase] \
         [--schema-registry-conn-id schema_registry] [--driver-env-file eo-driver-env.json]
 
@@ -15,7 +16,9 @@ Contract: audits the pipeline's committed epochs ``--epoch-ids`` with
 reads Kafka, HBase and the ledger and writes only that audit row. Exit codes: ``0`` the
 audit is stored (whatever its verdict: the DAG's verdict task reads it); ``2`` refused
 before reading Kafka or HBase (a connection or the spec missing, an id that is not one of
-the pipeline's committed epochs); ``1`` the audit failed (a Spark task raised): nothing stored.
+the pipeline's committed epochs); ``1`` the audit failed on the driver: nothing stored (a range
+whose Spark task fails is a ``range_unreadable`` or ``range_failed`` finding of the stored
+report, :mod:`~airflow_provider_eo.spark.driver.audit_tasks`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epoch-ids", required=True, help="the committed epochs to audit: 12-15,18")
     parser.add_argument("--run-key", required=True, help="<dag_id>/<run_id>: the stored audit's run")
     parser.add_argument("--pipelines-file", default=None)
+    parser.add_argument(
+        "--index-budget-bytes",
+        type=int,
+        default=None,
+        help="the window index's byte budget (default: the pipeline's audit.index_budget_bytes)",
+    )
     parser.add_argument("--ledger-conn-id", default=DEFAULT_LEDGER_CONN_ID)
     parser.add_argument("--kafka-conn-id", default=DEFAULT_KAFKA_CONN_ID)
     parser.add_argument("--hbase-conn-id", default=DEFAULT_HBASE_CONN_ID)
@@ -112,6 +121,15 @@ def audit_connections(
     )
 
 
+def index_budget(args: argparse.Namespace, spec: PipelineSpec) -> int:
+    """``--index-budget-bytes``, else the spec's ``audit.index_budget_bytes``;
+    :class:`AuditRefused` naming the pipeline when below 1."""
+    budget = spec.audit.index_budget_bytes if args.index_budget_bytes is None else args.index_budget_bytes
+    if budget < 1:
+        raise AuditRefused(f"pipeline {spec.name!r}: --index-budget-bytes must be >= 1, got {budget}")
+    return budget
+
+
 def run_audit(args: argparse.Namespace, ids: Sequence[int]) -> tuple[int, str, int]:
     """Audit the window on Spark and store it; ``(audit_id, verdict, findings_total)``."""
     from airflow_provider_eo.audit.audit_run import audit_window
@@ -139,6 +157,7 @@ def run_audit(args: argparse.Namespace, ids: Sequence[int]) -> tuple[int, str, i
             connections,
             replay_selection=EpochProtocol(ledger).replay_selection,
             run_ranges=run_audit_on_spark,
+            index_budget=index_budget(args, spec),
         )
         answer = report.to_json()
         audit_id = ledger.record_audit(answer, run_key=args.run_key, source="dag", started_at=started_at)
