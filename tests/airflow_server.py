@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -42,6 +43,7 @@ from eo_devtools.stack.airflow_config import ADMIN_USER, FAST_SETTINGS, LOW_LATE
 from eo_devtools.stack.airflow_metadata import drop_database
 from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.stack import REPO_DAGS_DIR
+from tests.airflow_metadata_template import prepare_local_airflow_database
 from tests.conftest import StackInfo
 from tests.openlineage_events import openlineage_settings, wait_for_events
 
@@ -111,6 +113,18 @@ class AirflowServer:
         return match.log_path.read_text(errors="replace")
 
 
+def stop_at_once(airflow: LocalAirflow) -> None:
+    """Stop a test's Airflow with SIGKILL instead of each service's graceful stop (SIGTERM,
+    up to 30 s): :meth:`LocalAirflow.down` with every service's stop signal SIGKILL, so its
+    sweep of the sessions' leftovers still runs and no process of it is left. A test's
+    Airflow has nothing to finish when its last test is done, and its metadata database is
+    dropped afterwards; the graceful ``down`` itself is tested by
+    tests/integration/test_airflow_leftovers.py."""
+    for service in airflow.services:
+        service.stop_signal = signal.SIGKILL
+    airflow.down()
+
+
 @contextlib.contextmanager
 def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
     """Start an :class:`AirflowServer` on ``stack``; stop it, drop its database and files afterwards."""
@@ -131,10 +145,11 @@ def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
     )
     airflow = LocalAirflow(config)
     try:
+        prepare_local_airflow_database(config)  # a copy of a migrated database: no migration
         airflow.up()
         yield AirflowServer(airflow)
     finally:
-        airflow.down()
+        stop_at_once(airflow)
         if os.environ.get("EO_TEST_KEEP_AIRFLOW"):
             print(f"airflow_server: kept {base} and database {config.database} (EO_TEST_KEEP_AIRFLOW)")
         else:
