@@ -85,6 +85,8 @@ def _template(server_dsn: str) -> str:
     parts = urlsplit(server_dsn)
     key = (parts.hostname, parts.port)
     with _lock:
+        if key in _templates and not _exists(server_dsn, _templates[key]):
+            del _templates[key]  # another server on that port since (a stack stopped, a new one)
         if key not in _templates:
             name = f"airflow_template_{uuid.uuid4().hex[:8]}"
             _execute(server_dsn, "postgres", sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -96,6 +98,16 @@ def _template(server_dsn: str) -> str:
             _templates[key] = name
             atexit.register(_drop_quietly, server_dsn, name)
         return _templates[key]
+
+
+def _exists(server_dsn: str, database: str) -> bool:
+    conn = psycopg2.connect(_url(server_dsn, "postgres"), connect_timeout=5)
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,))
+            return cur.fetchone() is not None
+    finally:
+        conn.close()
 
 
 def _drop_quietly(server_dsn: str, database: str) -> None:
