@@ -42,6 +42,7 @@ from eo_devtools.stack.airflow_config import ADMIN_USER, FAST_SETTINGS, LOW_LATE
 from eo_devtools.stack.airflow_metadata import drop_database
 from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.stack import REPO_DAGS_DIR
+from tests.airflow_metadata_template import prepare_local_airflow_database
 from tests.conftest import StackInfo
 from tests.openlineage_events import openlineage_settings, wait_for_events
 
@@ -131,6 +132,7 @@ def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
     )
     airflow = LocalAirflow(config)
     try:
+        prepare_local_airflow_database(config)  # a copy of a migrated database: no migration
         airflow.up()
         yield AirflowServer(airflow)
     finally:

@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from airflow_provider_eo.config import PipelineSpec, load_pipelines
 from airflow_provider_eo.ledger import Ledger
 from eo_devtools.demo.airflow_runner import AirflowRunner
+from tests.airflow_metadata_template import migrated_sqlite_home
 from tests.conftest import StackInfo
 
 LOCAL_SETTINGS = '''"""Test-only cluster policy: no task retries (failures surface in one attempt)."""
@@ -52,8 +53,9 @@ def airflow_home() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def airflow_runner(stack: StackInfo, airflow_home: Path) -> RunnerFactory:
-    """``make(pipelines_file)``: a runner on the shared, once-migrated AIRFLOW_HOME."""
-    AirflowRunner(airflow_home, stack.conn_env).migrate()
+    """``make(pipelines_file)``: a runner on the shared AIRFLOW_HOME, its metadata DB migrated
+    (a copy of the session's migrated ``airflow.db``: tests/airflow_metadata_template.py)."""
+    migrated_sqlite_home(airflow_home)  # a copy of the session's migrated airflow.db
 
     def make(pipelines_file: Path) -> AirflowRunner:
         return AirflowRunner(airflow_home, stack.conn_env, pipelines_file=pipelines_file)

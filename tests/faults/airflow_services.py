@@ -45,6 +45,7 @@ from eo_devtools.demo.airflow_runner import AirflowRunner
 from eo_devtools.stack.airflow_config import LOW_LATENCY_SETTINGS
 from eo_devtools.stack.ports import LOOPBACK, accepts_connections, find_free_port
 from eo_devtools.stack.process import session_members
+from tests.airflow_metadata_template import create_migrated_database
 from tests.faults.airflow_liveness import AirflowDagRunCount
 from tests.faults.harness import Case, FaultStack
 
@@ -118,17 +119,15 @@ class PostgresAirflow:
     def create(
         cls, stack: FaultStack, home: Path, retry_delay_s: int | None = RETRY_DELAY_S
     ) -> PostgresAirflow:
-        """Create the database and the DAG folder, and migrate (``airflow db migrate``);
+        """Create the database, migrated (a copy of the server's migrated template:
+        tests/airflow_metadata_template.py), and the DAG folder;
         ``retry_delay_s`` None keeps the factory's retry delays."""
         database = f"airflow_meta_{uuid.uuid4().hex[:8]}"
-        _run_on_server(stack, f'CREATE DATABASE "{database}"')
+        create_migrated_database(stack.ledger_dsn, database)  # a copy of a migrated database
         airflow = cls(stack, home, database)
         airflow.dags_folder.mkdir(parents=True, exist_ok=True)
         dag_file = PRODUCT_DAG_FILE if retry_delay_s is None else DAG_FILE.format(delay=retry_delay_s)
         (airflow.dags_folder / "eo_fault_dags.py").write_text(dag_file)
-        AirflowRunner(
-            home, stack.conn_env, dags_folder=airflow.dags_folder, extra_env=airflow.meta_env
-        ).migrate()
         return airflow
 
     def drop(self) -> None:

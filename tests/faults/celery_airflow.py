@@ -45,6 +45,7 @@ from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.process import running_pid
 from eo_devtools.stack.redis_broker import REDIS_PORT_KEY, RedisService
 from eo_devtools.stack.service_process import start_service, stop_service
+from tests.airflow_metadata_template import prepare_local_airflow_database
 from tests.faults.airflow_services import DAG_FILE, HANG, HANGING_RE, HEARTBEAT_TIMEOUT_S, RETRY_DELAY_S
 from tests.faults.crash_points import crash_env
 from tests.faults.harness import Case, FaultStack, hang_env
@@ -234,11 +235,12 @@ def running_celery_airflow(stack: FaultStack) -> Iterator[CeleryAirflow]:
     executor = AirflowExecutor(CELERY, WORKERS, concurrency=1)
     airflow = CeleryParts(base).airflow(config, executor, broker.ports)
     try:
+        prepare_local_airflow_database(config)  # a copy of a migrated database: no migration
         start_service(broker)
         airflow.up()
         yield CeleryAirflow(airflow, broker, release)
     finally:
-        airflow.down()
+        airflow.kill()  # SIGKILL: nothing left to finish; the database is dropped
         stop_service(broker)
         with contextlib.suppress(Exception):  # the stack may be gone already: nothing to drop
             drop_database(config)

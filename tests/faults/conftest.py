@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from eo_devtools.demo.airflow_runner import AirflowRunner
+from tests.airflow_metadata_template import migrated_sqlite_home
 from tests.faults import reliability, reliability_provenance
 from tests.faults.cluster_topology import (
     CLUSTER_STACK_DIR_ENV,
@@ -88,9 +89,8 @@ def _whole_cluster_after(request: pytest.FixtureRequest) -> Iterator[None]:
 def airflow(fault_stack: FaultStack, tmp_path_factory: pytest.TempPathFactory) -> AirflowRunner:
     """A migrated Airflow home; ``runner_for(case)`` binds a case's pipelines file."""
     home = tmp_path_factory.mktemp("airflow-home")
-    runner = AirflowRunner(home, fault_stack.conn_env)
-    runner.migrate()
-    return runner
+    migrated_sqlite_home(home)  # a copy of the session's migrated airflow.db
+    return AirflowRunner(home, fault_stack.conn_env)
 
 
 def runner_for(airflow: AirflowRunner, fault_stack: FaultStack, pipelines_file: Path) -> AirflowRunner:

@@ -131,10 +131,12 @@ def test_scheduler_killed_then_up_and_down_leave_nothing(stack: StackInfo) -> No
         for attempt in ("up", "down"):
             pid = int(scheduler.pid_path.read_text())
             _wait("the LocalExecutor workers", lambda pid=pid: len(group_members(pid)) > 1, 120)  # type: ignore[misc]
-            workers = sorted(set(session_members(pid)) - {pid})
             os.kill(pid, signal.SIGKILL)
             _wait("the scheduler gone", lambda pid=pid: not is_running(pid))  # type: ignore[misc]
-            assert sorted(airflow.leftovers(scheduler)) == workers  # they outlive the scheduler
+            # read once the scheduler is dead: before, it may still be starting workers
+            workers = sorted(set(session_members(pid)) - {pid})
+            assert workers  # the workers outlive the scheduler, and are all its leftovers
+            assert sorted(airflow.leftovers(scheduler)) == workers
             if attempt == "up":
                 airflow.up()
                 assert [w for w in workers if is_running(w)] == []
