@@ -107,6 +107,10 @@ class FaultConnectServer:
         pid = running_pid(self.service.pid_path)
         assert pid is not None, "the Connect server is not running"
         os.killpg(pid, signal.SIGKILL)
+        try:  # the server is this process's child when it started it: reap it
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
