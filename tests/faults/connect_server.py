@@ -15,6 +15,7 @@ test may SIGKILL without ``on_kill``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -107,10 +108,8 @@ class FaultConnectServer:
         pid = running_pid(self.service.pid_path)
         assert pid is not None, "the Connect server is not running"
         os.killpg(pid, signal.SIGKILL)
-        try:  # the server is this process's child when it started it: reap it
+        with contextlib.suppress(ChildProcessError):  # our child when we started it: reap it
             os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
