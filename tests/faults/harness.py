@@ -769,14 +769,17 @@ class Case:
 def pipeline_entry(name: str, **options: Any) -> dict[str, Any]:
     """A ``pipelines:`` entry as the suite declares it: ``name``, its own group and HBase table
     (family ``d``), dead-lettering, batches of 25, one Spark split, :func:`spark_conf`; ``options``
-    add the source (``topics``/``topic_pattern``) and replace or add any other setting."""
+    add the source (``topics``/``topic_pattern``) and replace or add any other setting (a
+    ``spark`` option of its own, e.g. session mode, needs no spark-submit settings, so it does
+    not wait for the session's driver archive)."""
+    spark = options.pop("spark", None)
     return {
         "name": name,
         "group_id": f"g-{name}",
         "hbase": {"table": name, "column_family": "d"},
         "bad_records": "dead_letter",
         "batch_size": 25,
-        "spark": {"split_size": 1000, "conf": spark_conf()},
+        "spark": {"split_size": 1000, "conf": spark_conf()} if spark is None else spark,
         **options,
     }
 

@@ -55,8 +55,9 @@ def run_step(
     run_id: str,
     epoch_id: int | None,
     write: dict[str, Any] | None = None,
+    try_number: int = 1,
 ) -> Any:
-    """Execute one step; returns its result (``{"skipped": True}`` for a skip)."""
+    """Execute one step as try ``try_number``; returns its result (``{"skipped": True}`` for a skip)."""
     common: dict[str, Any] = {"pipeline": pipeline, "pipelines_file": pipelines_file}
     op: Any
     if step == "write":
@@ -69,8 +70,10 @@ def run_step(
         op = RecoverEpochsOperator(task_id="recover", kind="stream", **common)
     else:
         raise ValueError(f"unknown step {step!r}")
+    context = task_context(run_id, dag_id)
+    context["ti"].try_number = try_number
     try:
-        return op.execute(task_context(run_id, dag_id))
+        return op.execute(context)
     except AirflowSkipException:
         return {"skipped": True}
 
@@ -86,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fencing-token", default=None)
     parser.add_argument("--spark-conn-id", default="spark_default")
     parser.add_argument("--spark-conf", default="{}", help="JSON object added to the pipeline's spark.conf")
+    parser.add_argument("--try-number", type=int, default=1)
     args = parser.parse_args(argv)
     write = {
         "fencing_token": args.fencing_token,
@@ -93,7 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "spark_conf": json.loads(args.spark_conf),
     }
     result = run_step(
-        args.step, args.pipeline, args.pipelines_file, args.dag_id, args.run_id, args.epoch_id, write
+        args.step,
+        args.pipeline,
+        args.pipelines_file,
+        args.dag_id,
+        args.run_id,
+        args.epoch_id,
+        write,
+        args.try_number,
     )
     print(json.dumps(result, default=str), flush=True)
     return 0

@@ -9,7 +9,9 @@ ledger's :class:`~airflow_provider_eo.ledger.protocol.EpochProtocol`), with the 
 its Python workers stay warm; other pipelines have sessions of their own). The session gets
 the provider's zip as a Python artifact (:func:`~.executor_package.session_package`) and
 nothing else: no conf, no credentials (those travel in the job's closure). The client's
-channel is closed when the write ends; the session stays for the pipeline's next epoch.
+channel is closed when the write ends; the session stays for the pipeline's next epoch. The
+client retries a lost server every 5 s at most (:func:`lost_server_retry_policy`), so a write
+whose server was restarted fails within seconds instead of up to a minute later.
 Returns the write's :class:`~airflow_provider_eo.spark.driver.write_epoch.ExitCode`.
 """
 
@@ -78,10 +80,27 @@ def check_reachable(url: str, where: str, timeout_s: float = 10.0) -> None:
         ) from exc
 
 
+#: The Spark Connect client's retries of a server it lost: waits grow from 50 ms by 4x up to
+#: :data:`RETRY_MAX_BACKOFF_MS` (the client's default goes up to 60 s, so a write reached a
+#: restarted server up to a minute after it answered again), :data:`RETRY_MAX_RETRIES` of
+#: them: about 10 minutes in all, the default's tolerance.
+RETRY_MAX_BACKOFF_MS = 5_000
+RETRY_MAX_RETRIES = 125
+
+
+def lost_server_retry_policy() -> Any:
+    """The client's retry policy for session-mode writes (:data:`RETRY_MAX_BACKOFF_MS`,
+    :data:`RETRY_MAX_RETRIES`; the default policy's retryable errors and jitter)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    return DefaultPolicy(max_retries=RETRY_MAX_RETRIES, max_backoff=RETRY_MAX_BACKOFF_MS)
+
+
 def open_session(url: str, session_id: str | None = None) -> Any:
     """A Spark Connect session on the server at ``url`` (``sc://host:port/;...``) with the
     provider's zip added as a Python artifact (adding it again to a shared session is a no-op):
-    a new one, or the server's session ``session_id`` (created by its first client).
+    a new one, or the server's session ``session_id`` (created by its first client). Its
+    client retries a lost server by :func:`lost_server_retry_policy`.
 
     Raises ``ConnectVersionMismatch`` (a ``ConfigError``) naming both versions when the
     server's Spark is another feature release than this client's pyspark."""
@@ -89,6 +108,7 @@ def open_session(url: str, session_id: str | None = None) -> Any:
 
     remote = url if session_id is None else with_session_id(url, session_id)
     session = SparkSession.builder.remote(remote).create()
+    session.client.set_retry_policies([lost_server_retry_policy()])
     check_session_versions(session, server=url.split("/;", 1)[0])
     session.addArtifacts(str(session_package()), pyfile=True)
     return session
