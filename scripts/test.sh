@@ -21,22 +21,25 @@ run mypy
 if [ "$#" -gt 0 ]; then
   run pytest tests --durations=60 "$@"
 else
-  # The whole suite as two pytest processes at once, one per core: the fault suite (its own
-  # stacks: it kills and restarts their services) and everything else (the session's stack
-  # and Airflow). Much of each test is waiting on servers, so the two overlap well; each
+  # The whole suite as two pytest processes at once, one per core: the tests that start
+  # stacks of their own or need none (the fault suite, which kills and restarts its own
+  # services; eo-stack's own tests; the unit and setup tests), and the tests on the session's
+  # stack and Airflow. Much of a test is waiting on servers, so the two overlap well; each
   # prints its lines with its shard's name, and its own slowest modules and tests.
+  own_stacks=(tests/faults tests/integration/test_devstack.py tests/integration/test_devstack_yarn.py
+    tests/unit tests/setup)
   shard() {
     local name="$1"
     shift
     echo "==> [$name] pytest $*"
     pytest "$@" 2>&1 | sed -u "s/^/[$name] /"
   }
-  shard faults tests/faults --durations=30 -p no:cacheprovider &
-  faults_pid=$!
-  shard rest tests --ignore=tests/faults --durations=30 &
-  rest_pid=$!
-  wait "$faults_pid" || failed+=("pytest tests/faults")
-  wait "$rest_pid" || failed+=("pytest tests --ignore=tests/faults")
+  shard own-stacks "${own_stacks[@]}" --durations=30 -p no:cacheprovider &
+  own_pid=$!
+  shard session-stack tests "${own_stacks[@]/#/--ignore=}" --durations=30 &
+  session_pid=$!
+  wait "$own_pid" || failed+=("pytest ${own_stacks[*]}")
+  wait "$session_pid" || failed+=("pytest tests ${own_stacks[*]/#/--ignore=}")
 fi
 
 if [ "${#failed[@]}" -gt 0 ]; then

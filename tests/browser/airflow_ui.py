@@ -26,7 +26,12 @@ POPOVER = "[role=dialog][data-scope=popover][data-state=open]"
 
 
 def log_in(browser: Browser, base_url: str, username: str, password: str) -> None:
-    """Open the UI, get redirected to the Simple auth manager's form, sign in, land on Home."""
+    """Sign out whatever session the browser holds (another test module may have signed in:
+    one browser serves the whole session), open the UI, get redirected to the Simple auth
+    manager's form, sign in, land on Home."""
+    browser.open(base_url + "/")
+    browser.driver.delete_all_cookies()
+    browser.driver.execute_script("window.localStorage.clear(); window.sessionStorage.clear();")
     browser.open(base_url + "/")
     browser.wait("the redirect to the login form", lambda: "/auth/login" in browser.url)
     browser.shot("login-form")
