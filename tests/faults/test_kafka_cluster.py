@@ -205,7 +205,10 @@ def test_coordinator_killed_during_commit(
     if first.returncode == 1:
         assert f"EoKafkaError: commit to group '{group_a}' of " in first.output, first.output[-3000:]
         assert a_case.epoch(a).state is EpochState.WRITTEN
-        assert hook.committed_offsets(group_a, list(ends_a)) == {tp: None for tp in ends_a}
+        # a commit that timed out is ambiguous: its request may still have reached the new
+        # coordinator. The group holds nothing or exactly the epoch's ends, never anything else;
+        # the ledger (WRITTEN) is the truth and recovery publishes the same ends again
+        assert hook.committed_offsets(group_a, list(ends_a)) in ({tp: None for tp in ends_a}, ends_a)
     else:
         assert a_case.epoch(a).state is EpochState.COMMITTED
         assert hook.committed_offsets(group_a, list(ends_a)) == ends_a
