@@ -41,25 +41,22 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import happybase
-import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.dags.factory import stream_dag_id
+from benchmarks.bench_airflow import admin_client, bench_airflow
 from benchmarks.epoch_overhead_parts import idle_cpu_share, run_parts, spark_submit_floor
-from eo_devtools.stack.airflow import LocalAirflow
 from eo_devtools.stack.airflow_api import AirflowClient
-from eo_devtools.stack.airflow_config import ADMIN_USER, LOW_LATENCY_SETTINGS, AirflowConfig
-from eo_devtools.stack.airflow_metadata import drop_database
-from eo_devtools.stack.ports import find_free_port
+from eo_devtools.stack.airflow_config import LOW_LATENCY_SETTINGS
 from eo_devtools.stack.process import read_pid
-from eo_devtools.stack.stack import REPO_DAGS_DIR, LocalStack
+from eo_devtools.stack.stack import LocalStack
 
 FLOOR_DAG = Path(__file__).with_name("epoch_overhead_floor_dag.py")
 FLOOR_DAG_ID = "eo_bench_floor"
@@ -76,37 +73,6 @@ SPARK_DEFAULTS = {
 TUNED_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """Short-lived driver JVM: C1 only (no C2 compile threads), the serial collector (no GC threads)."""
 DAEMON_MODULE = "airflow_provider_eo.spark.pyspark_startup"
-
-
-@contextlib.contextmanager
-def bench_airflow(
-    stack: LocalStack, settings: Mapping[str, str], base: Path, pipelines: list[dict[str, Any]]
-) -> Iterator[LocalAirflow]:
-    """An Airflow of the benchmark's own on ``stack``, its files under ``base``, serving
-    ``pipelines`` (written before it starts: parsed at once); stopped, its database dropped after."""
-    dags = base / "dags"
-    dags.mkdir()
-    shutil.copy(REPO_DAGS_DIR / "eo_pipelines.py", dags / "eo_pipelines.py")
-    shutil.copy(FLOOR_DAG, dags / FLOOR_DAG.name)
-    (dags / "pipelines.yaml").write_text(yaml.safe_dump({"pipelines": pipelines}, sort_keys=False))
-    config = AirflowConfig(
-        state_dir=base,
-        home=base / "airflow",
-        port=find_free_port(),
-        database=f"airflow_bench_{uuid.uuid4().hex[:8]}",
-        postgres_dsn=stack.ledger_dsn,
-        conn_env=stack.conn_env(),
-        dags_folder=dags,
-        settings=settings,
-    )
-    airflow = LocalAirflow(config)
-    try:
-        airflow.up()
-        yield airflow
-    finally:
-        airflow.down()
-        with contextlib.suppress(Exception):
-            drop_database(config)
 
 
 def spark_section(variant: str, archive: Path) -> dict[str, Any]:
@@ -214,9 +180,9 @@ def run(stack: LocalStack, *, quick: bool, settings: Mapping[str, str] | None = 
     pipelines = declare_pipelines(stack, names, archive)
     with contextlib.ExitStack() as cleanup:
         cleanup.callback(shutil.rmtree, base, True)
-        airflow = cleanup.enter_context(bench_airflow(stack, chosen, base, pipelines))
+        airflow = cleanup.enter_context(bench_airflow(stack, chosen, base, pipelines, (FLOOR_DAG,)))
         cfg = airflow.config
-        client = AirflowClient(cfg.url, ADMIN_USER, cfg.secrets()["admin_password"])
+        client = admin_client(airflow)
         for waited in (*(stream_dag_id(n) for n in names.values()), FLOOR_DAG_ID):
             client.wait_for_dag(waited, timeout=600)
             client.unpause(waited)

@@ -112,6 +112,8 @@ def table(report: Mapping[str, Any]) -> str:
                 f"  {int(size):<10,} {rates[0]:>10,} {rates[1]:>10,} {rates[2]:>10,}"
                 f" {part['ratio_vs_batch']:>8}x {part['ratio_vs_available_now']:>7}x"
             )
+    if report.get("freshness"):
+        lines.extend(freshness_lines(report["freshness"]))
     fleet = report.get("many_pipelines")
     if fleet:
         lines.append(
@@ -140,3 +142,31 @@ def table(report: Mapping[str, Any]) -> str:
             why = profile.get("bound") if isinstance(profile, dict) else None
             lines.append(f"  {'':<12} what bounds it: {why or 'see ' + key + ' in the report'}")
     return "\n".join(lines)
+
+
+FRESHNESS_RUNS = ("submit", "session", "structured_streaming")
+
+
+def freshness_lines(fresh: Mapping[str, Any]) -> list[str]:
+    """The ``freshness`` section's rows: per run (default mode first) the measured records'
+    freshness, the commits holding them, the warm-up's p99; then the ratios."""
+    load = fresh["load"]
+    lines = [
+        f"freshness, @continuous, {load['records_per_s']:g} records/s for {load['seconds']:g} s over"
+        f" {load['partitions']} partitions (warm-up {load['warmup_s']:g} s, apart):",
+        f"  {'run':<21} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'commits':>8} {'duration p50 s':>15}"
+        f" {'warm-up p99 s':>14}",
+    ]
+    for name in FRESHNESS_RUNS:
+        if name in fresh:
+            m, w = fresh[name]["measured"], fresh[name]["warmup"]
+            lines.append(
+                f"  {name:<21} {m['p50_s']:>7} {m['p99_s']:>7} {m['max_s']:>7} {m['commits']:>8}"
+                f" {m['commit_duration_p50_s']:>15} {w['p99_s']:>14}"
+            )
+    if "ratio_p50_session_vs_streaming" in fresh:
+        lines.append(
+            f"  session vs structured streaming: p50 {fresh['ratio_p50_session_vs_streaming']}x,"
+            f" p99 {fresh['ratio_p99_session_vs_streaming']}x"
+        )
+    return lines

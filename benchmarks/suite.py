@@ -28,6 +28,7 @@ SECTIONS = (
     "many_pipelines",
     "scaling",
     "epoch_overhead",
+    "freshness",
     "spark_native",
     "partition_spread",
 )
@@ -120,6 +121,10 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
         from benchmarks import epoch_overhead
 
         report.update(epoch_overhead.run(stack, quick=args.quick))
+    if "freshness" in args.sections:
+        from benchmarks import freshness
+
+        report.update(freshness.run(stack, quick=args.quick))
     return report
 
 
