@@ -211,14 +211,13 @@ def run(stack: LocalStack, *, quick: bool, settings: Mapping[str, str] | None = 
     archive = base / "spark-driver.jsa"
     # the class-data archive, as a deployment builds it once (JDK 19+: -XX:+AutoCreateSharedArchive)
     dump = f"{TUNED_DRIVER_JAVA_OPTIONS} -XX:ArchiveClassesAtExit={archive}"
-    spark_submit_floor([f"--conf=spark.driver.extraJavaOptions={dump}"])
-    connect_started = stack.spark_connect_port is None
-    stack.spark_connect_up()  # the session variant's server (before Airflow: its connection)
-    pipelines = declare_pipelines(stack, names, archive)
-    with contextlib.ExitStack() as cleanup:
-        if connect_started:  # a server that ran before is left running
-            cleanup.callback(stack.spark_connect_down)
+    with contextlib.ExitStack() as cleanup:  # undone in reverse: Airflow, the server, the files
         cleanup.callback(shutil.rmtree, base, True)
+        spark_submit_floor([f"--conf=spark.driver.extraJavaOptions={dump}"])
+        if stack.spark_connect_port is None:  # a server that ran before is left running
+            cleanup.callback(stack.spark_connect_down)
+        stack.spark_connect_up()  # the session variant's server (before Airflow: its connection)
+        pipelines = declare_pipelines(stack, names, archive)
         airflow = cleanup.enter_context(bench_airflow(stack, chosen, base, pipelines))
         cfg = airflow.config
         client = AirflowClient(cfg.url, ADMIN_USER, cfg.secrets()["admin_password"])
