@@ -1,11 +1,13 @@
 """The fixed-cost figures of ``epoch_overhead`` in the report: submit mode's default, session mode
 and the no-op 4-task floor DAG printed side by side with their ratios to that floor, and both
-targets checked (session mode's, issue 38's 2.5 s, ``not measured`` when the section did not run)."""
+targets checked (session mode's, issue 38's 2.5 s, ``not measured`` when the section did not run); a
+session-mode write's time counted as the session job."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.epoch_overhead_parts import summary
 from benchmarks.report import epoch_overhead_lines, table
 from benchmarks.targets import check_targets
 
@@ -53,3 +55,23 @@ def test_the_table_prints_both_modes_beside_the_floor_dag() -> None:
     ]
     assert "\n".join(epoch_overhead_lines(REPORT)) in table(REPORT)
     assert epoch_overhead_lines({"write": {}}) == []
+
+
+def _task(execute_s: float, **more: Any) -> dict[str, Any]:
+    timings = {"upstream_end_to_queued_s": 0.1, "queued_to_start_s": 0.1, "startup_s": 0.5}
+    return {**timings, "execute_s": execute_s, "finish_s": 0.05, **more}
+
+
+def test_a_session_write_counts_as_the_session_job_not_the_ledger() -> None:
+    """A session-mode write has no driver timeline: its ``execute`` is the Spark Connect job
+    (with the session and the vote), not ledger and broker time."""
+    parts = {
+        "recover": _task(0.2),
+        "reserve": _task(0.3),
+        "write": _task(1.5, session_write=True),
+        "commit": _task(0.4),
+    }
+    figures = summary(parts)
+    assert (figures["session_job_s"], figures["ledger_and_broker_s"]) == (1.5, 0.9)
+    assert figures["spark_submit_jvm_and_driver_python_s"] == 0.0
+    assert figures["task_starts_and_ends_s"] == 2.2
