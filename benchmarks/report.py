@@ -131,6 +131,7 @@ def table(report: Mapping[str, Any]) -> str:
         cpu = scaling["cpu"]
         lines.append(f"  CPU us/record beyond a run's fixed cost ({cpu['per_record_us_total']} in all):")
         lines.append("  " + ", ".join(f"{name} {us}" for name, us in cpu["per_record_us"].items()))
+    lines += epoch_overhead_lines(report)
     for key in ("reserve_commit_ms", "memory", "audit", "epoch_overhead_parts"):
         if key in report:
             lines.append(f"{key}: {json.dumps(report[key])}")
@@ -169,4 +170,36 @@ def freshness_lines(fresh: Mapping[str, Any]) -> list[str]:
             f"  session vs structured streaming: p50 {fresh['ratio_p50_session_vs_streaming']}x,"
             f" p99 {fresh['ratio_p99_session_vs_streaming']}x"
         )
+    return lines
+
+
+def epoch_overhead_lines(report: Mapping[str, Any]) -> list[str]:
+    """The fixed cost of one epoch from one ``epoch_overhead`` run, side by side: submit mode with
+    the default settings, session mode, and the no-op 4-task floor DAG, each with its ratio to
+    that floor; then submit mode against its own floor (the floor DAG plus an empty spark-submit).
+    Nothing when the section did not run."""
+    if "epoch_overhead_s" not in report:
+        return []
+    floor = float(report["floor_dag_4_noop_tasks_s"])
+    rows = [
+        ("submit mode, default settings", report["epoch_overhead_s"], report.get("epoch_overhead_target_s")),
+        (
+            "session mode",
+            report.get("epoch_overhead_session_s"),
+            report.get("epoch_overhead_session_target_s"),
+        ),
+        ("floor: no-op 4-task DAG", floor, None),
+    ]
+    lines = ["fixed cost of one 1-record epoch under the scheduler (one run):"]
+    for name, seconds, target in rows:
+        if seconds is None:
+            continue
+        bound = f"  (target <= {float(target):g} s)" if target is not None else ""
+        lines.append(
+            f"  {name:<30} {float(seconds):>6.2f} s {float(seconds) / floor:>6.2f}x the floor DAG{bound}"
+        )
+    lines.append(
+        f"  submit mode vs the floor DAG + an empty spark-submit ({report['floor_s']} s):"
+        f" {report['ratio_overhead_vs_floor']}x"
+    )
     return lines

@@ -132,6 +132,13 @@ TARGETS = (
         )
         for key, bound in (("p50", 5.0), ("p99", 10.0))
     ),
+    Target(
+        "epoch_overhead_session_s",
+        "<=",
+        2.5,
+        "one-epoch fixed overhead in session mode (spark.mode: session) <= 2.5 s",
+        "epoch_overhead_session_parts.summary",
+    ),
     Target("memory_ratio_10m_1m", "<=", 1.2, "write-step peak memory at 10M <= 1.2x at 1M", "memory"),
     Target(
         "big_records.rss_ratio_900k_vs_small",
