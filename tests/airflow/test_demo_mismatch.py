@@ -5,13 +5,13 @@ On the session's stack and Airflow, the demo runs its JSON pipeline once (exit 0
 cell of its table is overwritten by hand at a version newer than any record's (what a stray
 writer outside the provider would leave), and the demo runs again with a few more events.
 The second run's stream and backfill DAG runs succeed, so the exit code comes from the
-checks alone: exit 1, ``CHECKS FAILED``, the report naming the table and the row, and the
-closing audit finding the cell no record maps to.
+checks alone: exit 1, ``CHECKS FAILED``, the report naming the table and the row. (The
+closing audit does not flag this cell: it lies above the audited window's versions, where a
+later epoch's writes belong: docs/audit.md, "Cells outside the window".)
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -93,5 +93,3 @@ def test_a_stray_cell_makes_the_demo_exit_1_naming_it(
     assert wrong == f"HBase {table_name}: 1 wrong cells in rows, e.g. [{row!r}]"
     assert detail.startswith(f"row {row!r}: expected ")
     assert f"{column!r}: {b'written by hand'!r}" in detail.split(", got ", 1)[1]
-    assert (pipeline["audit"]["verdict"], pipeline["audit"]["discrepancies"]) != ("clean", 0)
-    print(json.dumps(pipeline["audit"]))
