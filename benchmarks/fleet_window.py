@@ -65,14 +65,15 @@ class WindowFleet:
 @dataclass
 class WindowResult:
     """Every epoch's sample, the window's start and end (``time.monotonic()``), the whole
-    run's wall time, the rolled-back transactions retried (by SQLSTATE) and the peak summed
-    RSS of the Spark processes and of the task processes."""
+    run's wall time, the rolled-back transactions retried (by SQLSTATE), the peak summed
+    RSS of the Spark processes and of the task processes, and the Spark processes' peak PSS."""
 
     samples: list[EpochSample]
     window: tuple[float, float]
     wall_s: float
     peak_spark_rss_bytes: int
     peak_task_rss_bytes: int
+    peak_spark_pss_bytes: int
     rollbacks: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -136,7 +137,13 @@ def run_window(fleet: WindowFleet, spark_roots: Sequence[int] = (), timeout_s: f
             if process.is_alive():
                 process.kill()
     return WindowResult(
-        samples, window, wall_s, meter.peak_rss_bytes, meter.task_peak_rss_bytes, dict(rollbacks)
+        samples,
+        window,
+        wall_s,
+        meter.peak_rss_bytes,
+        meter.task_peak_rss_bytes,
+        meter.peak_pss_bytes,
+        dict(rollbacks),
     )
 
 

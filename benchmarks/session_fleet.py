@@ -18,9 +18,11 @@ the size of one submit-mode driver), started before the section.
 
 Figures per mode: epochs per minute in the window, the peak summed RSS of all Spark processes
 (:class:`~benchmarks.spark_memory.SparkMemoryMeter`: submit mode's spark-submit JVMs and their
-Python; the Connect server's JVM and its Python workers) and of the task processes apart, and
-the epochs' write, reserve and commit times. ``epochs_ratio`` = session over submit epochs per
-minute (target >= 3), ``memory_ratio`` = session over submit peak Spark RSS (target <= 0.5).
+Python; the Connect server's JVM and its Python workers) and of the task processes apart, the
+Spark processes' peak summed PSS (shared pages divided among their sharers: forked Python
+workers), and the epochs' write, reserve and commit times. ``epochs_ratio`` = session over
+submit epochs per minute (target >= 3), ``memory_ratio`` = session over submit peak Spark RSS
+(target <= 0.5), ``memory_pss_ratio`` the same in PSS.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ def mode_figures(result: WindowResult, window_s: float) -> dict[str, Any]:
         "epochs_per_minute": round(len(counted) * 60 / window_s, 1),
         "peak_spark_rss_mb": round(result.peak_spark_rss_bytes / 2**20),
         "peak_task_rss_mb": round(result.peak_task_rss_bytes / 2**20),
+        "peak_spark_pss_mb": round(result.peak_spark_pss_bytes / 2**20),
         "write_ms": {"p50": round(percentile(writes, 0.5)), "p99": round(percentile(writes, 0.99))},
         "reserve_ms_p50": round(statistics.median([s.reserve_ms for s in counted]), 1) if counted else None,
         "commit_ms_p50": round(statistics.median([s.commit_ms for s in counted]), 1) if counted else None,
@@ -119,6 +122,8 @@ def summarize(modes: dict[str, dict[str, Any]], size: FleetSize) -> dict[str, An
         report["epochs_ratio"] = round(session["epochs_per_minute"] / submit["epochs_per_minute"], 2)
     if submit["peak_spark_rss_mb"] and session["peak_spark_rss_mb"]:
         report["memory_ratio"] = round(session["peak_spark_rss_mb"] / submit["peak_spark_rss_mb"], 2)
+    if submit.get("peak_spark_pss_mb") and session.get("peak_spark_pss_mb"):
+        report["memory_pss_ratio"] = round(session["peak_spark_pss_mb"] / submit["peak_spark_pss_mb"], 2)
     report["bound"] = (
         f"{size.concurrency} epochs in flight on the machine's cores: submit's write step"
         f" p50 {submit['write_ms']['p50']} ms (a spark-submit each),"

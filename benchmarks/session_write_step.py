@@ -86,5 +86,6 @@ def measured_session_write(
     finally:
         wall = time.monotonic() - started
         meter.stop()
-    by_kind = {**meter.cpu_seconds_by_kind, "driver_python": sum(me.cpu_times()[:2]) - cpu_before}
+    by_kind = meter.cpu_seconds_by_kind
+    by_kind["driver_python"] = by_kind.get("driver_python", 0.0) + sum(me.cpu_times()[:2]) - cpu_before
     return SubmitRun(wall, by_kind, servers.seconds(), meter.peak_rss_bytes, [], "")

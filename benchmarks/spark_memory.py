@@ -8,6 +8,11 @@ Python and its Python workers, all descendants). Every ``interval_s`` it sums th
 processes :func:`is_spark_process` accepts in those trees; the peak is the largest sum at one
 sample. The task processes themselves (the Airflow task's Python, holding the Kafka and Spark
 Connect clients) are not Spark processes: their RSS is summed apart (``task_peak_rss_bytes``).
+
+Summed RSS counts a page shared by several processes once per process: Python workers forked
+from one daemon share most of their pages with it. ``peak_pss_bytes`` is the same peak in
+proportional set size (each shared page divided among its sharers), the memory the processes
+really hold together.
 """
 
 from __future__ import annotations
@@ -32,14 +37,14 @@ def is_spark_process(cmdline: list[str], *, root: bool) -> bool:
 
 
 def summed_rss(samples: Iterable[tuple[bool, int]]) -> tuple[int, int]:
-    """``(spark, task)`` bytes: the RSS of Spark processes and of the others, from
-    ``(is_spark, rss)`` pairs."""
+    """``(spark, task)`` bytes: the sizes of Spark processes and of the others, from
+    ``(is_spark, size)`` pairs."""
     spark = task = 0
-    for spark_process, rss in samples:
+    for spark_process, size in samples:
         if spark_process:
-            spark += rss
+            spark += size
         else:
-            task += rss
+            task += size
     return spark, task
 
 
@@ -52,6 +57,7 @@ class SparkMemoryMeter:
         self.interval_s = interval_s
         self.peak_rss_bytes = 0
         self.task_peak_rss_bytes = 0
+        self.peak_pss_bytes = 0
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="spark-memory", daemon=True)
@@ -75,6 +81,7 @@ class SparkMemoryMeter:
 
     def _sample(self) -> None:
         seen: list[tuple[bool, int]] = []
+        proportional: list[tuple[bool, int]] = []
         for pid in self.roots():
             try:
                 root = psutil.Process(pid)
@@ -93,3 +100,4 @@ class SparkMemoryMeter:
         self.samples += 1
         self.peak_rss_bytes = max(self.peak_rss_bytes, spark)
         self.task_peak_rss_bytes = max(self.task_peak_rss_bytes, task)
+        self.peak_pss_bytes = max(self.peak_pss_bytes, summed_rss(proportional)[0])

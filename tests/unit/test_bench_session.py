@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_eo.config.loader import parse_pipelines_text
+from benchmarks.cpu_components import spark_process_kind
 from benchmarks.fleet_epoch import EpochSample
 from benchmarks.fleet_window import in_window
 from benchmarks.partition_spread import spread_ratios
@@ -111,6 +112,8 @@ def test_spark_processes_are_told_from_task_processes() -> None:
     assert is_spark_process(java, root=False) and is_spark_process(worker, root=False)
     assert is_spark_process(["/bin/bash", "spark-submit"], root=False)
     assert not is_spark_process([], root=False)
+    assert spark_process_kind(["/venv/bin/python", "-S", "-m", "pyspark.daemon"]) == "python_workers"
+    assert spark_process_kind(["/venv/bin/python", "/x/application.py", "-m", "y"]) == "driver_python"
     assert summed_rss([(True, 5), (False, 3), (True, 7)]) == (12, 3)
 
 
