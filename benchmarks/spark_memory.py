@@ -91,9 +91,10 @@ class SparkMemoryMeter:
             for process, is_root in tree:
                 try:
                     with process.oneshot():
-                        seen.append(
-                            (is_spark_process(process.cmdline(), root=is_root), process.memory_info().rss)
-                        )
+                        spark_process = is_spark_process(process.cmdline(), root=is_root)
+                        memory = process.memory_full_info()  # rss and pss (/proc/<pid>/smaps_rollup)
+                    seen.append((spark_process, memory.rss))
+                    proportional.append((spark_process, getattr(memory, "pss", memory.rss)))
                 except psutil.Error:
                     continue
         spark, task = summed_rss(seen)
