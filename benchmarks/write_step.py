@@ -107,8 +107,9 @@ def run_write_step(
     mode: str = "submit",
 ) -> dict[str, Any]:
     """Write the dataset once with spark-submit (``mode="session"``: as one job on the stack's
-    Spark Connect server, :func:`benchmarks.session_write_step.measured_session_write`);
-    raises RuntimeError when the application fails.
+    Spark Connect server, :func:`benchmarks.session_write_step.measured_session_write`, where
+    ``master`` and ``conf`` do not apply: the server's are used); raises RuntimeError when the
+    application fails.
 
     ``mapping``: the pipeline's ``mapping:`` settings (e.g. ``{"value_format": "avro"}``;
     default: the default JSON mapping). Returns
