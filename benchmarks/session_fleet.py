@@ -14,7 +14,10 @@ of their own (own names, consumer groups and ledger rows; one fresh HBase table 
 machine's 2 cores, so one epoch's waits (Kafka, HBase, the ledger) overlap another's CPU; more
 only queue on the CPU (and in submit mode each adds a driver JVM of up to 1 GB: 24 GB of RAM
 is not the bound, the cores are). The Connect server is the stack's (``local[2]``, 1 GB driver:
-the size of one submit-mode driver), started before the section.
+the size of one submit-mode driver), restarted before the session window (outside it:
+``server_restart_s``) so that it holds the fleet's sessions only: every session keeps a Python
+daemon of its own (about 45 MB each here) until the server's idle timeout, and the earlier
+sections' sessions would otherwise count in the fleet's memory.
 
 Figures per mode: epochs per minute in the window, the peak summed RSS of all Spark processes
 (:class:`~benchmarks.spark_memory.SparkMemoryMeter`: submit mode's spark-submit JVMs and their
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,7 +142,8 @@ def summarize(modes: dict[str, dict[str, Any]], size: FleetSize) -> dict[str, An
 def run(stack: LocalStack, *, quick: bool = False, size: FleetSize | None = None) -> dict[str, Any]:
     """Both modes' windows over the same topics; the stack's Connect server must run."""
     size = size or (QUICK if quick else FULL)
-    server_pid = connect_server_pid(stack)
+    connect_server_pid(stack)  # the suite started it: fail before making topics when it does not run
+    restarts: list[float] = []
     modes: dict[str, dict[str, Any]] = {}
     with fleet_topics(
         stack.kafka_bootstrap, size.pipelines, PARTITIONS, records=size.backlog, prefix="eo-sfleet"
@@ -158,11 +163,24 @@ def run(stack: LocalStack, *, quick: bool = False, size: FleetSize | None = None
                     fleet = WindowFleet(
                         stack.state_dir, pipelines, names, size.concurrency, size.warm_up_s, size.window_s
                     )
-                    result = run_window(fleet, spark_roots=[server_pid] if mode == "session" else [])
+                    roots = [fresh_connect_server(stack, report_to=restarts)] if mode == "session" else []
+                    result = run_window(fleet, spark_roots=roots)
                     modes[mode] = mode_figures(result, size.window_s)
                     print(f"session_fleet: {mode}: {modes[mode]}", flush=True)
         finally:
             drop_table(stack, table)
     report = summarize(modes, size)
     report["topics_create_s"], report["topics_produce_s"] = topics.create_s, topics.produce_s
+    report["server_restart_s"] = restarts[0] if restarts else None
     return report
+
+
+def fresh_connect_server(stack: LocalStack, report_to: list[float]) -> int:
+    """Restart the stack's Connect server (the time it took appended to ``report_to``), so the
+    session window's memory holds the fleet's own sessions only, not the idle Python daemons of
+    earlier sections' sessions (a session is kept until the server's idle timeout); its pid."""
+    began = time.monotonic()
+    stack.spark_connect_down()
+    stack.spark_connect_up()
+    report_to.append(round(time.monotonic() - began, 1))
+    return connect_server_pid(stack)
