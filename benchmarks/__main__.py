@@ -16,6 +16,11 @@ Sections (each a ratio or a figure measured against a baseline in this run):
 * ``many_pipelines``: 100 pipelines of 64 partitions each reserving and committing at once
   from 8 processes on one ledger: epochs/s, p50/p99 reserve + commit, lock waits, retries;
 * ``epoch_overhead``: one 1-record epoch under a real Airflow scheduler, broken down;
+* ``freshness``: a ``@continuous`` pipeline under a steady 1,000 records/s for 5 minutes
+  (``--quick``: 100/s for 1 minute), in submit then session mode, under a real Airflow, and
+  Spark Structured Streaming (1 s trigger) on the same records: p50 and p99 from a record's
+  produce timestamp to its epoch's (micro-batch's) commit (target, session mode: <= 5 s and
+  <= 10 s), the ratio;
 * ``scaling``: the write step's records/s against Spark tasks per core (``local[1]`` to
   ``local[4]``, 1 or 2 tasks per partition), and the CPU per record of each component
   (Spark's JVM and Python, Kafka, HBase, Thrift, PostgreSQL);

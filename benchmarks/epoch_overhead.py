@@ -26,7 +26,9 @@ one records the operator's class-data archive):
   times; ``summary``: the issue's categories (:mod:`benchmarks.epoch_overhead_parts`);
 * floors: the floor DAG (four no-op tasks of the same shape) and an empty ``spark-submit``
   with each Spark lever added in turn (:func:`submit_levers`), and
-  ``ratio_overhead_vs_floor`` = ``epoch_overhead_s / (floor DAG + empty spark-submit)``.
+  ``ratio_overhead_vs_floor`` = ``epoch_overhead_s / (floor DAG + empty spark-submit)``;
+  against the floor DAG alone (session mode starts no spark-submit): ``ratio_overhead_vs_floor_dag``
+  (submit mode's default) and ``ratio_session_vs_floor_dag``, and ``ratio_session_vs_submit``.
 
 Run alone: ``python -m benchmarks.epoch_overhead --state-dir /tmp/eo-stack [--quick]``
 (starts the stack's data services when they are not running; prints one JSON object).
@@ -41,25 +43,22 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import happybase
-import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.dags.factory import stream_dag_id
+from benchmarks.bench_airflow import admin_client, bench_airflow
 from benchmarks.epoch_overhead_parts import idle_cpu_share, run_parts, spark_submit_floor
-from eo_devtools.stack.airflow import LocalAirflow
 from eo_devtools.stack.airflow_api import AirflowClient
-from eo_devtools.stack.airflow_config import ADMIN_USER, LOW_LATENCY_SETTINGS, AirflowConfig
-from eo_devtools.stack.airflow_metadata import drop_database
-from eo_devtools.stack.ports import find_free_port
+from eo_devtools.stack.airflow_config import LOW_LATENCY_SETTINGS
 from eo_devtools.stack.process import read_pid
-from eo_devtools.stack.stack import REPO_DAGS_DIR, LocalStack
+from eo_devtools.stack.stack import LocalStack
 
 FLOOR_DAG = Path(__file__).with_name("epoch_overhead_floor_dag.py")
 FLOOR_DAG_ID = "eo_bench_floor"
@@ -76,37 +75,6 @@ SPARK_DEFAULTS = {
 TUNED_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """Short-lived driver JVM: C1 only (no C2 compile threads), the serial collector (no GC threads)."""
 DAEMON_MODULE = "airflow_provider_eo.spark.pyspark_startup"
-
-
-@contextlib.contextmanager
-def bench_airflow(
-    stack: LocalStack, settings: Mapping[str, str], base: Path, pipelines: list[dict[str, Any]]
-) -> Iterator[LocalAirflow]:
-    """An Airflow of the benchmark's own on ``stack``, its files under ``base``, serving
-    ``pipelines`` (written before it starts: parsed at once); stopped, its database dropped after."""
-    dags = base / "dags"
-    dags.mkdir()
-    shutil.copy(REPO_DAGS_DIR / "eo_pipelines.py", dags / "eo_pipelines.py")
-    shutil.copy(FLOOR_DAG, dags / FLOOR_DAG.name)
-    (dags / "pipelines.yaml").write_text(yaml.safe_dump({"pipelines": pipelines}, sort_keys=False))
-    config = AirflowConfig(
-        state_dir=base,
-        home=base / "airflow",
-        port=find_free_port(),
-        database=f"airflow_bench_{uuid.uuid4().hex[:8]}",
-        postgres_dsn=stack.ledger_dsn,
-        conn_env=stack.conn_env(),
-        dags_folder=dags,
-        settings=settings,
-    )
-    airflow = LocalAirflow(config)
-    try:
-        airflow.up()
-        yield airflow
-    finally:
-        airflow.down()
-        with contextlib.suppress(Exception):
-            drop_database(config)
 
 
 def spark_section(variant: str, archive: Path) -> dict[str, Any]:
@@ -209,14 +177,16 @@ def run(stack: LocalStack, *, quick: bool, settings: Mapping[str, str] | None = 
     archive = base / "spark-driver.jsa"
     # the class-data archive, as a deployment builds it once (JDK 19+: -XX:+AutoCreateSharedArchive)
     dump = f"{TUNED_DRIVER_JAVA_OPTIONS} -XX:ArchiveClassesAtExit={archive}"
-    spark_submit_floor([f"--conf=spark.driver.extraJavaOptions={dump}"])
-    stack.spark_connect_up()  # the session variant's server (before Airflow: its connection)
-    pipelines = declare_pipelines(stack, names, archive)
-    with contextlib.ExitStack() as cleanup:
+    with contextlib.ExitStack() as cleanup:  # undone in reverse: Airflow, the server, the files
         cleanup.callback(shutil.rmtree, base, True)
-        airflow = cleanup.enter_context(bench_airflow(stack, chosen, base, pipelines))
+        spark_submit_floor([f"--conf=spark.driver.extraJavaOptions={dump}"])
+        if stack.spark_connect_port is None:  # a server that ran before is left running
+            cleanup.callback(stack.spark_connect_down)
+        stack.spark_connect_up()  # the session variant's server (before Airflow: its connection)
+        pipelines = declare_pipelines(stack, names, archive)
+        airflow = cleanup.enter_context(bench_airflow(stack, chosen, base, pipelines, (FLOOR_DAG,)))
         cfg = airflow.config
-        client = AirflowClient(cfg.url, ADMIN_USER, cfg.secrets()["admin_password"])
+        client = admin_client(airflow)
         for waited in (*(stream_dag_id(n) for n in names.values()), FLOOR_DAG_ID):
             client.wait_for_dag(waited, timeout=600)
             client.unpause(waited)
@@ -242,6 +212,7 @@ def run(stack: LocalStack, *, quick: bool, settings: Mapping[str, str] | None = 
     floor_dag = min(floors, key=lambda f: float(f["total_s"]))
     submit_floor = {v: min(runs, key=lambda r: r["wall_s"]) for v, runs in submits.items()}
     total = float(chosen_epoch["default"]["total_s"])
+    session = float(chosen_epoch["session"]["total_s"])
     floor_s = float(floor_dag["total_s"]) + submit_floor["all"]["wall_s"]
     return {
         "epoch_overhead_s": total,
@@ -256,7 +227,7 @@ def run(stack: LocalStack, *, quick: bool, settings: Mapping[str, str] | None = 
         "epoch_overhead_session_s": chosen_epoch["session"]["total_s"],
         "epoch_overhead_session_parts": chosen_epoch["session"]["parts"],
         "epoch_overhead_session_target_s": SESSION_TARGET_S,
-        "epoch_overhead_session_target_met": float(chosen_epoch["session"]["total_s"]) <= SESSION_TARGET_S,
+        "epoch_overhead_session_target_met": session <= SESSION_TARGET_S,
         "epoch_overhead_warmup_s": warmups,
         "floor_dag_4_noop_tasks_s": floor_dag["total_s"],
         "floor_dag_parts": floor_dag["parts"],
@@ -264,6 +235,9 @@ def run(stack: LocalStack, *, quick: bool, settings: Mapping[str, str] | None = 
         "floor_spark_submit_levers": submit_floor,
         "floor_s": round(floor_s, 3),
         "ratio_overhead_vs_floor": round(total / floor_s, 3),
+        "ratio_overhead_vs_floor_dag": round(total / float(floor_dag["total_s"]), 3),
+        "ratio_session_vs_floor_dag": round(session / float(floor_dag["total_s"]), 3),
+        "ratio_session_vs_submit": round(session / total, 3),
         "spark_sections": {v: spark_section(v, archive) for v in VARIANTS},
         "airflow_settings": dict(chosen),
         "scheduler_idle_cpu_share": idle_cpu,

@@ -4,7 +4,8 @@
 run's task log folder into ``{"total_s", "parts"}``: per task the scheduling gap (upstream
 end, or run start, -> queued -> started) and its duration, and for a ``write`` task the
 driver's timeline read from its log (Airflow stamps every line of the spark-submit
-output as it arrives). :func:`spark_submit_floor` times a trivial PySpark app.
+output as it arrives); a session-mode ``write`` is marked ``session_write`` instead.
+:func:`spark_submit_floor` times a trivial PySpark app.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ WRITE_MARKS: tuple[tuple[str, str], ...] = (
     ("voted", "voted WRITTEN"),
     ("spark_context_stopped", "Successfully stopped SparkContext"),  # the JVM's shutdown hook
 )
+SESSION_WRITE_MARK = "session write tag="
+"""What a session-mode write task logs (``spark/session/session_write.py``): no spark-submit runs."""
 PYTHON_TIMES = re.compile(
     r"Times: total = (?P<total>\d+), boot = (?P<boot>-?\d+), init = (?P<init>\d+), finish = (?P<finish>\d+)"
 )
@@ -132,8 +135,11 @@ def python_worker_times(lines: list[tuple[float, str]]) -> dict[str, float]:
 
 def summary(parts: dict[str, Any]) -> dict[str, float]:
     """The run's time in the issue's categories (seconds; they add up to the run's total
-    up to rounding and the short waits between consecutive log lines)."""
+    up to rounding and the short waits between consecutive log lines). A session-mode write
+    (no spark-submit, no driver timeline) counts its ``execute`` as ``session_job_s``: the
+    Spark Connect session, the job on the server and the vote, all from the Airflow task."""
     tasks = {k: v for k, v in parts.items() if isinstance(v, dict)}
+    session = {k: t for k, t in tasks.items() if t.get("session_write")}
     inside = tasks.get("write", {}).get("inside", {})
     workers = tasks.get("write", {}).get("python_workers", {})
 
@@ -153,7 +159,7 @@ def summary(parts: dict[str, Any]) -> dict[str, float]:
             inside.get("spark_context_stopped->task_end"),
         ),
         "ledger_and_broker_s": add(
-            *(t.get("execute_s") for k, t in tasks.items() if "inside" not in t),
+            *(t.get("execute_s") for k, t in tasks.items() if "inside" not in t and k not in session),
             inside.get("driver_python_up->epoch_checked"),
             inside.get("job_finished->voted"),
         ),
@@ -170,6 +176,7 @@ def summary(parts: dict[str, Any]) -> dict[str, float]:
         ),
         "spark_task_startup_s": worker_start,
         "spark_task_records_and_rest_s": round(float(spark_job or 0.0) - worker_start, 3),
+        "session_job_s": add(*(t.get("execute_s") for t in session.values())),
     }
 
 
@@ -193,6 +200,8 @@ def run_parts(run: dict[str, Any], tis: list[dict[str, Any]], log_folder: Path) 
         if any(WRITE_MARKS[0][1] in line for _, line in lines):  # a spark-submit task
             entry["inside"] = write_timeline(lines, started, ended)
             entry["python_workers"] = python_worker_times(lines)
+        elif any(SESSION_WRITE_MARK in line for _, line in lines):  # a session-mode write
+            entry["session_write"] = True
         parts[ti["task_id"]] = entry
         previous_end = ended
     last_end = max(_ts(ti["end_date"]) or 0.0 for ti in tis)

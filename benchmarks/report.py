@@ -150,6 +150,8 @@ def table(report: Mapping[str, Any]) -> str:
                 f" {part['ratio_vs_batch']:>8}x {part['ratio_vs_available_now']:>7}x"
             )
     lines += session_lines(report)
+    if report.get("freshness"):
+        lines.extend(freshness_lines(report["freshness"]))
     fleet = report.get("many_pipelines")
     if fleet:
         lines.append(
@@ -167,6 +169,7 @@ def table(report: Mapping[str, Any]) -> str:
         cpu = scaling["cpu"]
         lines.append(f"  CPU us/record beyond a run's fixed cost ({cpu['per_record_us_total']} in all):")
         lines.append("  " + ", ".join(f"{name} {us}" for name, us in cpu["per_record_us"].items()))
+    lines += epoch_overhead_lines(report)
     for key in ("reserve_commit_ms", "memory", "audit", "epoch_overhead_parts"):
         if key in report:
             lines.append(f"{key}: {json.dumps(report[key])}")
@@ -178,3 +181,63 @@ def table(report: Mapping[str, Any]) -> str:
             why = profile.get("bound") if isinstance(profile, dict) else None
             lines.append(f"  {'':<12} what bounds it: {why or 'see ' + key + ' in the report'}")
     return "\n".join(lines)
+
+
+FRESHNESS_RUNS = ("submit", "session", "structured_streaming")
+
+
+def freshness_lines(fresh: Mapping[str, Any]) -> list[str]:
+    """The ``freshness`` section's rows: per run (default mode first) the measured records'
+    freshness, the commits holding them, the warm-up's p99; then the ratios."""
+    load = fresh["load"]
+    lines = [
+        f"freshness, @continuous, {load['records_per_s']:g} records/s for {load['seconds']:g} s over"
+        f" {load['partitions']} partitions (warm-up {load['warmup_s']:g} s, apart):",
+        f"  {'run':<21} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'commits':>8} {'duration p50 s':>15}"
+        f" {'warm-up p99 s':>14}",
+    ]
+    for name in FRESHNESS_RUNS:
+        if name in fresh:
+            m, w = fresh[name]["measured"], fresh[name]["warmup"]
+            lines.append(
+                f"  {name:<21} {m['p50_s']:>7} {m['p99_s']:>7} {m['max_s']:>7} {m['commits']:>8}"
+                f" {m['commit_duration_p50_s']:>15} {w['p99_s']:>14}"
+            )
+    if "ratio_p50_session_vs_streaming" in fresh:
+        lines.append(
+            f"  session vs structured streaming: p50 {fresh['ratio_p50_session_vs_streaming']}x,"
+            f" p99 {fresh['ratio_p99_session_vs_streaming']}x"
+        )
+    return lines
+
+
+def epoch_overhead_lines(report: Mapping[str, Any]) -> list[str]:
+    """The fixed cost of one epoch from one ``epoch_overhead`` run, side by side: submit mode with
+    the default settings, session mode, and the no-op 4-task floor DAG, each with its ratio to
+    that floor; then submit mode against its own floor (the floor DAG plus an empty spark-submit).
+    Nothing when the section did not run."""
+    if "epoch_overhead_s" not in report:
+        return []
+    floor = float(report["floor_dag_4_noop_tasks_s"])
+    rows = [
+        ("submit mode, default settings", report["epoch_overhead_s"], report.get("epoch_overhead_target_s")),
+        (
+            "session mode",
+            report.get("epoch_overhead_session_s"),
+            report.get("epoch_overhead_session_target_s"),
+        ),
+        ("floor: no-op 4-task DAG", floor, None),
+    ]
+    lines = ["fixed cost of one 1-record epoch under the scheduler (one run):"]
+    for name, seconds, target in rows:
+        if seconds is None:
+            continue
+        bound = f"  (target <= {float(target):g} s)" if target is not None else ""
+        lines.append(
+            f"  {name:<30} {float(seconds):>6.2f} s {float(seconds) / floor:>6.2f}x the floor DAG{bound}"
+        )
+    lines.append(
+        f"  submit mode vs the floor DAG + an empty spark-submit ({report['floor_s']} s):"
+        f" {report['ratio_overhead_vs_floor']}x"
+    )
+    return lines

@@ -28,6 +28,7 @@ SECTIONS = (
     "many_pipelines",
     "scaling",
     "epoch_overhead",
+    "freshness",
     "spark_native",
     "partition_spread",
     "session_write",
@@ -148,6 +149,10 @@ def run_sections(
         from benchmarks import epoch_overhead
 
         report.update(epoch_overhead.run(stack, quick=args.quick))
+    if "freshness" in args.sections:
+        from benchmarks import freshness
+
+        report.update(freshness.run(stack, quick=args.quick))
     return report
 
 

@@ -150,6 +150,23 @@ TARGETS = (
         "one-epoch fixed overhead <= 5 s with the default settings",
         "epoch_overhead_parts.summary",
     ),
+    *(
+        Target(
+            f"freshness.session.measured.{key}_s",
+            "<=",
+            bound,
+            f"freshness {key} <= {bound:g} s: @continuous in session mode, 1,000 records/s for 5 minutes",
+            "freshness.session",
+        )
+        for key, bound in (("p50", 5.0), ("p99", 10.0))
+    ),
+    Target(
+        "epoch_overhead_session_s",
+        "<=",
+        2.5,
+        "one-epoch fixed overhead in session mode (spark.mode: session) <= 2.5 s",
+        "epoch_overhead_session_parts.summary",
+    ),
     Target("memory_ratio_10m_1m", "<=", 1.2, "write-step peak memory at 10M <= 1.2x at 1M", "memory"),
     Target(
         "big_records.rss_ratio_900k_vs_small",

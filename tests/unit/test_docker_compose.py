@@ -325,6 +325,8 @@ def test_hbase_init_creates_the_pipelines_tables_with_keep_deleted_cells() -> No
         " || hbase-run.sh tool create 'demo_orders' 'd' true 3\n"
         "hbase-run.sh tool describe 'demo_customers' > /dev/null 2>&1"
         " || hbase-run.sh tool create 'demo_customers' 'd' true 3\n"
+        "hbase-run.sh tool describe 'demo_events_session' > /dev/null 2>&1"
+        " || hbase-run.sh tool create 'demo_events_session' 'd' true 3\n"
     )
     script = str(DOCKER_DIR / "hbase/hbase_tables.py")
     shell = subprocess.run([sys.executable, script, "--shell", str(pipelines_file)],
@@ -335,6 +337,8 @@ def test_hbase_init_creates_the_pipelines_tables_with_keep_deleted_cells() -> No
         "create 'demo_orders', {NAME => 'd', KEEP_DELETED_CELLS => 'TRUE'} unless exists('demo_orders')\n"
         "create 'demo_customers', {NAME => 'd', KEEP_DELETED_CELLS => 'TRUE'} "
         "unless exists('demo_customers')\n"
+        "create 'demo_events_session', {NAME => 'd', KEEP_DELETED_CELLS => 'TRUE'} "
+        "unless exists('demo_events_session')\n"
         "exit\n"
     )
     tables = load_script("hbase/hbase_tables.py").table_families(yaml.safe_load(pipelines_file.read_text()))

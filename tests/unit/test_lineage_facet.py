@@ -219,13 +219,16 @@ def test_the_provider_works_without_openlineage(tmp_path: Path) -> None:
         [
             "eo_audit__demo_customers_cdc",
             "eo_audit__demo_events",
+            "eo_audit__demo_events_session",
             "eo_audit__demo_orders_avro",
             "eo_backfill__demo_customers_cdc",
             "eo_backfill__demo_events",
+            "eo_backfill__demo_events_session",
             "eo_backfill__demo_orders_avro",
             "eo_recovery",
             "eo_stream__demo_customers_cdc",
             "eo_stream__demo_events",
+            "eo_stream__demo_events_session",
             "eo_stream__demo_orders_avro",
         ]
     )

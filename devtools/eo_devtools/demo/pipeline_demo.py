@@ -37,10 +37,12 @@ REPLAY_OFFSETS = 300
 
 @dataclass
 class PipelineDemo:
-    """How one pipeline's demo went: ``failure`` names a failed run (then ``report`` is None)."""
+    """How one pipeline's demo went: ``failure`` names a failed run (then ``report`` is None);
+    ``spark_mode`` how its epochs were written (``spark.mode``: ``submit`` or ``session``)."""
 
     pipeline: str
     topic: str
+    spark_mode: str = "submit"
     produced: int = 0
     stream_runs: int = 0
     failure: str | None = None
@@ -64,6 +66,7 @@ class PipelineDemo:
         return {
             "pipeline": self.pipeline,
             "topic": self.topic,
+            "spark_mode": self.spark_mode,
             "produced_this_run": self.produced,
             "stream_runs": self.stream_runs,
             **({"failure": self.failure} if self.failure else {}),
@@ -85,7 +88,7 @@ def run_pipeline_demo(
 ) -> PipelineDemo:
     """Run one pipeline's demo (see the module); never raises for a failed run or check."""
     topic = spec.topics[0]
-    outcome = PipelineDemo(spec.name, topic)
+    outcome = PipelineDemo(spec.name, topic, spec.spark.mode)
     partitions = ensure_topic(stack.kafka_bootstrap, topic, partitions)
     if spec.dead_letters is not None:  # the commit step publishes there; nothing else creates it
         ensure_topic(stack.kafka_bootstrap, spec.dead_letters.topic, 1)

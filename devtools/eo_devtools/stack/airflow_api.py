@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from airflow_provider_eo.clients.airflow_rest import AirflowApiError as ApiUnreachable
 from airflow_provider_eo.clients.airflow_rest import send_json
 
 FINISHED_STATES = frozenset({"success", "failed"})
@@ -101,16 +102,25 @@ class AirflowClient:
         return str(run["state"])
 
     def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 300) -> str:
-        """Wait until the run is finished; returns ``success`` or ``failed``.
+        """Wait until the run is finished; returns ``success`` or ``failed``. A question the API
+        server leaves unanswered (30 s: a loaded machine) is asked again until the deadline.
 
-        Raises ``TimeoutError`` (naming the run and its last state) after ``timeout`` seconds.
+        Raises ``TimeoutError`` (naming the run and its last state) after ``timeout`` seconds,
+        or the provider's ``AirflowApiError`` when the server is still unreachable then.
         """
         deadline = time.monotonic() + timeout
-        while (state := self.run_state(dag_id, run_id)) not in FINISHED_STATES:
+        while True:
+            try:
+                state: str | None = self.run_state(dag_id, run_id)
+            except ApiUnreachable:
+                if time.monotonic() > deadline:
+                    raise
+                state = None
+            if state in FINISHED_STATES:
+                return str(state)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"run {dag_id}/{run_id} still {state} after {timeout:.0f} s")
             time.sleep(POLL_S)
-        return state
 
     def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
         """``task_id`` (``task_id[map_index]`` for mapped ones) -> state, for every task of the run."""

@@ -70,7 +70,9 @@ class SparkConnectService(Service):
     name = "spark-connect"
     port_keys = (PORT_KEY,)
     stop_grace_s = 20.0
-    startup_timeout_s = 120.0
+    #: A JVM, a SparkContext and the probe's first session: under a load of 14 on the 2 shared
+    #: cores the first ``SELECT 1`` alone took 24 s and 120 s ran out (as for Airflow's services).
+    startup_timeout_s = 240.0
 
     def preflight(self) -> None:
         """pyspark's ``bin/spark-submit`` and the ``spark-connect`` jar must be there."""
