@@ -28,8 +28,17 @@ Sections (each a ratio or a figure measured against a baseline in this run):
   ``spark.read`` and ``readStream`` with ``Trigger.AvailableNow``, both writing the same
   cells with happybase from ``foreachPartition``), alternated, at 500k and 1M records;
 * ``partition_spread``: 20,000 records of 100 bytes over 8, 400 and 4,000 partitions: the
-  Spark tasks' time, the Spark task count and the whole run of each (target: 400 partitions
-  <= 1.3x the Spark time of 8).
+  Spark tasks' time, the Spark task count and the whole run of each, in submit and in
+  session mode (target in each: 400 partitions <= 1.3x the Spark time of 8);
+* ``session_write``: the write step in session mode (a job on the stack's Spark Connect
+  server) vs submit mode on the ``write`` dataset, alternated, median of 3 each (target
+  >= 0.95x); the server's one-time start reported beside;
+* ``session_fleet``: 20 pipelines of 8 partitions (``--quick``: 4) running epochs at once
+  for a fixed window, through one Connect server vs each epoch through its own spark-submit:
+  epochs per minute (target >= 3x) and the peak summed RSS of all Spark processes (<= 0.5x).
+
+The session sections start the stack's Spark Connect server (``local[2]``, 1 GB driver, as
+the write step's spark-submit) when it does not run, and stop it afterwards.
 
 Uses the local stack in ``--state-dir`` (default ``$EO_STACK_STATE_DIR`` or
 ``.eo-state``), started for the run (``epoch_overhead`` starts an Airflow of its own on it) and

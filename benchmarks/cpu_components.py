@@ -33,8 +33,9 @@ def spark_process_kind(cmdline: list[str]) -> str | None:
     """The kind (module docstring) of a process of a spark-submit tree, from its command line;
     None for an empty one (a process that exited and was not reaped yet).
 
-    Python workers run a module (``-m``), also when forked from a daemon (they keep its
-    command line); the driver runs the application's file.
+    Python workers run a module (``-m``, perhaps after one interpreter option: the Spark
+    Connect server's daemon runs ``python -S -m pyspark.daemon``), also when forked from a
+    daemon (they keep its command line); the driver runs the application's file.
     """
     if not cmdline:
         return None
@@ -42,8 +43,18 @@ def spark_process_kind(cmdline: list[str]) -> str | None:
     if program.startswith("java"):
         return "launcher" if "org.apache.spark.launcher.Main" in cmdline else "spark_jvm"
     if program.startswith("python"):
-        return "python_workers" if cmdline[1:2] == ["-m"] else "driver_python"
+        return "python_workers" if _runs_module(cmdline[1:]) else "driver_python"
     return "launcher"
+
+
+def _runs_module(arguments: list[str]) -> bool:
+    """True when the interpreter's options, before its first non-option argument, hold ``-m``."""
+    for argument in arguments:
+        if argument == "-m":
+            return True
+        if not argument.startswith("-"):
+            return False
+    return False
 
 
 def server_processes(stack: LocalStack) -> dict[str, int]:

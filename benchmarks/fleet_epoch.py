@@ -1,7 +1,8 @@
 """One epoch of the fleet driver (:mod:`benchmarks.pipeline_fleet`) as the operators run
 it: ``EpochProtocol.reserve_stream`` with a fresh ``EoKafkaHook``, the writer's vote
-(``Ledger.vote_written``; the Spark write itself left out), then ``EpochProtocol.commit``
-with another fresh hook; each step timed, and the broker's calls timed by name.
+(``Ledger.vote_written``; the Spark write itself left out, unless a ``write`` is given:
+then it writes and votes, as the write task does), then ``EpochProtocol.commit`` with
+another fresh hook; each step timed, and the broker's calls timed by name.
 
 A transaction the server rolls back as a serialization failure (SQLSTATE 40001) or a
 deadlock victim (40P01) reaches here as ``TransactionRollbackError``: the step is retried
@@ -12,13 +13,14 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg2.extensions import TransactionRollbackError
 
 from airflow_provider_eo.config import PipelineSpec
-from airflow_provider_eo.ledger import EpochProtocol, Ledger
+from airflow_provider_eo.ledger import Epoch, EpochProtocol, Ledger
 from airflow_provider_eo.ledger.model.runs import RunIdentity
 from airflow_provider_eo.ledger.protocol.outcomes import Reserved
 from benchmarks.reserve_commit import TimedHook
@@ -40,6 +42,8 @@ class EpochSample:
     commit_ms: float
     commit_broker_ms: float
     calls: dict[str, float] = field(default_factory=dict)  # broker call -> ms ("reserve.watermarks")
+    write_ms: float = 0.0  # the write step's (0 when the vote was cast without one)
+    ended_at: float = 0.0  # time.monotonic() when the commit returned
 
     @property
     def total_ms(self) -> float:
@@ -74,9 +78,21 @@ class CallTimedHook(TimedHook):
         return self._call("commit_offsets", super().commit_offsets, *args, **kwargs)
 
 
-def run_epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Counter[str]) -> EpochSample:
+EpochWrite = Callable[[Epoch], None]
+"""The write step of a reserved epoch: writes its ranges and votes WRITTEN under its
+fencing token, or raises."""
+
+
+def run_epoch(
+    ledger: Ledger,
+    spec: PipelineSpec,
+    round_no: int,
+    rollbacks: Counter[str],
+    write: EpochWrite | None = None,
+) -> EpochSample:
     """Reserve, vote and commit one epoch of ``spec`` as the operators do (a fresh
-    protocol and hook for the reserve and for the commit)."""
+    protocol and hook for the reserve and for the commit); ``write`` (None: the vote alone,
+    no records written) is the write task between them."""
     run = RunIdentity(DAG_ID, f"{spec.name}-{round_no}")
     reserving = CallTimedHook()
     _ = reserving.settings  # the Airflow connection lookup is task start-up, not measured
@@ -89,7 +105,12 @@ def run_epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Coun
     if not isinstance(outcome, Reserved):
         raise RuntimeError(f"{spec.name} round {round_no}: nothing reserved ({outcome})")
     epoch = outcome.epoch
-    retried(rollbacks, lambda: ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {}))
+    started = time.perf_counter()
+    if write is None:
+        retried(rollbacks, lambda: ledger.vote_written(epoch.epoch_id, epoch.fencing_token, {}))
+    else:
+        write(epoch)
+    write_ms = (time.perf_counter() - started) * 1000
     committing = CallTimedHook()
     _ = committing.settings
     started = time.perf_counter()
@@ -110,6 +131,8 @@ def run_epoch(ledger: Ledger, spec: PipelineSpec, round_no: int, rollbacks: Coun
         commit_ms,
         committing.broker_ms,
         {name: round(ms, 1) for name, ms in calls.items()},
+        write_ms,
+        time.monotonic(),
     )
 
 

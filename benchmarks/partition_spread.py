@@ -7,6 +7,11 @@ setting the default: ``split_size`` 100,000). Per run: the Spark tasks' time (th
 (``spark_task_count``) and of task ranges (``tasks``), and the whole run (spark-submit's start
 to its exit). The figure of the target: the 400-partition run's Spark time over the
 8-partition run's (``ratio_400_vs_8``, target <= 1.3).
+
+Session mode (``modes`` with ``session``: the stack's Spark Connect server, ``local[2]`` as
+the submit mode's driver) writes the same topic right after the submit mode, each into a table
+of its own: ``session_runs`` with the same figures (the whole run: opening the session to
+closing it) and ``session_ratio_400_vs_8`` (same target).
 """
 
 from __future__ import annotations
@@ -30,24 +35,43 @@ def hundred_byte_record(i: int) -> tuple[bytes, bytes]:
     return key, head + b"x" * pad + b'"}'
 
 
-def run(stack: LocalStack, partitions: tuple[int, ...] = PARTITIONS) -> dict[str, Any]:
-    """``{"runs": {partitions: figures}, "ratio_400_vs_8", "ratio_4000_vs_8"}`` (ratios of the
-    Spark tasks' time; a ratio whose runs did not both happen is absent)."""
-    runs: dict[str, dict[str, Any]] = {}
+MODES = ("submit", "session")
+#: The report's key of each mode's runs, and the prefix of its ratios.
+RUNS_KEY = {"submit": "runs", "session": "session_runs"}
+RATIO_PREFIX = {"submit": "ratio", "session": "session_ratio"}
+FIGURES = ("records", "wall_s", "spark_tasks_s", "spark_task_count", "tasks", "peak_rss_mb")
+
+
+def run(
+    stack: LocalStack, partitions: tuple[int, ...] = PARTITIONS, modes: tuple[str, ...] = MODES
+) -> dict[str, Any]:
+    """``{"runs": {partitions: figures}, "ratio_400_vs_8", "ratio_4000_vs_8"}`` for submit
+    mode, ``session_runs`` and ``session_ratio_...`` for session mode (ratios of the Spark
+    tasks' time; a ratio whose runs did not both happen is absent)."""
+    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in modes}
     for count in partitions:
         dataset = produce_dataset(stack.kafka_bootstrap, RECORDS, count, make=hundred_byte_record)
         try:
-            figures = run_write_step(stack, dataset, label=f"spread{count}", split_size=100_000)
+            for mode in modes:
+                label = f"spread{count}" if mode == "submit" else f"spread{count}_{mode}"
+                figures = run_write_step(stack, dataset, label=label, split_size=100_000, mode=mode)
+                runs[mode][str(count)] = {key: figures[key] for key in FIGURES}
+                print(f"partition_spread: {mode}: {count} partitions: {runs[mode][str(count)]}", flush=True)
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
-        runs[str(count)] = {
-            key: figures[key]
-            for key in ("records", "wall_s", "spark_tasks_s", "spark_task_count", "tasks", "peak_rss_mb")
-        }
-        print(f"partition_spread: {count} partitions: {runs[str(count)]}", flush=True)
-    result: dict[str, Any] = {"record_bytes": RECORD_BYTES, "runs": runs}
-    base = runs.get("8", {}).get("spark_tasks_s")
-    for many in ("400", "4000"):
-        if base and many in runs:
-            result[f"ratio_{many}_vs_8"] = round(runs[many]["spark_tasks_s"] / base, 2)
+    result: dict[str, Any] = {"record_bytes": RECORD_BYTES}
+    for mode in modes:
+        result[RUNS_KEY[mode]] = runs[mode]
+        result.update(spread_ratios(runs[mode], RATIO_PREFIX[mode]))
     return result
+
+
+def spread_ratios(runs: dict[str, dict[str, Any]], prefix: str) -> dict[str, float]:
+    """``<prefix>_<n>_vs_8``: the Spark tasks' time over ``n`` partitions (400, 4,000) over
+    that of 8, for each ``n`` that ran with 8."""
+    base = runs.get("8", {}).get("spark_tasks_s")
+    return {
+        f"{prefix}_{many}_vs_8": round(runs[many]["spark_tasks_s"] / base, 2)
+        for many in ("400", "4000")
+        if base and many in runs
+    }

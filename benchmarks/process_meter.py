@@ -25,8 +25,19 @@ command line is empty)."""
 class ProcessMeter:
     """Samples a process tree in a background thread between ``start`` and ``stop``."""
 
-    def __init__(self, root_pid: int, interval_s: float = 0.1, kind_of: KindOf | None = None) -> None:
+    def __init__(
+        self,
+        root_pid: int,
+        interval_s: float = 0.1,
+        kind_of: KindOf | None = None,
+        *,
+        since_start: bool = False,
+    ) -> None:
+        """``since_start``: CPU counted from the first sample on for the processes already
+        there (a long-lived server), instead of from their own starts."""
         self.root_pid = root_pid
+        self.since_start = since_start
+        self._base: dict[int, float] | None = None
         self.interval_s = interval_s
         self.kind_of = kind_of
         self.peak_rss_bytes = 0
@@ -48,14 +59,17 @@ class ProcessMeter:
     @property
     def cpu_seconds(self) -> float:
         """User+system CPU seconds of every process seen in the tree."""
-        return sum(self._cpu.values())
+        return sum(self._spent(pid) for pid in self._cpu)
+
+    def _spent(self, pid: int) -> float:
+        return self._cpu[pid] - (self._base or {}).get(pid, 0.0)
 
     @property
     def cpu_seconds_by_kind(self) -> dict[str, float]:
         """:attr:`cpu_seconds` split by ``kind_of`` (``"all"``: without it, or never known)."""
         totals: dict[str, float] = defaultdict(float)
-        for pid, seconds in self._cpu.items():
-            totals[self._kind.get(pid, "all")] += seconds
+        for pid in self._cpu:
+            totals[self._kind.get(pid, "all")] += self._spent(pid)
         return dict(totals)
 
     def _run(self) -> None:
@@ -83,6 +97,8 @@ class ProcessMeter:
             except psutil.Error:
                 continue
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+        if self._base is None:
+            self._base = dict(self._cpu) if self.since_start else {}
 
 
 def cpu_seconds(pids: Iterable[int]) -> float:

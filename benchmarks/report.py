@@ -69,6 +69,43 @@ def merge_reports(previous: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict
     return {**kept, **fresh, "sections": list(runs), "section_runs": runs}
 
 
+def session_lines(report: Mapping[str, Any]) -> list[str]:
+    """The session-mode sections' rows: each mode's figure beside the other's."""
+    lines = []
+    server = report.get("session_server")
+    if server:
+        lines.append(
+            f"Spark Connect server: {server['master']}, driver {server['driver_memory']},"
+            f" one-time start {server['start_s']} s (None: already running)"
+        )
+    write = report.get("session_write")
+    if write:
+        runs = write["runs"]
+        lines.append(
+            f"session_write, {write['records']:,} records:"
+            f" submit {runs['submit']['records_per_s']:,} records/s,"
+            f" session {runs['session']['records_per_s']:,} records/s: {write['ratio']}x"
+        )
+    spread = report.get("partition_spread")
+    if spread:
+        for mode, key in (("submit", "runs"), ("session", "session_runs")):
+            times = {count: run["spark_tasks_s"] for count, run in spread.get(key, {}).items()}
+            if times:
+                lines.append(f"partition_spread {mode}: Spark tasks' s by partitions {times}")
+    fleet = report.get("session_fleet")
+    if fleet:
+        modes = fleet["modes"]
+        lines.append(
+            f"session_fleet, {fleet['pipelines']} pipelines x {fleet['partitions']} partitions,"
+            f" {fleet['concurrency']} at once, {fleet['window_s']:g} s window: epochs/min submit"
+            f" {modes['submit']['epochs_per_minute']} session {modes['session']['epochs_per_minute']}"
+            f" ({fleet.get('epochs_ratio')}x); peak Spark RSS MB"
+            f" submit {modes['submit']['peak_spark_rss_mb']}"
+            f" session {modes['session']['peak_spark_rss_mb']} ({fleet.get('memory_ratio')}x)"
+        )
+    return lines
+
+
 def table(report: Mapping[str, Any]) -> str:
     """The figures and the targets as aligned text."""
     lines = []
@@ -112,6 +149,7 @@ def table(report: Mapping[str, Any]) -> str:
                 f"  {int(size):<10,} {rates[0]:>10,} {rates[1]:>10,} {rates[2]:>10,}"
                 f" {part['ratio_vs_batch']:>8}x {part['ratio_vs_available_now']:>7}x"
             )
+    lines += session_lines(report)
     if report.get("freshness"):
         lines.extend(freshness_lines(report["freshness"]))
     fleet = report.get("many_pipelines")

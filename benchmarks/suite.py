@@ -31,7 +31,11 @@ SECTIONS = (
     "freshness",
     "spark_native",
     "partition_spread",
+    "session_write",
+    "session_fleet",
 )
+#: Sections that need the stack's Spark Connect server (started for the run when it is not running).
+SESSION_SECTIONS = ("partition_spread", "session_write", "session_fleet")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
 
@@ -62,17 +66,37 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
-    """Every selected section's results, merged into one report body."""
+def session_server(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The Connect server of the session sections, started when it does not run
+    (:func:`benchmarks.session_write_step.connect_server`); None when no such section runs."""
+    if not set(SESSION_SECTIONS) & set(args.sections):
+        return None
+    from benchmarks.session_write_step import connect_server
+
+    return connect_server(stack)
+
+
+def run_sections(
+    stack: LocalStack, args: argparse.Namespace, server: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every selected section's results, merged into one report body (``server``: the
+    Connect server's :func:`session_server`, for the session sections)."""
     report: dict[str, Any] = {}
     records = args.records or (100_000 if args.quick else 1_000_000)
-    if "write" in args.sections or "memory" in args.sections:
+    if server is not None:
+        report["session_server"] = server
+    if {"write", "memory", "session_write"} & set(args.sections):
         dataset = produce_dataset(stack.kafka_bootstrap, records, args.partitions)
         try:
-            report["write"] = write_throughput.run(stack, dataset)
+            if {"write", "memory"} & set(args.sections):
+                report["write"] = write_throughput.run(stack, dataset)
             if "memory" in args.sections:
                 report["memory"] = write_memory.run(stack, dataset, report["write"]["runs"]["write_step"])
                 report["memory_ratio_10m_1m"] = report["memory"]["ratio"]
+            if "session_write" in args.sections and server is not None:
+                from benchmarks import session_throughput
+
+                report["session_write"] = session_throughput.run(stack, dataset, server)
         finally:
             delete_topic(stack.kafka_bootstrap, dataset.topic)
     if "audit" in args.sections:
@@ -117,6 +141,10 @@ def run_sections(stack: LocalStack, args: argparse.Namespace) -> dict[str, Any]:
         from benchmarks import partition_spread
 
         report["partition_spread"] = partition_spread.run(stack)
+    if "session_fleet" in args.sections:
+        from benchmarks import session_fleet
+
+        report["session_fleet"] = session_fleet.run(stack, quick=args.quick)
     if "epoch_overhead" in args.sections:
         from benchmarks import epoch_overhead
 
@@ -174,11 +202,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if started_here:  # epoch_overhead starts an Airflow of its own on the stack's PostgreSQL
         stack.up(airflow=False)
     began = time.monotonic()
+    server: dict[str, Any] | None = None
     try:
-        body = run_sections(stack, args)
+        server = session_server(stack, args)
+        body = run_sections(stack, args, server)
     finally:
         if started_here:
             stack.down()
+        elif server is not None and server["started_here"]:
+            stack.spark_connect_down()
     report = {
         "mode": "quick" if args.quick else "full",
         "sections": args.sections,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,10 @@ def pipelines_yaml(
     batch_bytes: int | None,
     split_size: int,
     mapping: Mapping[str, str] | None,
+    mode: str = "submit",
 ) -> str:
-    """The pipelines file of one benchmark pipeline (every other setting the default)."""
+    """The pipelines file of one benchmark pipeline (every other setting the default;
+    ``spark.mode`` written only for ``session``)."""
     entry: dict[str, Any] = {
         "name": pipeline,
         "topics": [topic],
@@ -72,7 +75,21 @@ def pipelines_yaml(
     if mapping:
         entry["mapping"] = dict(mapping)
     entry["spark"] = {"split_size": split_size}
+    if mode != "submit":
+        entry["spark"]["mode"] = mode
     return yaml.safe_dump({"pipelines": [entry]}, sort_keys=False)
+
+
+@contextmanager
+def submit_argv(conf: Mapping[str, str], master: str, app_args: Sequence[str]) -> Iterator[list[str]]:
+    """spark-submit's arguments for the write application with ``app_args`` on ``master``
+    (client deploy mode), ``conf`` with the write operator's start-up defaults
+    (:func:`~airflow_provider_eo.operators.driver_start.submission_conf`, settled on exit)."""
+    with submission_conf(conf, master=master, deploy_mode="client") as submitted:
+        argv = ["--master", master]
+        for key, value in submitted.items():
+            argv += ["--conf", f"{key}={value}"]
+        yield [*argv, str(app_module.__file__), *app_args]
 
 
 def run_write_step(
@@ -87,8 +104,12 @@ def run_write_step(
     split_size: int = 125_000,
     keep_table: bool = False,
     mapping: Mapping[str, str] | None = None,
+    mode: str = "submit",
 ) -> dict[str, Any]:
-    """Write the dataset once with spark-submit; raises RuntimeError when the application fails.
+    """Write the dataset once with spark-submit (``mode="session"``: as one job on the stack's
+    Spark Connect server, :func:`benchmarks.session_write_step.measured_session_write`, where
+    ``master`` and ``conf`` do not apply: the server's are used); raises RuntimeError when the
+    application fails.
 
     ``mapping``: the pipeline's ``mapping:`` settings (e.g. ``{"value_format": "avro"}``;
     default: the default JSON mapping). Returns
@@ -114,6 +135,7 @@ def run_write_step(
             batch_bytes=batch_bytes,
             split_size=split_size,
             mapping=mapping,
+            mode=mode,
         )
     )
     with Ledger(stack.ledger_dsn) as ledger:
@@ -121,13 +143,14 @@ def run_write_step(
         epoch_id = reserve_backfill_epoch(
             ledger, pipeline, ranges, dag_id="bench", run_id=uuid.uuid4().hex
         ).epoch_id
-    app_args = [str(app_module.__file__), "--pipeline", pipeline, "--epoch-id", str(epoch_id)]
-    app_args += ["--pipelines-file", str(pipelines)]
-    with submission_conf(conf or {}, master=master, deploy_mode="client") as submitted:
-        argv = ["--master", master]
-        for key, value in submitted.items():
-            argv += ["--conf", f"{key}={value}"]
-        run = measured_submit(stack, argv + app_args, label)
+    if mode == "session":
+        from benchmarks.session_write_step import measured_session_write
+
+        run = measured_session_write(stack, pipelines, pipeline, epoch_id, label)
+    else:
+        app_args = ["--pipeline", pipeline, "--epoch-id", str(epoch_id), "--pipelines-file", str(pipelines)]
+        with submit_argv(conf or {}, master, app_args) as argv:
+            run = measured_submit(stack, argv, label)
     with Ledger(stack.ledger_dsn) as ledger:
         metrics = ledger.get_epoch(epoch_id).metrics or {}
     if metrics.get("records") != dataset.records:

@@ -1,0 +1,104 @@
+"""The summed resident memory of every Spark process of a run, sampled: the ``session_fleet``
+section's memory figure.
+
+A :class:`SparkMemoryMeter` is given root processes whose trees hold the Spark processes:
+the Spark Connect server (its JVM is the root; its Python workers are its descendants) or the
+fleet's task processes (each ``spark-submit`` it starts: launcher, driver JVM, the driver's
+Python and its Python workers, all descendants). Every ``interval_s`` it sums the RSS of the
+processes :func:`is_spark_process` accepts in those trees; the peak is the largest sum at one
+sample. The task processes themselves (the Airflow task's Python, holding the Kafka and Spark
+Connect clients) are not Spark processes: their RSS is summed apart (``task_peak_rss_bytes``).
+
+Summed RSS counts a page shared by several processes once per process: Python workers forked
+from one daemon share most of their pages with it. ``peak_pss_bytes`` is the same peak in
+proportional set size (each shared page divided among its sharers), the memory the processes
+really hold together.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+import psutil
+
+from benchmarks.cpu_components import spark_process_kind
+
+SPARK_KINDS = frozenset({"spark_jvm", "launcher", "driver_python", "python_workers"})
+
+
+def is_spark_process(cmdline: list[str], *, root: bool) -> bool:
+    """True for a process of a Spark tree (:func:`~benchmarks.cpu_components.spark_process_kind`)
+    other than a task process: a root is one only when it is a JVM (the Connect server)."""
+    kind = spark_process_kind(cmdline)
+    if root:
+        return kind == "spark_jvm"
+    return kind in SPARK_KINDS
+
+
+def summed_rss(samples: Iterable[tuple[bool, int]]) -> tuple[int, int]:
+    """``(spark, task)`` bytes: the sizes of Spark processes and of the others, from
+    ``(is_spark, size)`` pairs."""
+    spark = task = 0
+    for spark_process, size in samples:
+        if spark_process:
+            spark += size
+        else:
+            task += size
+    return spark, task
+
+
+class SparkMemoryMeter:
+    """Samples the trees of ``roots()`` (asked at every sample: task processes come and go)
+    in a background thread between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, roots: Callable[[], list[int]], interval_s: float = 0.2) -> None:
+        self.roots = roots
+        self.interval_s = interval_s
+        self.peak_rss_bytes = 0
+        self.task_peak_rss_bytes = 0
+        self.peak_pss_bytes = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="spark-memory", daemon=True)
+
+    def start(self) -> SparkMemoryMeter:
+        """Start sampling; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop sampling (after one last sample); nothing when it never started."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._sample()
+            if self._stop.wait(self.interval_s):
+                return
+
+    def _sample(self) -> None:
+        seen: list[tuple[bool, int]] = []
+        proportional: list[tuple[bool, int]] = []
+        for pid in self.roots():
+            try:
+                root = psutil.Process(pid)
+                tree = [(root, True), *((child, False) for child in root.children(recursive=True))]
+            except psutil.Error:
+                continue
+            for process, is_root in tree:
+                try:
+                    with process.oneshot():
+                        spark_process = is_spark_process(process.cmdline(), root=is_root)
+                        memory = process.memory_full_info()  # rss and pss (/proc/<pid>/smaps_rollup)
+                    seen.append((spark_process, memory.rss))
+                    proportional.append((spark_process, getattr(memory, "pss", memory.rss)))
+                except psutil.Error:
+                    continue
+        spark, task = summed_rss(seen)
+        self.samples += 1
+        self.peak_rss_bytes = max(self.peak_rss_bytes, spark)
+        self.task_peak_rss_bytes = max(self.task_peak_rss_bytes, task)
+        self.peak_pss_bytes = max(self.peak_pss_bytes, summed_rss(proportional)[0])
