@@ -63,8 +63,8 @@ class SessionWrite:
         from airflow_provider_eo.spark.session.session_write import (
             check_reachable,
             close_session,
+            credentials_session_id,
             open_session,
-            pipeline_session_id,
             write_on_session,
         )
 
@@ -77,7 +77,7 @@ class SessionWrite:
         check_reachable(url, where)
         with process_environment(env):
             connections = {name: value for name, value in env.items() if name.startswith("AIRFLOW_CONN_")}
-            self.session = open_session(url, pipeline_session_id(self.spec.name, connections))
+            self.session = open_session(url, credentials_session_id(connections))
             try:
                 code = write_on_session(
                     self.session,

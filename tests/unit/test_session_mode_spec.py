@@ -24,7 +24,7 @@ from airflow_provider_eo.spark.session.executor_package import (
 from airflow_provider_eo.spark.session.session_write import (
     ConnectServerUnreachable,
     check_reachable,
-    pipeline_session_id,
+    credentials_session_id,
     with_session_id,
 )
 
@@ -78,16 +78,14 @@ def test_the_session_zip_carries_the_package_and_its_identity() -> None:
     assert executor_identity().digest == INSTALLED
 
 
-def test_a_pipelines_session_id_is_its_own_and_follows_its_credentials() -> None:
+def test_the_session_id_follows_the_credentials_not_the_pipeline() -> None:
     connections = {"AIRFLOW_CONN_EO_LEDGER": "postgres://eo:secret@h/eo", "AIRFLOW_CONN_EO_KAFKA": "{}"}
-    first = pipeline_session_id("orders", connections)
-    assert first == pipeline_session_id("orders", dict(reversed(list(connections.items()))))
+    first = credentials_session_id(connections)
+    assert first == credentials_session_id(dict(reversed(list(connections.items()))))
     assert str(uuid.UUID(first)) == first
     rotated = {**connections, "AIRFLOW_CONN_EO_LEDGER": "postgres://eo:other@h/eo"}
-    assert (
-        len({first, pipeline_session_id("payments", connections), pipeline_session_id("orders", rotated)})
-        == 3
-    )
+    other_kafka = {**connections, "AIRFLOW_CONN_EO_KAFKA": '{"bootstrap.servers": "b:9092"}'}
+    assert len({first, credentials_session_id(rotated), credentials_session_id(other_kafka)}) == 3
 
 
 def test_the_session_id_joins_the_connections_url() -> None:

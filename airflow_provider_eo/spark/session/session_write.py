@@ -4,9 +4,10 @@
 another runner: the same :func:`~airflow_provider_eo.spark.driver.write_epoch.write_epoch`
 (fencing check, task plan, vote WRITTEN under the epoch's fencing token, all through the
 ledger's :class:`~airflow_provider_eo.ledger.protocol.EpochProtocol`), with the tasks run by
-:class:`~.connect_tasks.SessionTasks` on the pipeline's session of the server at ``url``
-(:func:`pipeline_session_id`: every epoch of a pipeline uses the same server-side session, so
-its Python workers stay warm; other pipelines have sessions of their own). The session gets
+:class:`~.connect_tasks.SessionTasks` on the credentials' session of the server at ``url``
+(:func:`credentials_session_id`: every write with the same credentials and provider copy, of
+any pipeline, uses the same server-side session, so its Python workers stay warm and are
+shared; pipelines with other credentials have sessions of their own). The session gets
 the provider's zip as a Python artifact (:func:`~.executor_package.session_package`) and
 nothing else: no conf, no credentials (those travel in the job's closure). The client's
 channel is closed when the write ends; the session stays for the pipeline's next epoch. The
@@ -38,13 +39,14 @@ from airflow_provider_eo.spark.session.executor_package import client_identity, 
 log = logging.getLogger(__name__)
 
 
-def pipeline_session_id(pipeline: str, connections: Mapping[str, str]) -> str:
-    """The server-side session a pipeline's writes share: a UUID derived from the pipeline's
-    name, the provider's sources' digest and the pipeline's connection values (its secrets).
-    Its epochs then find their Python workers warm, a new provider copy or rotated credentials
-    get a new session, and nobody without the pipeline's credentials can name the session."""
+def credentials_session_id(connections: Mapping[str, str]) -> str:
+    """The server-side session the writes with these connection values share: a UUID derived
+    from the provider's sources' digest and the connection values (their secrets), not from
+    the pipeline. Pipelines with the same credentials then share one session and its warm
+    Python workers (one set per server, not per pipeline); a new provider copy or rotated
+    credentials get a new session, and nobody without the credentials can name the session."""
     digest = hashlib.sha256()
-    digest.update(f"{pipeline}\0{client_identity().digest}".encode())
+    digest.update(client_identity().digest.encode())
     for name in sorted(connections):
         digest.update(f"\0{name}={connections[name]}".encode())
     return str(uuid.UUID(bytes=digest.digest()[:16], version=4))
