@@ -16,6 +16,8 @@ Sections (each a ratio or a figure measured against a baseline in this run):
 * ``many_pipelines``: 100 pipelines of 64 partitions each reserving and committing at once
   from 8 processes on one ledger: epochs/s, p50/p99 reserve + commit, lock waits, retries;
 * ``epoch_overhead``: one 1-record epoch under a real Airflow scheduler, broken down;
+* ``demo``: the README's main command, ``python -m eo_devtools.demo`` with its defaults, on a
+  fresh state directory (its own stack and Airflow), then again on the running stack;
 * ``freshness``: a ``@continuous`` pipeline under a steady 1,000 records/s for 5 minutes
   (``--quick``: 100/s for 1 minute), in submit then session mode, under a real Airflow, and
   Spark Structured Streaming (1 s trigger) on the same records: p50 and p99 from a record's

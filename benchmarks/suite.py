@@ -33,6 +33,7 @@ SECTIONS = (
     "partition_spread",
     "session_write",
     "session_fleet",
+    "demo",
 )
 #: Sections that need the stack's Spark Connect server (started for the run when it is not running).
 SESSION_SECTIONS = ("partition_spread", "session_write", "session_fleet")
@@ -153,6 +154,10 @@ def run_sections(
         from benchmarks import freshness
 
         report.update(freshness.run(stack, quick=args.quick))
+    if "demo" in args.sections:
+        from benchmarks import demo_run
+
+        report["demo"] = demo_run.run()
     return report
 
 
