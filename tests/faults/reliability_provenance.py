@@ -7,7 +7,9 @@ mode`` when ``EO_FAULT_LONG=1``, both, or ``local``).
 
 When the report is rendered, :func:`staleness` says why a row no longer counts as a result:
 it names no commit (recorded before rows carried one), its commit is not among the last
-:data:`RECENT_COMMITS` commits of ``HEAD`` (``git rev-list``), or its test is no longer
+:data:`RECENT_COMMITS` commits of ``HEAD``'s main line (``HEAD~20..HEAD`` by first parents;
+a merged branch's commits count as part of their merge, so merging helpers' small commits
+does not age every row), or its test is no longer
 defined in ``tests/faults/test_*.py``. Everything here reads only git and the test files
 (no service); without git every row is stale.
 """
@@ -32,11 +34,11 @@ RECENT_COMMITS = 20
 REPORT_PATHS = ("RELIABILITY.md", "tests/faults/reliability_results.json")
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, repo: Path = REPO) -> str | None:
     """``git args`` in the repository; None when git or the repository is missing."""
     try:
         done = subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, check=False, timeout=30
+            ["git", *args], cwd=repo, capture_output=True, text=True, check=False, timeout=30
         )
     except OSError:
         return None
@@ -78,13 +80,20 @@ class Freshness:
 
 @cache
 def current_freshness() -> Freshness:
-    """The repository's freshness now (git and the test files read once per process)."""
-    listed = _git("rev-list", f"--max-count={RECENT_COMMITS}", "HEAD")
-    return Freshness(
-        head=_git("rev-parse", "--short", "HEAD"),
-        recent=tuple(listed.split()) if listed else (),
-        tests=defined_tests(),
-    )
+    """The repository's freshness now (git and the test files read once per process): every
+    commit reachable from ``HEAD`` and not from ``HEAD~RECENT_COMMITS`` (all of them in a
+    shorter history)."""
+    head = _git("rev-parse", "--short", "HEAD")
+    return Freshness(head=head, recent=recent_commits(), tests=defined_tests())
+
+
+def recent_commits(count: int = RECENT_COMMITS, repo: Path = REPO) -> tuple[str, ...]:
+    """Full shas of the commits reachable from ``HEAD`` and not from ``HEAD~count`` (its
+    ``count``-th first parent): the main line's last ``count`` commits with every commit their
+    merges brought in; all commits in a shorter history; () without git."""
+    oldest = _git("rev-parse", "--verify", "--quiet", f"HEAD~{count}", repo=repo)
+    listed = _git("rev-list", "HEAD", *([f"^{oldest}"] if oldest else []), repo=repo)
+    return tuple(listed.split()) if listed else ()
 
 
 def defined_tests(folder: Path = FAULT_TESTS) -> frozenset[str]:

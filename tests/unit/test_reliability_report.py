@@ -7,10 +7,11 @@ the fault suite's test names (tests/faults/reliability_provenance.py).
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from tests.faults import reliability
-from tests.faults.reliability_provenance import Freshness, defined_tests, run_mode
+from tests.faults.reliability_provenance import Freshness, defined_tests, recent_commits, run_mode
 
 REPO = Path(__file__).resolve().parents[2]
 CITING_DOCUMENTS = sorted([REPO / "README.md", *REPO.glob("docs/*.md")])
@@ -101,7 +102,7 @@ def test_rows_name_their_commit_and_go_stale() -> None:
     random_rows = [line for line in text.splitlines() if line.startswith("| 7 |") or line.startswith("| 8 |")]
     assert "| **pass** (def5678, 2026-11-29, long mode) |" in random_rows[0]
     assert "| **stale** (was pass, 2026-11-22; recorded without a commit) |" in random_rows[1]
-    assert "the commit\nthis file was rendered at (abc1234)" in text
+    assert "of the commit this file was rendered at (abc1234)" in text
 
 
 def test_run_mode_from_the_environment() -> None:
@@ -115,3 +116,27 @@ def test_defined_tests_are_the_fault_suites_functions() -> None:
     names = defined_tests()
     assert {"test_randomized_faults", "test_spark_driver_sigkill_mid_write"} <= names
     assert "run_randomized" not in names
+
+
+def test_recent_commits_follow_the_main_line_with_what_its_merges_brought(tmp_path: Path) -> None:
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    for i in range(3):
+        git("commit", "-q", "--allow-empty", "-m", f"old {i}")
+    old = git("rev-parse", "HEAD")
+    git("checkout", "-q", "-b", "helper")
+    for i in range(5):  # a helper's small commits, merged as one step of the main line
+        git("commit", "-q", "--allow-empty", "-m", f"helper {i}")
+    helper = git("rev-parse", "HEAD")
+    git("checkout", "-q", "main")
+    git("commit", "-q", "--allow-empty", "-m", "main")
+    git("merge", "-q", "--no-ff", "--no-edit", "helper")
+    recent = recent_commits(2, repo=tmp_path)
+    assert helper in recent and old not in recent
+    assert len(recent) == 2 + 5  # the merge and "main", plus the helper's five
+    assert recent_commits(50, repo=tmp_path) == tuple(git("rev-list", "HEAD").split())
