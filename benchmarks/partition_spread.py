@@ -3,8 +3,9 @@
 20,000 records of 100 bytes (key plus value; ``--quick``: the same) over 8, 400 and 4,000
 partitions, each written :data:`ROUNDS` times by the write step in each mode, alternated, after
 one uncounted warm-up run per mode (spark-submit, ``local[2]``, every pipeline setting the
-default: ``split_size`` 100,000); the run with the median Spark time counts. Per run: the Spark tasks' time (the vote's
-``spark_tasks_s``: from the tasks' submission to the last result), the number of Spark tasks
+default: ``split_size`` 100,000); the run with the median Spark time counts. Per run: the
+Spark tasks' time (the vote's ``spark_tasks_s``: from the tasks' submission to the last
+result), the number of Spark tasks
 (``spark_task_count``) and of task ranges (``tasks``), and the whole run (spark-submit's start
 to its exit). The figure of the target: the 400-partition run's Spark time over the
 8-partition run's (``ratio_400_vs_8``, target <= 1.3).

@@ -11,18 +11,19 @@ CPU of their children that already exited too (a PostgreSQL backend of a closed 
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 import psutil
+
+from benchmarks.periodic_sampler import PeriodicSampler
 
 KindOf = Callable[[list[str]], str | None]
 """A process's kind from its command line; None: keep the kind seen before (a zombie's
 command line is empty)."""
 
 
-class ProcessMeter:
+class ProcessMeter(PeriodicSampler):
     """Samples a process tree in a background thread between ``start`` and ``stop``."""
 
     def __init__(
@@ -38,23 +39,11 @@ class ProcessMeter:
         self.root_pid = root_pid
         self.since_start = since_start
         self._base: dict[int, float] | None = None
-        self.interval_s = interval_s
+        super().__init__(interval_s, "process-meter")
         self.kind_of = kind_of
         self.peak_rss_bytes = 0
         self._cpu: dict[int, float] = {}
         self._kind: dict[int, str] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="process-meter", daemon=True)
-
-    def start(self) -> ProcessMeter:
-        """Start sampling; returns self."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop sampling (one last sample is taken first)."""
-        self._stop.set()
-        self._thread.join()
 
     @property
     def cpu_seconds(self) -> float:
@@ -71,12 +60,6 @@ class ProcessMeter:
         for pid in self._cpu:
             totals[self._kind.get(pid, "all")] += self._spent(pid)
         return dict(totals)
-
-    def _run(self) -> None:
-        while True:
-            self._sample()
-            if self._stop.wait(self.interval_s):
-                return
 
     def _sample(self) -> None:
         try:

@@ -17,12 +17,12 @@ really hold together.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 
 import psutil
 
 from benchmarks.cpu_components import spark_process_kind
+from benchmarks.periodic_sampler import PeriodicSampler
 
 SPARK_KINDS = frozenset({"spark_jvm", "launcher", "driver_python", "python_workers"})
 
@@ -48,36 +48,17 @@ def summed_rss(samples: Iterable[tuple[bool, int]]) -> tuple[int, int]:
     return spark, task
 
 
-class SparkMemoryMeter:
+class SparkMemoryMeter(PeriodicSampler):
     """Samples the trees of ``roots()`` (asked at every sample: task processes come and go)
     in a background thread between :meth:`start` and :meth:`stop`."""
 
     def __init__(self, roots: Callable[[], list[int]], interval_s: float = 0.2) -> None:
+        super().__init__(interval_s, "spark-memory")
         self.roots = roots
-        self.interval_s = interval_s
         self.peak_rss_bytes = 0
         self.task_peak_rss_bytes = 0
         self.peak_pss_bytes = 0
         self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="spark-memory", daemon=True)
-
-    def start(self) -> SparkMemoryMeter:
-        """Start sampling; returns self."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop sampling (after one last sample); nothing when it never started."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            self._sample()
-            if self._stop.wait(self.interval_s):
-                return
 
     def _sample(self) -> None:
         seen: list[tuple[bool, int]] = []
