@@ -1,16 +1,17 @@
 """Freshness of a ``@continuous`` pipeline under a steady load, against Spark Structured
 Streaming (the ``freshness`` section; issue 38).
 
-For each mode of :data:`MODES` in turn (``submit``, the default, first; then ``session``
-on the stack's Spark Connect server), a pipeline scheduled ``@continuous`` runs under an
-Airflow of the benchmark's own (:func:`benchmarks.bench_airflow.bench_airflow`, the
-repository's DAG template, :data:`LOW_LATENCY_SETTINGS`) over a fresh topic of
-``partitions`` partitions. Its DAG is unpaused, then :class:`SteadyProducer` sends records
-at ``records_per_s``: the warm-up, at least ``warmup_s`` and until :data:`WARM_COMMITS`
-epochs have committed, then ``seconds`` measured. When the ledger's
-committed epochs hold every produced offset the DAG is paused. A record's freshness is its
-epoch's ``committed_at`` (the ledger's commit, PostgreSQL's clock on this machine) minus
-its Kafka record timestamp (the produce time, the same clock).
+For each mode of :data:`MODES` in turn (``submit``, the default, first; then ``session`` on the
+stack's Spark Connect server, which the suite starts before the section: its connection must be
+in Airflow's environment when Airflow starts), a pipeline scheduled ``@continuous`` runs under
+an Airflow of the benchmark's own (:func:`benchmarks.bench_airflow.bench_airflow`, the
+repository's DAG template, :data:`LOW_LATENCY_SETTINGS`) over a fresh topic of ``partitions``
+partitions. Its DAG is unpaused, then :class:`SteadyProducer` sends records at
+``records_per_s``: the warm-up, at least ``warmup_s`` and until :data:`WARM_COMMITS` epochs
+have committed, then ``seconds`` measured. When the ledger's committed epochs hold every
+produced offset the DAG is paused. A record's freshness is its epoch's ``committed_at`` (the
+ledger's commit, PostgreSQL's clock on this machine) minus its Kafka record timestamp (the
+produce time, the same clock).
 
 Then the peer (:mod:`benchmarks.freshness_streaming`): Structured Streaming with a 1 s
 processing-time trigger writing the same records (same keys, values and rate) through the
@@ -189,8 +190,6 @@ def run(
     load = load or (QUICK_LOAD if quick else FULL_LOAD)
     tag = uuid.uuid4().hex[:8]
     names = {mode: f"eo_bench_fresh_{mode}_{tag}" for mode in modes}
-    if "session" in modes:
-        stack.spark_connect_up()  # before Airflow: its connection
     report: dict[str, Any] = {"load": asdict(load), "airflow_settings": dict(LOW_LATENCY_SETTINGS)}
     with contextlib.ExitStack() as cleanup:
         for name in names.values():

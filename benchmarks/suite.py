@@ -36,7 +36,7 @@ SECTIONS = (
     "demo",
 )
 #: Sections that need the stack's Spark Connect server (started for the run when it is not running).
-SESSION_SECTIONS = ("partition_spread", "session_write", "session_fleet")
+SESSION_SECTIONS = ("partition_spread", "session_write", "session_fleet", "epoch_overhead", "freshness")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
 
