@@ -129,6 +129,7 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": INTEGRATION,
                 "python-modules": [
                     "airflow_provider_eo.operators.write",
+                    "airflow_provider_eo.operators.session_write_operator",
                     "airflow_provider_eo.operators.reserve",
                     "airflow_provider_eo.operators.backfill",
                     "airflow_provider_eo.operators.commit",

@@ -11,6 +11,8 @@ under the run (:class:`~airflow_provider_eo.operators.audit_submit.AuditWindowOp
 alerting applies (:class:`~airflow_provider_eo.operators.audit.AuditVerdictOperator`).
 Scheduled by the pipeline's ``audit.schedule`` (default none: triggered only); a scheduled
 run audits the ``last`` 10 committed epochs. No task retries: a failed verdict is a result.
+The operators are imported by :func:`build_audit_dag`: only a process that builds an audit
+DAG loads them (the audit's ``SparkSubmitOperator`` subclass among them).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from airflow.sdk import DAG, Param
 
 from airflow_provider_eo.config import PipelineSpec
 from airflow_provider_eo.dag_ids import audit_dag_id
-from airflow_provider_eo.operators.audit import DEFAULT_LAST, AuditVerdictOperator, ResolveAuditWindowOperator
-from airflow_provider_eo.operators.audit_submit import AuditWindowOperator
 
 LEDGER_STEP_TIMEOUT = timedelta(minutes=5)
 
@@ -31,6 +31,8 @@ LEDGER_STEP_TIMEOUT = timedelta(minutes=5)
 def audit_params(spec: PipelineSpec) -> dict[str, Param]:
     """The Trigger form: one of ``epochs``, ``since``, ``last`` (all empty: the last 10), and
     the index byte budget (default the pipeline's ``audit.index_budget_bytes``)."""
+    from airflow_provider_eo.operators.audit import DEFAULT_LAST
+
     return {
         "epochs": Param(
             None,
@@ -65,6 +67,9 @@ def audit_params(spec: PipelineSpec) -> dict[str, Param]:
 
 def build_audit_dag(spec: PipelineSpec, pipelines_file: str, start_date: Any) -> DAG:
     """resolve -> audit -> verdict for one pipeline (see the module doc)."""
+    from airflow_provider_eo.operators.audit import AuditVerdictOperator, ResolveAuditWindowOperator
+    from airflow_provider_eo.operators.audit_submit import AuditWindowOperator
+
     common: dict[str, Any] = {"pipeline": spec.name, "spec": spec, "pipelines_file": pipelines_file}
     window = "{{ ti.xcom_pull(task_ids='resolve')['epoch_ids'] }}"
     with DAG(

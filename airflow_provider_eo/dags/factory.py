@@ -21,16 +21,26 @@ DAG ids (``<name>`` is the pipeline name):
   ``audit.schedule`` (:mod:`.audit_dag`);
 * ``eo_recovery``: recovers every pipeline's open epochs (manual trigger).
 
-Only the YAML is read at parse time; nothing connects anywhere.
+Only the YAML is read at parse time; nothing connects anywhere. A task's process parses the
+DAG file for its own DAG only: when Airflow's parsing context names a DAG id the file
+declares (``get_parsing_context()``, set by the task runner), :func:`build_dags` builds that
+DAG alone; the DAG processor (no DAG id) and an unknown DAG id get every DAG. Each builder
+imports the operators of its DAG kind itself, so a task loads only its DAG's operators: the
+tasks of a ``spark.mode: session`` pipeline's stream DAG (its write a
+:class:`SessionWriteEpochOperator`) never load the Spark provider's ``spark_submit`` module,
+and only an audit DAG's tasks load the audit's ``SparkSubmitOperator`` subclass
+(docs/performance.md, "Task start").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import DAG, task_group
+from airflow.sdk import DAG, get_parsing_context
 
 # The task SDK types DAG(allowed_run_types=...) with this enum and exports it nowhere public.
 from airflow.sdk.api.datamodels._generated import DagRunType
@@ -47,13 +57,9 @@ from airflow_provider_eo.dag_ids import (
 from airflow_provider_eo.dags.audit_dag import build_audit_dag
 from airflow_provider_eo.dags.backfill_params import backfill_params
 from airflow_provider_eo.dags.backfill_timetable import BackfillOnlyTimetable
-from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
-from airflow_provider_eo.operators.commit import CommitEpochOperator
-from airflow_provider_eo.operators.recover import RecoverEpochsOperator
-from airflow_provider_eo.operators.release import ReleaseEpochOperator
-from airflow_provider_eo.operators.reserve import ReserveEpochOperator
-from airflow_provider_eo.operators.wait import WaitForRecordsOperator
-from airflow_provider_eo.operators.write import WriteEpochOperator
+
+if TYPE_CHECKING:
+    from airflow_provider_eo.operators.epoch_write import EpochWriteOperator
 
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 DEFAULT_ARGS: dict[str, Any] = {
@@ -108,24 +114,40 @@ BACKFILL_RUN_TYPES = frozenset({DagRunType.MANUAL, DagRunType.OPERATOR_TRIGGERED
 def build_dags(
     pipelines_file: str | Path | None = None, *, default_dir: str | Path | None = None
 ) -> dict[str, DAG]:
-    """All DAGs for the pipelines file, keyed by DAG id.
+    """All DAGs for the pipelines file, keyed by DAG id; only the DAG Airflow's parsing
+    context names when the file declares it (a task's process: see the module docstring).
 
     Raises ``PipelineConfigError`` (naming file, pipeline and field) for an invalid file.
     """
     path = str(resolve_pipelines_file(pipelines_file, default_dir=default_dir).resolve())
-    specs = load_pipelines(path)
-    dags: dict[str, DAG] = {}
-    for spec in specs.values():
-        dags[stream_dag_id(spec.name)] = build_stream_dag(spec, path)
-        dags[backfill_dag_id(spec.name)] = build_backfill_dag(spec, path)
-        dags[audit_dag_id(spec.name)] = build_audit_dag(spec, path, START_DATE)
-    dags[RECOVERY_DAG_ID] = build_recovery_dag(list(specs.values()), path)
-    return dags
+    builders = dag_builders(list(load_pipelines(path).values()), path)
+    wanted = get_parsing_context().dag_id
+    if wanted in builders:
+        return {wanted: builders[wanted]()}
+    return {dag_id: build() for dag_id, build in builders.items()}
+
+
+def dag_builders(specs: list[PipelineSpec], pipelines_file: str) -> dict[str, Callable[[], DAG]]:
+    """Every DAG id the pipelines declare, in order, with what builds its DAG (nothing built yet)."""
+    builders: dict[str, Callable[[], DAG]] = {}
+    for spec in specs:
+        builders[stream_dag_id(spec.name)] = partial(build_stream_dag, spec, pipelines_file)
+        builders[backfill_dag_id(spec.name)] = partial(build_backfill_dag, spec, pipelines_file)
+        builders[audit_dag_id(spec.name)] = partial(build_audit_dag, spec, pipelines_file, START_DATE)
+    builders[RECOVERY_DAG_ID] = partial(build_recovery_dag, specs, pipelines_file)
+    return builders
 
 
 def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
     """recover -> [wait ->] reserve -> write -> commit for one pipeline (``wait`` when
-    ``spec.wait.enabled``: :class:`WaitForRecordsOperator`)."""
+    ``spec.wait.enabled``: :class:`WaitForRecordsOperator`; ``write``:
+    :class:`SessionWriteEpochOperator` in ``spark.mode: session``, else :class:`WriteEpochOperator`)."""
+    from airflow_provider_eo.operators.commit import CommitEpochOperator
+    from airflow_provider_eo.operators.recover import RecoverEpochsOperator
+    from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+    from airflow_provider_eo.operators.wait import WaitForRecordsOperator
+
+    write_operator = session_or_submit_write(spec)
     common: dict[str, Any] = {"pipeline": spec.name, "spec": spec, "pipelines_file": pipelines_file}
     with DAG(
         dag_id=stream_dag_id(spec.name),
@@ -151,7 +173,7 @@ def build_stream_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
         reserve = ReserveEpochOperator(
             task_id="reserve", execution_timeout=STEP_TIMEOUTS["reserve"], **common
         )
-        write = WriteEpochOperator(
+        write = write_operator(
             task_id="write",
             epoch_id=EPOCH_ID_FROM.format(task="reserve"),
             fencing_token=TOKEN_FROM.format(task="reserve"),
@@ -188,6 +210,12 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
     date range (one run per interval of ``spec.backfill.schedule``, which is the range);
     the scheduler never starts one by itself (:class:`BackfillOnlyTimetable`).
     """
+    from airflow.sdk import task_group  # its decorators' import: only where a DAG has a task group
+
+    from airflow_provider_eo.operators.backfill_chunks import PlanBackfillOperator, WriteBackfillChunkOperator
+    from airflow_provider_eo.operators.commit import CommitEpochOperator
+    from airflow_provider_eo.operators.release import ReleaseEpochOperator
+
     common: dict[str, Any] = {"pipeline": spec.name, "spec": spec, "pipelines_file": pipelines_file}
     with DAG(
         dag_id=backfill_dag_id(spec.name),
@@ -238,6 +266,8 @@ def build_backfill_dag(spec: PipelineSpec, pipelines_file: str) -> DAG:
 
 def build_recovery_dag(specs: list[PipelineSpec], pipelines_file: str) -> DAG:
     """One recover task per pipeline, over stream and backfill epochs."""
+    from airflow_provider_eo.operators.recover import RecoverEpochsOperator
+
     with DAG(
         dag_id=RECOVERY_DAG_ID,
         schedule=None,
@@ -261,6 +291,18 @@ def build_recovery_dag(specs: list[PipelineSpec], pipelines_file: str) -> DAG:
                 execution_timeout=STEP_TIMEOUTS["recover"],
             )
     return dag
+
+
+def session_or_submit_write(spec: PipelineSpec) -> type[EpochWriteOperator]:
+    """The stream write's operator class for ``spec.spark.mode`` (imported here: a session
+    pipeline's tasks never load the ``SparkSubmitOperator`` of the submit mode)."""
+    if spec.spark.mode == "session":
+        from airflow_provider_eo.operators.session_write_operator import SessionWriteEpochOperator
+
+        return SessionWriteEpochOperator
+    from airflow_provider_eo.operators.write import WriteEpochOperator
+
+    return WriteEpochOperator
 
 
 def _doc(spec: PipelineSpec, what: str) -> str:

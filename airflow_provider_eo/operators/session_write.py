@@ -14,15 +14,16 @@ raises :class:`SessionWriteFailed` naming the pipeline, the epoch and the outcom
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eo.config.specs import PipelineSpec
 from airflow_provider_eo.errors import TaskError
 from airflow_provider_eo.operators.run_context import task_actor
 from airflow_provider_eo.operators.spark_submission import process_environment
-from airflow_provider_eo.spark.driver.task_settings import ledger_dsn_from_env
-from airflow_provider_eo.spark.driver.write_epoch import ExitCode
-from airflow_provider_eo.spark.session.connect_tasks import SessionTasks, job_tag
+
+if TYPE_CHECKING:  # imported by run(): a task that only parses the DAG never loads the write
+    from airflow_provider_eo.spark.driver.write_epoch import ExitCode
+    from airflow_provider_eo.spark.session.connect_tasks import SessionTasks
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ class SessionWrite:
         (or already voted under this token), ``ConnectServerUnreachable`` (within 10 s, nothing
         written) when the server does not accept connections, and the Spark Connect client's
         errors when it fails later."""
+        from airflow_provider_eo.spark.driver.task_settings import ledger_dsn_from_env
+        from airflow_provider_eo.spark.driver.write_epoch import ExitCode
+        from airflow_provider_eo.spark.session.connect_tasks import job_tag
         from airflow_provider_eo.spark.session.session_write import (
             check_reachable,
             close_session,

@@ -1,14 +1,16 @@
 """WriteEpochOperator: run the package's PySpark application for one reserved epoch.
 
-A subclass of the Spark provider's ``SparkSubmitOperator`` whose constructor keeps the
-settings a DAG gives; ``execute`` never changes them. It checks where the submission goes
-(:mod:`.submission_target`; bad settings are refused before anything is submitted),
-computes the epoch's submission (:mod:`.write_submission`), builds a ``SparkSubmitHook``
-from the operator's settings and that submission (:mod:`.submit_hook_arguments`) and calls
-its ``submit``; the hook is kept (``submit_hook``) so that ``on_kill`` kills what it
-started. In YARN cluster deploy mode the result is the application's final status in the
-ResourceManager (:mod:`.yarn_tracking`), and ``on_kill`` also kills the application by its
-tag there. docs/operators.md ("WriteEpochOperator", "YARN cluster deploy mode") tells it all.
+A subclass of the Spark provider's ``SparkSubmitOperator`` (and of
+:class:`~airflow_provider_eo.operators.epoch_write.EpochWriteOperator`, what it shares with
+the session-mode write) whose constructor keeps the settings a DAG gives; ``execute`` never
+changes them. It checks where the submission goes (:mod:`.submission_target`; bad settings
+are refused before anything is submitted), computes the epoch's submission
+(:mod:`.write_submission`), builds a ``SparkSubmitHook`` from the operator's settings and
+that submission (:mod:`.submit_hook_arguments`) and calls its ``submit``; the hook is kept
+(``submit_hook``) so that ``on_kill`` kills what it started. In YARN cluster deploy mode the
+result is the application's final status in the ResourceManager (:mod:`.yarn_tracking`), and
+``on_kill`` also kills the application by its tag there. docs/operators.md
+("WriteEpochOperator", "YARN cluster deploy mode") tells it all.
 
 Nothing secret is ever on a command line: the connections (``AIRFLOW_CONN_*``, JSON) and
 the parsed spec (``EO_PIPELINE_SPEC``: the driver never reads the YAML again) are the
@@ -27,7 +29,6 @@ variable while the hook is built and runs, removed afterwards.
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -42,21 +43,12 @@ from airflow_provider_eo.clients.connections import (
     DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
-from airflow_provider_eo.config.loader import PIPELINE_SPEC_ENV
 from airflow_provider_eo.config.specs import PipelineSpec
-from airflow_provider_eo.errors import ConfigError
-from airflow_provider_eo.ledger.model.epoch import Epoch
-from airflow_provider_eo.lineage.operator_lineage import epoch_after_write, epoch_lineage
-from airflow_provider_eo.operators.application_connections import (
-    check_registered_fields,
-    conn_id_args,
-    connection_env,
-    registry_connection_env,
-)
+from airflow_provider_eo.lineage.operator_lineage import epoch_after_write
+from airflow_provider_eo.operators.application_connections import check_registered_fields, conn_id_args
 from airflow_provider_eo.operators.driver_start import submission_conf
-from airflow_provider_eo.operators.epoch_link import EpochPageLink
+from airflow_provider_eo.operators.epoch_write import EpochWriteOperator
 from airflow_provider_eo.operators.run_context import task_actor
-from airflow_provider_eo.operators.session_write import SessionWrite
 from airflow_provider_eo.operators.spark_submission import (
     connection_in_environment,
     is_yarn,
@@ -106,22 +98,17 @@ def spark_application_path() -> str:
     return application_path()
 
 
-class WriteEpochOperator(SparkSubmitOperator):
+class WriteEpochOperator(EpochWriteOperator, SparkSubmitOperator):
     """Submit the write step of one epoch: read its ranges, write HBase, vote WRITTEN.
 
-    :param pipeline: pipeline name (as declared in the pipelines YAML).
-    :param epoch_id: the epoch to write (templated; usually pulled from the reserve task's XCom;
-        None only for a subclass that reserves the epoch itself in ``execute``).
-    :param fencing_token: the token the reserve task returned (templated); the application
-        refuses to write an epoch whose token differs, and treats an epoch already voted
-        under this token as done (a retry of this task).
+    Parameters: :class:`.EpochWriteOperator`'s (pipeline, epoch, fencing token, spec, the
+    connections handed to the application), and:
+
     :param spec: the pipeline spec; its ``spark`` section sets conf, deploy mode, resources and
-        the master (``spark.master`` overrides the connection's).
-    :param pipelines_file: the YAML the spec came from (None: ``EO_PIPELINES_FILE``), named in
-        the log; the application gets ``spec`` itself and never reads the file.
-    :param ledger_conn_id / kafka_conn_id / hbase_conn_id: connections handed to the application.
-    :param schema_registry_conn_id: the Schema Registry connection, handed to the application
-        only when the pipeline's key or value format is avro, protobuf or json_schema.
+        the master (``spark.master`` overrides the connection's). In ``spark.mode: session``
+        the epoch is written on the Spark Connect server instead (the stream DAG's write of
+        such a pipeline is :class:`.SessionWriteEpochOperator`, which is no
+        ``SparkSubmitOperator``).
     :param spark_conn_id: the Spark connection (master), default ``spark_default``. With
         ``spark.master`` set, the hook is given ``submit_conn_id`` instead: this
         connection with the override as its master, resolvable only while ``execute`` runs
@@ -138,8 +125,6 @@ class WriteEpochOperator(SparkSubmitOperator):
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "epoch_id", "fencing_token")
-    ui_color = "#f0e4ff"
-    operator_extra_links = (EpochPageLink(),)  # "Epoch": the epoch's page (operators/epoch_link.py)
 
     def __init__(
         self,
@@ -167,7 +152,16 @@ class WriteEpochOperator(SparkSubmitOperator):
             "name": f"eo-write-{pipeline}",
         }
         super().__init__(
-            application=spark_application_path(),
+            pipeline=pipeline,
+            epoch_id=epoch_id,
+            fencing_token=fencing_token,
+            spec=spec,
+            pipelines_file=pipelines_file,
+            ledger_conn_id=ledger_conn_id,
+            kafka_conn_id=kafka_conn_id,
+            hbase_conn_id=hbase_conn_id,
+            schema_registry_conn_id=schema_registry_conn_id,
+            application=spark_application_path(),  # the rest is SparkSubmitOperator's
             application_args=["--pipeline", pipeline, "--epoch-id", str(epoch_id)],
             **settings,
             **kwargs,  # a keyword also in settings: TypeError, as for any repeated keyword
@@ -180,29 +174,8 @@ class WriteEpochOperator(SparkSubmitOperator):
         self.spark_conn_id = spark_conn_id
         self.spark_master = master
         self.submit_conn_id = submit_conn_id
-        self.pipeline = pipeline
-        self.epoch_id = epoch_id
-        self.fencing_token = fencing_token
-        self.spec = spec
-        self.pipelines_file = pipelines_file
-        self.ledger_conn_id = ledger_conn_id
-        self.kafka_conn_id = kafka_conn_id
-        self.hbase_conn_id = hbase_conn_id
-        self.schema_registry_conn_id = schema_registry_conn_id
         self.submit_hook: SparkSubmitHook | None = None  # the last submission's (on_kill)
         self.yarn_tracking: YarnTracking | None = None  # its YARN application's (on_kill)
-        self.lineage_epoch: Epoch | None = None  # what get_openlineage_facets_on_complete reports
-        self.session_write: SessionWrite | None = None  # the last session-mode write's (on_kill)
-
-    def application_env(self) -> dict[str, str]:
-        """What the application's driver gets in its environment: the connections
-        (``AIRFLOW_CONN_*``, secrets) and this run's spec (``EO_PIPELINE_SPEC``)."""
-        conn_ids = (self.ledger_conn_id, self.kafka_conn_id, self.hbase_conn_id)
-        return {
-            **connection_env(conn_ids),
-            **registry_connection_env(self.pipeline, self.spec, self.schema_registry_conn_id),
-            PIPELINE_SPEC_ENV: json.dumps(self.spec.to_dict()),
-        }
 
     def conn_id_args(self) -> list[str]:
         """The application's ``--<name>-conn-id`` arguments (ids that are not its defaults)."""
@@ -269,33 +242,14 @@ class WriteEpochOperator(SparkSubmitOperator):
         with the RM's diagnostics. With OpenLineage enabled, then reads the epoch as the
         write left it (``lineage_epoch``, the lineage's).
         """
-        if self.epoch_id is None:
-            raise ConfigError(f"pipeline {self.pipeline}: no epoch to write (epoch_id is None)")
-        env = self.application_env()  # the connections first: a missing one fails before any other work
         if self.spec.spark.mode == "session":  # a job on the Spark Connect server, no spark-submit
-            self.write_on_session(context, env)
-            self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
+            self.write_epoch_on_session(context)
             return
+        epoch_id = self.epoch_to_write()
+        env = self.application_env()  # the connections first: a missing one fails before any other work
         target = self.submission_target(env)
         self.write(context, target, env)
-        self.lineage_epoch = epoch_after_write(self.ledger_conn_id, int(str(self.epoch_id)))
-
-    def write_on_session(self, context: Any, env: dict[str, str]) -> None:
-        """Session mode (:mod:`.session_write`): write and vote the epoch as one job on the
-        Spark Connect server of ``spec.spark.connect_conn_id``; raises ``SessionWriteFailed``
-        unless the epoch ends voted under this task's fencing token."""
-        conn_ids = {
-            "ledger_conn_id": self.ledger_conn_id,
-            "kafka_conn_id": self.kafka_conn_id,
-            "hbase_conn_id": self.hbase_conn_id,
-            "schema_registry_conn_id": self.schema_registry_conn_id,
-        }
-        self.log.info(
-            "Writing epoch: pipeline=%s epoch_id=%s mode=session connection=%s",
-            self.pipeline, self.epoch_id, self.spec.spark.connect_conn_id,
-        )  # fmt: skip
-        self.session_write = SessionWrite(self.spec, int(str(self.epoch_id)), self.fencing_token, conn_ids)
-        self.session_write.run(context, env)
+        self.lineage_epoch = epoch_after_write(self.ledger_conn_id, epoch_id)
 
     def submission_subject(self) -> tuple[str, str]:
         """What the submission's log line names: what it does, and its epoch (``epoch_id=``)."""
@@ -371,8 +325,7 @@ class WriteEpochOperator(SparkSubmitOperator):
         it (spark-submit, and the driver or application the hook tracks), then by tag again
         (an application YARN accepted meanwhile). In session mode, the try's Spark Connect
         job by its tag. Nothing when this instance never submitted."""
-        if self.session_write is not None:
-            self.session_write.interrupt()
+        super().on_kill()  # the session-mode job's (EpochWriteOperator)
         if self.yarn_tracking is not None:
             self.yarn_tracking.kill()
         if self.submit_hook is not None:
@@ -382,10 +335,3 @@ class WriteEpochOperator(SparkSubmitOperator):
                 self.log.warning("spark-submit kill through the Spark provider's hook failed: %s", exc)
         if self.yarn_tracking is not None:
             self.yarn_tracking.kill()
-
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage (``apache-airflow-providers-openlineage``): the topics the epoch read, the
-        table it wrote and its ``eo_epoch`` facet as the write left it (docs/lineage.md)."""
-        return epoch_lineage(
-            self.lineage_epoch, self.spec, kafka_conn_id=self.kafka_conn_id, hbase_conn_id=self.hbase_conn_id
-        )

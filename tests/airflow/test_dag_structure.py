@@ -1,9 +1,15 @@
-"""The DAG factory and template (no services): ids, tasks, order, schedule, the backfill form."""
+"""The DAG factory and template (no services): ids, tasks, order, schedule, the backfill form,
+the session-mode write, and what a task's process builds and imports (its parsing context)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import runpy
+import subprocess
+import sys
+import textwrap
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,6 +28,7 @@ from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.recover import RecoverEpochsOperator
 from airflow_provider_eo.operators.release import ReleaseEpochOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
+from airflow_provider_eo.operators.session_write_operator import SessionWriteEpochOperator
 from airflow_provider_eo.operators.wait import WaitForRecordsOperator
 from airflow_provider_eo.operators.write import WriteEpochOperator
 
@@ -292,3 +299,111 @@ def test_the_audit_dag_resolves_audits_on_spark_then_judges(pipelines_file: Path
     # audit settings decide no cell: the mapping digest is the same with or without them
     orders = load_pipelines(pipelines_file)["orders"]
     assert spec_digest(orders) == spec_digest(dataclasses.replace(orders, audit=AuditSpec()))
+
+
+SESSION_PIPELINE = {
+    "name": "live",
+    "topics": ["live"],
+    "hbase": {"table": "live"},
+    "spark": {"mode": "session"},
+}
+
+
+@pytest.fixture
+def with_session_pipeline(tmp_path: Path) -> Path:
+    """PIPELINES and ``live``, a ``spark.mode: session`` pipeline."""
+    path = tmp_path / "pipelines.yaml"
+    path.write_text(
+        yaml.safe_dump({"pipelines": [*PIPELINES["pipelines"], SESSION_PIPELINE]}, sort_keys=False)
+    )
+    return path
+
+
+def test_a_session_pipelines_stream_write_is_the_session_operator(with_session_pipeline: Path) -> None:
+    """Same task id, templates, label, link and timeout as the submit mode's write; no
+    ``SparkSubmitOperator`` (the backfill chunk's write stays one, in either mode)."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    dags = build_dags(with_session_pipeline)
+    stream = dags["eo_stream__live"]
+    assert [t.task_id for t in stream.tasks] == ["recover", "reserve", "write", "commit"]
+    assert _edges(stream) == {("recover", "reserve"), ("reserve", "write"), ("write", "commit")}
+    write = stream.get_task("write")
+    assert type(write) is SessionWriteEpochOperator
+    assert not isinstance(write, SparkSubmitOperator)
+    assert tuple(write.template_fields) == ("epoch_id", "fencing_token")
+    assert write.epoch_id == "{{ ti.xcom_pull(task_ids='reserve')['epoch_id'] }}"
+    assert write.fencing_token == "{{ ti.xcom_pull(task_ids='reserve')['fencing_token'] }}"
+    assert write.map_index_template == EPOCH_LABEL
+    assert write.execution_timeout == timedelta(minutes=60)
+    assert [link.name for link in write.operator_extra_links] == ["Epoch"]
+    assert write.spec.spark.connect_conn_id == "spark_connect"
+    assert type(dags["eo_stream__orders"].get_task("write")) is WriteEpochOperator
+    assert isinstance(dags["eo_backfill__live"].get_task("chunk.write"), WriteBackfillChunkOperator)
+    with pytest.raises(ValueError, match=r"spark\.mode session pipelines only"):
+        SessionWriteEpochOperator(
+            task_id="w", pipeline="orders", spec=load_pipelines(with_session_pipeline)["orders"]
+        )
+
+
+@pytest.mark.parametrize("dag_id", ["eo_audit__orders", "eo_backfill__live", RECOVERY_DAG_ID])
+def test_a_tasks_parsing_context_builds_its_dag_alone(
+    with_session_pipeline: Path, dag_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    everything = build_dags(with_session_pipeline)
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", dag_id)  # what get_parsing_context reads
+    only = build_dags(with_session_pipeline)
+    assert list(only) == [dag_id]
+    assert [t.task_id for t in only[dag_id].tasks] == [t.task_id for t in everything[dag_id].tasks]
+
+
+def test_an_unknown_dag_id_in_the_parsing_context_builds_every_dag(
+    with_session_pipeline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    everything = build_dags(with_session_pipeline)
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "eo_stream__removed")
+    assert list(build_dags(with_session_pipeline)) == list(everything)
+
+
+# A task's process as the task runner parses the DAG file (its parsing context: the DAG and
+# task ids of the task instance); prints the DAGs built and the heavy modules imported.
+PARSE_AS_TASK = textwrap.dedent(
+    """
+    import json, sys
+    import airflow.sdk.execution_time.task_runner
+    from airflow.sdk.definitions._internal.dag_parsing_context import _airflow_parsing_context_manager
+
+    with _airflow_parsing_context_manager(dag_id=sys.argv[2], task_id="write"):
+        from airflow_provider_eo.dags.factory import build_dags
+
+        dags = build_dags(sys.argv[1])
+    heavy = (
+        "airflow.providers.apache.spark.operators.spark_submit",
+        "airflow.providers.openlineage.plugins.listener",
+        "airflow_provider_eo.operators.write",
+        "airflow_provider_eo.operators.audit_submit",
+    )
+    write = dags[sys.argv[2]].get_task("write")
+    loaded = [m for m in heavy if m in sys.modules]
+    print(json.dumps({"dags": list(dags), "write": type(write).__name__, "loaded": loaded}))
+    """
+)
+
+
+def test_a_session_stream_task_builds_its_dag_without_spark_submit(with_session_pipeline: Path) -> None:
+    """The fixed cost of a session-mode epoch (docs/performance.md, "Task start"): none of its
+    four tasks imports the Spark provider's spark_submit (nor the OpenLineage listener it
+    pulls in), the submit write or the audit's operator; only its own DAG is built."""
+    done = subprocess.run(
+        [sys.executable, "-c", PARSE_AS_TASK, str(with_session_pipeline), "eo_stream__live"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith("_AIRFLOW_PARSING_CONTEXT")},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "dags": ["eo_stream__live"],
+        "write": "SessionWriteEpochOperator",
+        "loaded": [],
+    }

@@ -6,13 +6,14 @@ One two-partition topic, one pipeline whose ``bad_records`` dead-letters records
     p0: 0 k0 {"i": 0}   1 k1 big (dead letter)   2 k0 {"i": 2}
     p1: 0 k2 {"i": 10}  1 k2 {"i": 11}
 
-The stream epoch goes through ``ReserveEpochOperator``, ``WriteEpochOperator`` (session mode: no
-spark-submit) and ``CommitEpochOperator``; then a backfill chunk over ``p0[0, 3)`` and the replay
-of the dead letter under the fixed spec run as session jobs through the same driver code. Every
-check is exact: HBase cells with their offset versions, the ledger's epochs and dead letters, the
-group's offsets. The secrets test looks for the ledger's password where another pipeline's job
-on the same server could read it; the kill test interrupts a try's job by its tag (``on_kill``)
-while its task waits on a Kafka that never answers, and recovery settles the epoch.
+The stream epoch goes through ``ReserveEpochOperator``, ``SessionWriteEpochOperator`` (the stream
+DAG's write in session mode: no spark-submit) and ``CommitEpochOperator``; then a backfill chunk
+over ``p0[0, 3)`` and the replay of the dead letter under the fixed spec run as session jobs
+through the same driver code. Every check is exact: HBase cells with their offset versions, the
+ledger's epochs and dead letters, the group's offsets. The secrets test looks for the ledger's
+password where another pipeline's job on the same server could read it; the kill test interrupts a
+try's job by its tag (``on_kill``) while its task waits on a Kafka that never answers, and
+recovery settles the epoch.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from airflow_provider_eo.operators.backfill_request_form import request_of
 from airflow_provider_eo.operators.commit import CommitEpochOperator
 from airflow_provider_eo.operators.reserve import ReserveEpochOperator
 from airflow_provider_eo.operators.session_write import SessionWriteFailed
-from airflow_provider_eo.operators.write import WriteEpochOperator
+from airflow_provider_eo.operators.session_write_operator import SessionWriteEpochOperator
 from airflow_provider_eo.spark.driver.task_runner import TaskFailed
 from airflow_provider_eo.spark.driver.task_settings import task_settings
 from airflow_provider_eo.spark.records import TaskRange
@@ -99,9 +100,9 @@ def declaration(name: str, topic: str, max_record_bytes: int, **extra: Any) -> d
     }
 
 
-def write_operator(name: str, summary: dict[str, Any], file: Path) -> WriteEpochOperator:
+def write_operator(name: str, summary: dict[str, Any], file: Path) -> SessionWriteEpochOperator:
     """The write task of the epoch ``summary`` (the reserve task's XCom) of pipeline ``name``."""
-    return WriteEpochOperator(
+    return SessionWriteEpochOperator(
         task_id="write",
         pipeline=name,
         epoch_id=summary["epoch_id"],

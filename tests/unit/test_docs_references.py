@@ -75,7 +75,7 @@ _CODE_NAME = re.compile(
 EXTERNAL_NAMES = frozenset(
     {
         "AirflowSkipException", "AlterConsumerGroupOffsets", "Asset", "BaseHook", "ColumnDescriptor",
-        "Dockerfile", "NaN", "OutOfMemoryError", "SimpleAuthManager", "SparkSubmitHook",
+        "Dockerfile", "NaN", "OutOfMemoryError", "SimpleAuthManager", "SparkSubmitHook", "BaseOperator",
         "SparkSubmitOperator", "Table", "ceil",
         # confluent-kafka's and protobuf's (docs/formats.md)
         "AvroDeserializer", "ProtobufDeserializer", "SchemaRegistryClient", "MessageToDict",
