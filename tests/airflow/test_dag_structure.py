@@ -370,7 +370,6 @@ def test_an_unknown_dag_id_in_the_parsing_context_builds_every_dag(
 PARSE_AS_TASK = textwrap.dedent(
     """
     import json, sys
-    import airflow.sdk.execution_time.task_runner
     from airflow.sdk.definitions._internal.dag_parsing_context import _airflow_parsing_context_manager
 
     with _airflow_parsing_context_manager(dag_id=sys.argv[2], task_id="write"):

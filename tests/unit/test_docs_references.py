@@ -76,7 +76,7 @@ EXTERNAL_NAMES = frozenset(
     {
         "AirflowSkipException", "AlterConsumerGroupOffsets", "Asset", "BaseHook", "ColumnDescriptor",
         "Dockerfile", "NaN", "OutOfMemoryError", "SimpleAuthManager", "SparkSubmitHook", "BaseOperator",
-        "SparkSubmitOperator", "Table", "ceil",
+        "SparkSubmitOperator", "Table", "ceil", "get_parsing_context",
         # confluent-kafka's and protobuf's (docs/formats.md)
         "AvroDeserializer", "ProtobufDeserializer", "SchemaRegistryClient", "MessageToDict",
         "GetMessageClass", "FileDescriptorProto", "Int64Value", "StringValue", "ListValue",
