@@ -20,7 +20,7 @@ Class                             Module (file)              Meaning
   ``EpochNotFound`` ...           ``refusals``               one class per refusal (``FencedOut``, ...)
 ``KafkaAccessError``              ``errors``                 a Kafka call or read did not complete
   ``EoKafkaError``                ``kafka_errors``           metadata, watermark or group-offset call
-  ``RangeReadError``              ``range_reader``           a task range could not be read to its end
+  ``RangeReadError``              ``range_errors``           a task range could not be read to its end
 ``RegistryAccessError``           ``errors``                 a Schema Registry call did not complete
   ``RegistryUnavailable``         ``registry_errors``        unreachable, or an answer 5xx/408/429 (retry)
   ``RegistryRefused``             ``registry_errors``        any other refusal (401, 403, ...)

@@ -1,7 +1,9 @@
-"""read_range against the real broker (Apache Kafka): exact records, exact end, clear errors."""
+"""read_range and a pack's RangeConsumer (its window) against the real broker (Apache Kafka):
+exact records, exact end, clear errors."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +13,7 @@ from airflow_provider_eo.spark.records import TaskRange
 from airflow_provider_eo.spark.task.range_reader import RangeConsumer, RangeReadError, read_range
 from eo_devtools.stack.ports import find_free_port
 from tests.conftest import StackInfo
-from tests.kafka_helpers import BATCHING_PRODUCER, produce
+from tests.kafka_helpers import BATCHING_PRODUCER, RecordSender, produce
 
 pytestmark = pytest.mark.integration
 
@@ -131,3 +133,93 @@ def test_transaction_markers_leave_offset_gaps_and_the_read_still_ends_at_end(
 
 def test_empty_range_yields_nothing_without_contacting_the_broker() -> None:
     assert list(read_range({"bootstrap.servers": "127.0.0.1:1"}, TaskRange("t", 0, 5, 5))) == []
+
+
+def _transactions(bootstrap: str, topic: str, partition: int) -> None:
+    """Commit a, b (offsets 0, 1; marker 2), abort x, y (3, 4; marker 5), commit c (6; marker 7)."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}", **BATCHING_PRODUCER}
+    )
+    producer.init_transactions(15)
+    for batch, commit in ((["a", "b"], True), (["x", "y"], False), (["c"], True)):
+        producer.begin_transaction()
+        for value in batch:
+            producer.produce(topic, key=value, value=value, partition=partition)
+        producer.flush(15)
+        if commit:
+            producer.commit_transaction(15)
+        else:
+            producer.abort_transaction(15)
+
+
+def test_a_window_reads_a_packs_many_small_ranges_each_exactly(
+    stack: StackInfo, kafka_topic_factory: Callable[..., str]
+) -> None:
+    """30 partitions read with one consumer told the pack's ranges ahead (a window of 16): a
+    partition's three sub-ranges (committed records, then only an aborted transaction and
+    markers, then the last commit) spread over the pack, two adjacent sub-ranges of a
+    partition read whole again later, an empty range, and a range past its partition's end
+    in the middle: each range yields exactly its
+    records, the failing one names itself, and the ranges after it still read exactly."""
+    topic = kafka_topic_factory(partitions=30, prefix="reader-window")
+    _transactions(stack.kafka_bootstrap, topic, 0)
+    sender = RecordSender(stack.kafka_bootstrap)
+    for p in range(1, 30):
+        for i in range(p % 5 + 1):
+            sender.send(topic, f"p{p}-{i}", f"v{i}", partition=p)
+    sender.flush()
+    whole = [(p, 0, p % 5 + 1) for p in range(1, 30)]
+    parts = [
+        (0, 0, 3), *whole[0:10], (0, 3, 6), (1, 2, 2), *whole[10:14], (15, 0, 4),
+        *whole[15:19], (24, 0, 2), (24, 2, 5), *whole[19:], (0, 6, 8),
+    ]  # fmt: skip
+    ranges = [TaskRange(topic, *part) for part in parts]
+    reader = RangeConsumer(_config(stack), 1 << 20, ranges)
+    read: list[list[tuple[int, int, bytes | None]] | str] = []
+    try:
+        for rng in ranges:
+            try:
+                read.append([(r.partition, r.offset, r.key) for r in reader.read(rng, batch_size=7)])
+            except RangeReadError as exc:
+                read.append(str(exc))
+    finally:
+        reader.close()
+    expected: dict[tuple[int, int, int], list[tuple[int, int, bytes | None]] | str] = {
+        (0, 0, 3): [(0, 0, b"a"), (0, 1, b"b")],
+        (0, 3, 6): [],
+        (0, 6, 8): [(0, 6, b"c")],
+        (15, 0, 4): f"cannot read {topic} partition 15 up to end offset 4: reached offset 1 (range [0, 4)): "
+        "partition EOF at offset 1: records are missing",
+    }
+    assert read == [
+        expected.get((p, a, b), [(p, o, f"p{p}-{o}".encode()) for o in range(a, b)]) for p, a, b in parts
+    ]
+
+
+def test_a_window_buffers_upcoming_ranges_within_its_byte_bound(
+    stack: StackInfo, kafka_topic_factory: Callable[..., str]
+) -> None:
+    """A pre-fetch bound of 128 KiB: a window of 2 ranges, 64 KiB each. 600 KB of records that
+    do not compress per partition, fetched 64 KiB per partition at a time: while the second
+    range is read, the third one's partition fills its slot, is paused, and resumes where the
+    slot stopped once its range is read; every range yields exactly its records."""
+    topic = kafka_topic_factory(partitions=3, prefix="reader-bound")
+    sender = RecordSender(stack.kafka_bootstrap)
+    values = [random.Random(i).randbytes(3000) for i in range(200)]
+    for p in range(3):
+        for i, value in enumerate(values):
+            sender.send(topic, f"p{p}-{i}", value, partition=p)
+    sender.flush()
+    ranges = [TaskRange(topic, 0, 0, 200), TaskRange(topic, 1, 0, 200), TaskRange(topic, 2, 5, 200)]
+    reader = RangeConsumer({**_config(stack), "max.partition.fetch.bytes": "65536"}, 1 << 17, ranges)
+    try:
+        read = [
+            [(r.partition, r.offset, r.key, r.value) for r in reader.read(rng, batch_size=50)]
+            for rng in ranges
+        ]
+    finally:
+        reader.close()
+    assert read == [
+        [(rng.partition, o, f"p{rng.partition}-{o}".encode(), values[o]) for o in range(rng.start, 200)]
+        for rng in ranges
+    ]

@@ -27,6 +27,12 @@ Contract of :func:`read_range`:
   librdkafka reports the oversized response (never a wait for the timeout);
 * no consumer-group side effects: the partition is assigned (no subscribe),
   under a throwaway group id, with auto commit and offset store disabled.
+
+:class:`RangeConsumer` reads a packed task's ranges with one consumer, each under the same
+contract; the ranges it is told of ahead are fetched a window at a time
+(:mod:`~airflow_provider_eo.spark.task.range_window`), so a pack of small ranges costs a
+round trip per window instead of one per range. The errors' wording:
+:mod:`~airflow_provider_eo.spark.task.range_errors`.
 """
 
 from __future__ import annotations
@@ -34,16 +40,34 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from airflow_provider_eo.clients.kafka_errors import ClientErrorLog
-from airflow_provider_eo.errors import KafkaAccessError
 from airflow_provider_eo.spark.records import KafkaRecord, TaskRange
+from airflow_provider_eo.spark.task.range_errors import (
+    RangeReadError,
+    ReaderErrors,
+    eof_reason,
+    no_progress_reason,
+    oversized_failure,
+    range_failure,
+)
+from airflow_provider_eo.spark.task.range_window import RangeSlot, window_size
+
+__all__ = [
+    "READER_DEFAULTS",
+    "READER_OVERRIDES",
+    "RangeConsumer",
+    "RangeReadError",
+    "consumer_config",
+    "read_range",
+]
 
 log = logging.getLogger(__name__)
+
 
 #: Settings forced on every range reader (they define the contract above).
 READER_OVERRIDES: dict[str, str] = {
@@ -68,41 +92,6 @@ READER_DEFAULTS: dict[str, str] = {
     "fetch.wait.max.ms": "5",
     "socket.nagle.disable": "true",
 }
-
-
-class RangeReadError(KafkaAccessError, RuntimeError):
-    """The range could not be read up to its end; the message says where and why."""
-
-
-class _ReaderErrors(ClientErrorLog):
-    """The client error log, also keeping librdkafka's refusal of an oversized fetch response."""
-
-    oversized: str | None = None
-
-    def __call__(self, error: Any) -> None:
-        super().__call__(error)
-        text = str(error.str())
-        if error.code() == KafkaError._BAD_MSG and "receive.message.max.bytes" in text:
-            self.oversized = text
-
-
-def _oversized(rng: TaskRange, reached: int, client_errors: _ReaderErrors) -> RangeReadError | None:
-    if client_errors.oversized is None:
-        return None
-    return _fail(
-        rng,
-        reached,
-        f"the record batch at offset {reached} is larger than the consumer's receive.message.max.bytes "
-        f"({client_errors.oversized}); set receive.message.max.bytes (and fetch.max.bytes) in the Kafka "
-        "connection's extra above the topic's max.message.bytes",
-    )
-
-
-def _fail(rng: TaskRange, reached: int, why: str) -> RangeReadError:
-    return RangeReadError(
-        f"cannot read {rng.topic} partition {rng.partition} up to end offset {rng.end}: "
-        f"reached offset {reached} (range [{rng.start}, {rng.end})): {why}"
-    )
 
 
 def consumer_config(kafka_config: Mapping[str, str], queue_bytes: int | None = None) -> dict[str, str]:
@@ -147,119 +136,172 @@ def read_range(
 
 class RangeConsumer:
     """One consumer reading ranges one after another (a packed Spark task's ranges), each
-    under the module contract: a range's partition is assigned at its start and unassigned
-    after it, a message of any other partition is never yielded for it, and a partition
-    read before gets a fresh consumer."""
+    under the module contract.
 
-    def __init__(self, kafka_config: Mapping[str, str], queue_bytes: int | None = None) -> None:
+    ``ranges``: the ranges :meth:`read` will be asked for, in that order (empty ones
+    ignored). They are fetched a window at a time: the partitions of the next ``width``
+    ranges are assigned together, each at its range's start, and what arrives for a range
+    not yet being read waits in its slot, bounded in bytes
+    (:mod:`~airflow_provider_eo.spark.task.range_window`); a range's partition is unassigned
+    once it is read. A window never holds one partition twice, and a partition assigned
+    before (sub-ranges of one big range) waits until the window is empty, then gets a fresh
+    consumer, so no record or end-of-partition event fetched for an earlier range can count
+    for it. A range read out of that order (or without ``ranges``) is read alone: the
+    window and the rest of the plan are dropped. An oversized fetch response while several
+    partitions are assigned narrows the window to one range for the rest (a fresh consumer,
+    each slot's partition assigned again at its next offset), so its error names the right
+    range.
+    """
+
+    def __init__(
+        self,
+        kafka_config: Mapping[str, str],
+        queue_bytes: int | None = None,
+        ranges: Iterable[TaskRange] = (),
+    ) -> None:
         self._config = consumer_config(kafka_config, queue_bytes)
+        self._width, self._bound = window_size(queue_bytes)
+        self._plan = deque(rng for rng in ranges if rng.start < rng.end)
+        self._window: list[RangeSlot] = []  # the range being read first
         self._closed = False
         self._read: set[tuple[str, int]] = set()  # partitions this consumer was assigned
         self._consumer, self._errors = self._open()
 
-    def _open(self) -> tuple[Consumer, _ReaderErrors]:
-        errors = _ReaderErrors()
+    def _open(self) -> tuple[Consumer, ReaderErrors]:
+        errors = ReaderErrors()
         return Consumer({**self._config, "error_cb": errors}), errors
+
+    def _renew(self) -> None:
+        """A fresh consumer: nothing assigned, nothing fetched before can arrive."""
+        self._consumer.close()
+        self._consumer, self._errors = self._open()
+        self._read.clear()
+        for slot in self._window:
+            slot.assigned = slot.paused = False
 
     def read(self, rng: TaskRange, batch_size: int = 1000, timeout_s: float = 30.0) -> Iterator[KafkaRecord]:
         """Yield the records of ``rng``; raises :class:`RangeReadError` as the contract says."""
         if rng.start >= rng.end:
             return
-        if (rng.topic, rng.partition) in self._read:
-            # a partition read before (sub-ranges of one big range): a fresh consumer, so no
-            # record or end-of-partition event fetched for the earlier range can count here
-            self._consumer.close()
-            self._consumer, self._errors = self._open()
-            self._read.clear()
-        self._read.add((rng.topic, rng.partition))
-        self._consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+        planned = self._window[0].rng == rng if self._window else bool(self._plan) and self._plan[0] == rng
+        if not planned:
+            self._plan.clear()
+            if self._window:
+                self._window.clear()
+                self._renew()
+            self._plan.append(rng)
+        self._fill()
+        head = self._window[0]
         try:
-            yield from _records(self._consumer, rng, batch_size, timeout_s, self._errors)
+            yield from self._drain(head, batch_size, timeout_s)
         finally:
-            if not self._closed:  # a read abandoned by a failed task may end after close()
-                self._consumer.unassign()
+            self._window.remove(head)
+            if head.assigned and not self._closed:  # a read abandoned by a failed task may end after close()
+                self._consumer.incremental_unassign([TopicPartition(rng.topic, rng.partition)])
+
+    def _fill(self) -> None:
+        """Extend the window from the plan, assign its new partitions, resume the head's."""
+        while self._plan and len(self._window) < self._width:
+            key = (self._plan[0].topic, self._plan[0].partition)
+            if key in self._read or any(slot.key == key for slot in self._window):
+                if self._window:
+                    break  # read again only once the window is empty, on a fresh consumer
+                self._renew()
+            self._window.append(RangeSlot(self._plan.popleft(), self._bound))
+        new = [slot for slot in self._window[: self._width] if not slot.assigned and not slot.finished]
+        if new:
+            self._consumer.incremental_assign([TopicPartition(*slot.key, slot.next_offset) for slot in new])
+            for slot in new:
+                slot.assigned = True
+                self._read.add(slot.key)
+        head = self._window[0]
+        if head.paused and not head.finished:
+            self._consumer.resume([TopicPartition(*head.key)])
+            head.paused = False
+
+    def _drain(self, head: RangeSlot, batch_size: int, timeout_s: float) -> Iterator[KafkaRecord]:
+        last_progress = time.monotonic()
+        while True:
+            while head.records:
+                yield head.take()
+            if head.failure is not None:
+                raise head.failure
+            if head.done:
+                return
+            messages = _next_messages(self._consumer, batch_size, min(1.0, timeout_s))
+            if not messages and time.monotonic() - last_progress > timeout_s:
+                why = no_progress_reason(self._consumer, head.rng, timeout_s) + self._errors.explain(
+                    self._consumer
+                )
+                raise range_failure(head.rng, head.next_offset, why)
+            if self._route(messages, head):
+                last_progress = time.monotonic()
+            if self._errors.oversized is not None and not head.finished:
+                if sum(slot.assigned for slot in self._window) > 1:
+                    log.warning("oversized fetch response with %d ranges assigned: reading one at a time",
+                                len(self._window))  # fmt: skip
+                    self._width = 1
+                    self._renew()
+                    self._fill()
+                else:
+                    head.failure = oversized_failure(head.rng, head.next_offset, self._errors)
+            self._pause_stopped(head)
+
+    def _route(self, messages: list[Message], head: RangeSlot) -> bool:
+        """Hand every message to its range's slot (a message of no range in the window: one
+        fetched for a range already read, past its end); True when a record arrived."""
+        slots = {slot.key: slot for slot in self._window if slot.assigned}
+        progress = False
+        for msg in messages:
+            topic, partition = msg.topic(), msg.partition()
+            slot = head if topic is None or partition is None else slots.get((topic, partition))
+            if slot is None or slot.finished:
+                continue
+            err = msg.error()
+            if err is not None:
+                self._note_error(slot, msg, err)
+                continue
+            offset = msg.offset()
+            assert offset is not None
+            if offset >= slot.rng.end:
+                slot.done = True
+            elif offset >= slot.next_offset:  # below: already handled (a refetch after an error)
+                slot.add(_to_record(msg, slot.rng, offset))
+                progress = True
+        return progress
+
+    def _note_error(self, slot: RangeSlot, msg: Message, err: KafkaError) -> None:
+        """An end of partition completes or fails ``slot``'s range; a broker error fails it
+        unless retriable (then logged)."""
+        rng = slot.rng
+        if err.code() == KafkaError._PARTITION_EOF:
+            eof_offset = msg.offset()
+            position = eof_offset if eof_offset is not None else slot.next_offset
+            if position >= rng.end:
+                slot.done = True
+            else:
+                slot.failure = range_failure(rng, position, eof_reason(self._consumer, rng, position))
+        elif err.fatal() or not err.retriable():
+            why = f"broker error {err.name()}: {err.str()}" + self._errors.explain(self._consumer)
+            reached = slot.next_offset
+            slot.failure = oversized_failure(rng, reached, self._errors) or range_failure(rng, reached, why)
+        else:
+            log.warning("retriable Kafka error topic=%s partition=%s: %s", rng.topic, rng.partition, err)
+
+    def _pause_stopped(self, head: RangeSlot) -> None:
+        """Pause the partition of every range but the head's that is finished or at its bound."""
+        stopped = [
+            s for s in self._window if s is not head and s.assigned and not s.paused and s.stops_fetching
+        ]
+        if stopped:
+            self._consumer.pause([TopicPartition(*slot.key) for slot in stopped])
+            for slot in stopped:
+                slot.paused = True
 
     def close(self) -> None:
         """Close the consumer (no group side effects: nothing was committed)."""
         self._closed = True
         self._consumer.close()
-
-
-def _records(
-    consumer: Consumer, rng: TaskRange, batch_size: int, timeout_s: float, client_errors: _ReaderErrors
-) -> Iterator[KafkaRecord]:
-    next_offset = rng.start  # every offset below this one has been handled
-    last_progress = time.monotonic()
-    while True:
-        messages = _next_messages(consumer, batch_size, min(1.0, timeout_s))
-        if not messages and time.monotonic() - last_progress > timeout_s:
-            why = _no_progress_reason(consumer, rng, timeout_s) + client_errors.explain(consumer)
-            raise _fail(rng, next_offset, why)
-        for msg in messages:
-            if msg.topic() is not None and (msg.topic(), msg.partition()) != (rng.topic, rng.partition):
-                continue  # fetched for an earlier range of the same consumer: not this one's
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    eof_offset = msg.offset()
-                    position = eof_offset if eof_offset is not None else next_offset
-                    if position >= rng.end:
-                        return
-                    raise _fail(rng, position, _eof_reason(consumer, rng, position))
-                if err.fatal() or not err.retriable():
-                    why = f"broker error {err.name()}: {err.str()}" + client_errors.explain(consumer)
-                    raise _oversized(rng, next_offset, client_errors) or _fail(rng, next_offset, why)
-                log.warning("retriable Kafka error topic=%s partition=%s: %s", rng.topic, rng.partition, err)
-                continue
-            last_progress = time.monotonic()
-            offset = msg.offset()
-            assert offset is not None
-            if offset >= rng.end:
-                return
-            if offset < next_offset:  # already handled (defensive: a refetch after an error)
-                continue
-            next_offset = offset + 1
-            yield _to_record(msg, rng, offset)
-            if next_offset >= rng.end:  # the range's last record: done, no wait for the end of the partition
-                return
-        oversized = _oversized(rng, next_offset, client_errors)
-        if oversized is not None:
-            raise oversized
-
-
-def _eof_reason(consumer: Consumer, rng: TaskRange, position: int) -> str:
-    """Why a read_committed fetch ended at ``position < end``: the last stable offset (an
-    undecided transaction) when the partition's high watermark lies beyond it, else missing data.
-
-    The high watermark is the one of the last fetch response (``cached=True``), which
-    librdkafka keeps apart from the last stable offset where read_committed stops.
-    """
-    _low, high = consumer.get_watermark_offsets(TopicPartition(rng.topic, rng.partition), cached=True)
-    if high is not None and high > position:
-        return (
-            f"partition EOF at offset {position}, the last stable offset: the records from offset "
-            f"{position} up to the high watermark {high} include a transaction that is neither committed "
-            "nor aborted yet; retry once the producer commits or aborts it (or its transaction times out)"
-        )
-    return f"partition EOF at offset {position}: records are missing"
-
-
-def _no_progress_reason(consumer: Consumer, rng: TaskRange, timeout_s: float) -> str:
-    """Why nothing arrived for ``timeout_s``: the topic or partition is gone (librdkafka
-    reports nothing for an assigned partition that does not exist), else the broker."""
-    waited = f"no progress for {timeout_s:g} s"
-    try:
-        topic = consumer.list_topics(rng.topic, timeout=timeout_s).topics.get(rng.topic)
-    except KafkaException:
-        topic = None
-    if topic is not None:
-        error = topic.error
-        if error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            return f"{waited}: topic {rng.topic!r} does not exist (deleted after the reservation?)"
-        if error is None and rng.partition not in topic.partitions:
-            count = len(topic.partitions)
-            return f"{waited}: topic {rng.topic!r} has no partition {rng.partition} ({count} partitions)"
-    return f"{waited} (broker unreachable?)"
 
 
 def _next_messages(consumer: Consumer, batch_size: int, wait_s: float) -> list[Message]:

@@ -2,14 +2,17 @@
 
 Contract of :func:`run_pack`:
 
-* the pack opens once what its ranges share: one Kafka consumer (``RangeConsumer``), the
+* the pack opens once what its ranges share: one Kafka consumer (``RangeConsumer``, told
+  the ranges' read spans in order, so it fetches a window of them at once), the
   schema cache, the mapper, the dead-letter sinks, the HBase writer with its Thrift
   connection and its writer thread (a range's last writes overlap the next range's read);
   everything that makes a range's writes and accounting its own is per range: its segment
   builder (versions derive from its own offsets, as in a task of its own), its dead-letter
   flush and its :class:`TaskMetrics`;
 * ranges run one after another in the pack's order, so memory is bounded in bytes as for
-  one range (the write task's bounds), never two ranges' buffers at once;
+  one range (the write task's bounds), never two ranges' segments at once; the reader's
+  window adds the records fetched for the next ranges, at most about its pre-fetch bound
+  again (``range_window.py``);
 * it returns one :class:`TaskMetrics` per range only once every range was read to its end
   and every segment of the pack written; the first range that raises ends the pack (the
   Spark task fails, nothing of the pack counts as written). An ``EoError`` leaves it as
@@ -31,11 +34,11 @@ from airflow_provider_eo.spark.task.range_reader import RangeConsumer
 from airflow_provider_eo.spark.task.task_errors import ExecutorTaskError, TaskErrorData
 from airflow_provider_eo.spark.task.worker_gc import task_gc
 from airflow_provider_eo.spark.task.write_task import (
-    READ_AHEAD_SEGMENTS,
     TaskMetrics,
     TaskSettings,
     close_task,
     open_task,
+    read_ahead_bytes,
     write_range,
 )
 
@@ -52,7 +55,8 @@ def run_pack(
     where = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id}"
     log.info("pack start %s task_index=%d ranges=%d", where, task_index, len(ranges))
     shared = open_task(settings, dead_letter_sink, task_index)
-    reader = RangeConsumer(settings.kafka_config, max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes))
+    spans = [span for span in (rng.read_span for rng in ranges) if span is not None]
+    reader = RangeConsumer(settings.kafka_config, read_ahead_bytes(settings), spans)
     results = []
     try:
         for rng in ranges:

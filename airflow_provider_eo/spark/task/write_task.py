@@ -50,6 +50,11 @@ log = logging.getLogger(__name__)
 READ_AHEAD_SEGMENTS = 2
 
 
+def read_ahead_bytes(settings: TaskSettings) -> int:
+    """The reader's pre-fetch bound: :data:`READ_AHEAD_SEGMENTS` segments, at least 1 MiB."""
+    return max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
+
+
 @dataclass(frozen=True)
 class TaskSettings:
     """What every task of one epoch needs. Holds secrets: ``repr`` hides them."""
@@ -193,7 +198,6 @@ def process_range(
         metrics.segments += 0 if segment.is_empty() else 1
         metrics.cells_written += segment.cell_count
 
-    read_ahead = max(1 << 20, READ_AHEAD_SEGMENTS * settings.batch_bytes)
     span = rng.read_span
     selected = None if rng.offsets is None else frozenset(rng.offsets)
     records: Iterable[KafkaRecord]
@@ -203,7 +207,11 @@ def process_range(
         records = reader.read(span, settings.batch_size, settings.read_timeout_s)
     else:
         records = read_range(
-            settings.kafka_config, span, settings.batch_size, settings.read_timeout_s, queue_bytes=read_ahead
+            settings.kafka_config,
+            span,
+            settings.batch_size,
+            settings.read_timeout_s,
+            queue_bytes=read_ahead_bytes(settings),
         )
     for record in records:
         if selected is not None and record.offset not in selected:
