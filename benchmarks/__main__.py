@@ -22,7 +22,7 @@ Sections (each a ratio or a figure measured against a baseline in this run):
   (``--quick``: 100/s for 1 minute), in submit then session mode, under a real Airflow, and
   Spark Structured Streaming (1 s trigger) on the same records: p50 and p99 from a record's
   produce timestamp to its epoch's (micro-batch's) commit (target, session mode: <= 5 s and
-  <= 10 s), the ratio;
+  <= 10 s), the ratios (``--freshness-window-s``: another measured length);
 * ``scaling``: the write step's records/s against Spark tasks per core (``local[1]`` to
   ``local[4]``, 1 or 2 tasks per partition), and the CPU per record of each component
   (Spark's JVM and Python, Kafka, HBase, Thrift, PostgreSQL);
