@@ -13,11 +13,11 @@ of their own (own names, consumer groups and ledger rows; one fresh HBase table 
 ``concurrency`` is the number of epochs in flight at once, the same in both modes: 4 on this
 machine's 2 cores, so one epoch's waits (Kafka, HBase, the ledger) overlap another's CPU; more
 only queue on the CPU (and in submit mode each adds a driver JVM of up to 1 GB: 24 GB of RAM
-is not the bound, the cores are). The Connect server is the stack's (``local[2]``, 1 GB driver:
-the size of one submit-mode driver), restarted before the session window (outside it:
-``server_restart_s``) so that it holds the fleet's sessions only: every session keeps a Python
-daemon of its own (about 45 MB each here) until the server's idle timeout, and the earlier
-sections' sessions would otherwise count in the fleet's memory.
+is not the bound, the cores are). The Connect server is the stack's (``local[2]``, a 512 MB
+heap with the serial collector: :mod:`eo_devtools.stack.spark_connect`), restarted before the
+session window (outside it: ``server_restart_s``) so that it holds the fleet's sessions only:
+every session keeps a Python daemon of its own (about 45 MB each here) until the server's idle
+timeout, and the earlier sections' sessions would otherwise count in the fleet's memory.
 
 Figures per mode: epochs per minute in the window, the peak summed RSS of all Spark processes
 (:class:`~benchmarks.spark_memory.SparkMemoryMeter`: submit mode's spark-submit JVMs and their
