@@ -22,7 +22,7 @@ Sections (each a ratio or a figure measured against a baseline in this run):
   (``--quick``: 100/s for 1 minute), in submit then session mode, under a real Airflow, and
   Spark Structured Streaming (1 s trigger) on the same records: p50 and p99 from a record's
   produce timestamp to its epoch's (micro-batch's) commit (target, session mode: <= 5 s and
-  <= 10 s), the ratio;
+  <= 10 s), the ratios (``--freshness-window-s``: another measured length);
 * ``scaling``: the write step's records/s against Spark tasks per core (``local[1]`` to
   ``local[4]``, 1 or 2 tasks per partition), and the CPU per record of each component
   (Spark's JVM and Python, Kafka, HBase, Thrift, PostgreSQL);
@@ -39,8 +39,8 @@ Sections (each a ratio or a figure measured against a baseline in this run):
   for a fixed window, through one Connect server vs each epoch through its own spark-submit:
   epochs per minute (target >= 3x) and the peak summed RSS of all Spark processes (<= 0.5x).
 
-The session sections start the stack's Spark Connect server (``local[2]``, 1 GB driver, as
-the write step's spark-submit) when it does not run, and stop it afterwards.
+The session sections start the stack's Spark Connect server (``local[2]`` as the write step's
+spark-submit, a 512 MB heap sized for many small jobs) when it does not run, and stop it afterwards.
 
 Uses the local stack in ``--state-dir`` (default ``$EO_STACK_STATE_DIR`` or
 ``.eo-state``), started for the run (``epoch_overhead`` starts an Airflow of its own on it) and

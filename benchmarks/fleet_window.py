@@ -66,7 +66,8 @@ class WindowFleet:
 class WindowResult:
     """Every epoch's sample, the window's start and end (``time.monotonic()``), the whole
     run's wall time, the rolled-back transactions retried (by SQLSTATE), the peak summed
-    RSS of the Spark processes and of the task processes, and the Spark processes' peak PSS."""
+    RSS of the Spark processes and of the task processes, the Spark processes' peak PSS, and
+    the peak RSS by kind of Spark process."""
 
     samples: list[EpochSample]
     window: tuple[float, float]
@@ -75,6 +76,7 @@ class WindowResult:
     peak_task_rss_bytes: int
     peak_spark_pss_bytes: int
     rollbacks: dict[str, int] = field(default_factory=dict)
+    peak_spark_rss_by_kind: dict[str, int] = field(default_factory=dict)
 
     @property
     def counted(self) -> list[EpochSample]:
@@ -144,6 +146,7 @@ def run_window(fleet: WindowFleet, spark_roots: Sequence[int] = (), timeout_s: f
         meter.task_peak_rss_bytes,
         meter.peak_pss_bytes,
         dict(rollbacks),
+        meter.peak_rss_by_kind,
     )
 
 

@@ -5,6 +5,7 @@ A :class:`ProducedRecord` is one record's partition, offset and produce time (it
 record timestamp); a :class:`Commit` is one epoch's or micro-batch's offset ranges and the
 time it committed. :func:`match_records` gives every record its commit and raises when a
 record has none or more than one, so a broken run cannot report a good figure.
+:func:`caught_up` says when a query's commits have stopped carrying a backlog.
 """
 
 from __future__ import annotations
@@ -105,3 +106,31 @@ def freshness_summary(matched: Sequence[tuple[ProducedRecord, Commit]]) -> dict[
         "commit_duration_max_s": round(max(durations), 3),
         "commit_interval_p50_s": round(percentile(gaps, 50), 3) if gaps else None,
     }
+
+
+def oldest_produced(commit: Commit, produced_at: Mapping[tuple[int, int], float]) -> float | None:
+    """The produce time of the oldest record ``commit`` holds (the first offset of each of its
+    non-empty ranges); None when it holds none or one of them is not in ``produced_at``."""
+    firsts = [produced_at.get((p, start)) for p, (start, end) in commit.ranges.items() if start < end]
+    if not firsts or any(first is None for first in firsts):
+        return None
+    return min(first for first in firsts if first is not None)
+
+
+def caught_up(
+    commits: Sequence[Commit], produced_at: Mapping[tuple[int, int], float], batches: int, slack_s: float
+) -> bool:
+    """Whether each of the last ``batches`` commits holding records (before the newest) read
+    every record produced up to ``slack_s`` before it started: the next such commit's oldest
+    record was produced at or after that start minus ``slack_s``. A query reading a backlog
+    (its lag more than the records one trigger brings) leaves older records to the next
+    commit; a caught-up one leaves only those produced while it ran. ``produced_at`` maps
+    ``(partition, offset)`` to the record's produce time."""
+    holding = [commit for commit in commits if commit.records]
+    if len(holding) < batches + 1:
+        return False
+    for before, after in itertools.pairwise(holding[-batches - 1 :]):
+        oldest = oldest_produced(after, produced_at)
+        if oldest is None or oldest < before.started_at - slack_s:
+            return False
+    return True

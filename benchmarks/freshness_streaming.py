@@ -3,12 +3,17 @@ trigger (:mod:`benchmarks.streaming_peer_app`) under the same load as the pipeli
 
 :func:`run` creates a fresh topic and table, starts the query with ``spark-submit``
 (``local[2]``, the UI off, Spark's Kafka connector as ``--jars``, like the ``spark_native``
-peers), waits for it to start (its checkpoint's ``metadata``), produces the warm-up (as the
-pipeline's: until :data:`benchmarks.freshness.WARM_COMMITS` micro-batches have committed)
-then the measured records, waits until the checkpoint's committed micro-batches hold every produced
-offset, stops the query through its stop file, and reports as every freshness run does
-(:func:`benchmarks.freshness_run.run_report`), the micro-batches from the checkpoint
-(:mod:`benchmarks.freshness_checkpoint`).
+peers; every micro-batch kept in the checkpoint: :data:`~benchmarks.freshness_checkpoint.KEEP_BATCHES`),
+waits for it to start (its checkpoint's ``metadata``), then produces the warm-up at the load's
+rate: at least ``warmup_s`` and until the query has caught up
+(:func:`benchmarks.freshness_figures.caught_up`: each of its last :data:`CAUGHT_UP_BATCHES`
+micro-batches read every record produced up to :data:`SLACK_S` before it was planned, so a
+batch holds what one trigger brings, not a backlog of the query's start). Only then the
+measured window: the records produced inside it are the figures. It waits until the
+checkpoint's committed micro-batches hold every produced offset, stops the query through its
+stop file, and reports as every freshness run does (:func:`benchmarks.freshness_run.run_report`),
+the micro-batches from the checkpoint (:mod:`benchmarks.freshness_checkpoint`), plus how long
+the warm-up took to catch up.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ import os
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks import streaming_peer_app
 from benchmarks.dataset import delete_topic
-from benchmarks.freshness_checkpoint import checkpoint_commits
+from benchmarks.freshness_checkpoint import KEEP_BATCHES, checkpoint_commits
+from benchmarks.freshness_figures import caught_up
 from benchmarks.freshness_run import create_table, run_report
 from benchmarks.spark_native_app import MARKER
 from benchmarks.spark_submit_run import spark_submit_path, submit_env
@@ -39,12 +46,30 @@ MASTER = "local[2]"
 TRIGGER_S = 1.0
 START_TIMEOUT_S = 300.0
 REPO = Path(__file__).resolve().parent.parent
+CAUGHT_UP_BATCHES = 3
+SLACK_S = 0.5
+"""A record reaches the broker within milliseconds of its timestamp (``linger.ms`` 5) and Spark
+reads the latest offsets just before it writes ``offsets/<id>``; half a second covers both."""
+
+
+def caught_up_check(checkpoint: Path, topic: str, producer: SteadyProducer) -> Callable[[], bool]:
+    """A check (asked about once a second while the warm-up runs) of whether the query on
+    ``topic`` has caught up with ``producer``'s records (module docstring)."""
+    produced_at: dict[tuple[int, int], float] = {}
+
+    def check() -> bool:
+        for record in producer.produced[len(produced_at) :]:  # (partition, offset) are unique
+            produced_at[(record.partition, record.offset)] = record.produced_at
+        return caught_up(checkpoint_commits(checkpoint, topic), produced_at, CAUGHT_UP_BATCHES, SLACK_S)
+
+    return check
 
 
 def run(stack: LocalStack, load: Load, *, trigger_s: float = TRIGGER_S) -> dict[str, Any]:
     """The peer's run under ``load`` (module docstring); its report plus ``trigger_s``,
-    ``master`` and ``records_written`` (the writers' count, which must be the records')."""
-    from benchmarks.freshness import DRAIN_TIMEOUT_S, WARM_COMMITS, create_topic, holds_all, wait_for
+    ``master``, ``records_written`` (the writers' count, which must be the records') and
+    ``warmup_s`` (how long the warm-up produced: until the query had caught up)."""
+    from benchmarks.freshness import DRAIN_TIMEOUT_S, create_topic, holds_all, wait_for
 
     name = f"eo_bench_fresh_streaming_{uuid.uuid4().hex[:8]}"
     create_topic(stack, name, load.partitions)
@@ -54,6 +79,7 @@ def run(stack: LocalStack, load: Load, *, trigger_s: float = TRIGGER_S) -> dict[
             checkpoint, stop = Path(scratch) / "checkpoint", Path(scratch) / "stop"
             argv = [
                 spark_submit_path(), "--master", MASTER, "--conf", "spark.ui.enabled=false",
+                "--conf", f"spark.sql.streaming.minBatchesToRetain={KEEP_BATCHES}",
                 "--jars", ",".join(str(jar) for jar in jar_list("spark-kafka")),
                 str(streaming_peer_app.__file__),
                 "--bootstrap", stack.kafka_bootstrap, "--topic", name,
@@ -74,9 +100,7 @@ def run(stack: LocalStack, load: Load, *, trigger_s: float = TRIGGER_S) -> dict[
                     )
                     producer = SteadyProducer(stack.kafka_bootstrap, name, load.partitions)
                     warmup = producer.run(
-                        load.records_per_s,
-                        load.warmup_s,
-                        until=lambda: len(checkpoint_commits(checkpoint, name)) >= WARM_COMMITS,
+                        load.records_per_s, load.warmup_s, until=caught_up_check(checkpoint, name, producer)
                     )
                     measured = producer.run(load.records_per_s, load.seconds)
                     wait_for(
@@ -106,4 +130,10 @@ def run(stack: LocalStack, load: Load, *, trigger_s: float = TRIGGER_S) -> dict[
     produced = report["checked"]["records"]
     if line["records"] != produced:
         raise RuntimeError(f"streaming peer wrote {line['records']} rows for {produced} records")
-    return {**report, "trigger_s": trigger_s, "master": MASTER, "records_written": line["records"]}
+    return {
+        **report,
+        "trigger_s": trigger_s,
+        "master": MASTER,
+        "records_written": line["records"],
+        "warmup_s": round(len(warmup) / load.records_per_s, 1),
+    }

@@ -203,11 +203,12 @@ def freshness_lines(fresh: Mapping[str, Any]) -> list[str]:
                 f"  {name:<21} {m['p50_s']:>7} {m['p99_s']:>7} {m['max_s']:>7} {m['commits']:>8}"
                 f" {m['commit_duration_p50_s']:>15} {w['p99_s']:>14}"
             )
-    if "ratio_p50_session_vs_streaming" in fresh:
-        lines.append(
-            f"  session vs structured streaming: p50 {fresh['ratio_p50_session_vs_streaming']}x,"
-            f" p99 {fresh['ratio_p99_session_vs_streaming']}x"
-        )
+    for mode in ("session", "submit"):
+        if f"ratio_p50_{mode}_vs_streaming" in fresh:
+            lines.append(
+                f"  {mode} vs structured streaming: p50 {fresh[f'ratio_p50_{mode}_vs_streaming']}x,"
+                f" p99 {fresh[f'ratio_p99_{mode}_vs_streaming']}x"
+            )
     return lines
 
 

@@ -13,11 +13,11 @@ of their own (own names, consumer groups and ledger rows; one fresh HBase table 
 ``concurrency`` is the number of epochs in flight at once, the same in both modes: 4 on this
 machine's 2 cores, so one epoch's waits (Kafka, HBase, the ledger) overlap another's CPU; more
 only queue on the CPU (and in submit mode each adds a driver JVM of up to 1 GB: 24 GB of RAM
-is not the bound, the cores are). The Connect server is the stack's (``local[2]``, 1 GB driver:
-the size of one submit-mode driver), restarted before the session window (outside it:
-``server_restart_s``) so that it holds the fleet's sessions only: every session keeps a Python
-daemon of its own (about 45 MB each here) until the server's idle timeout, and the earlier
-sections' sessions would otherwise count in the fleet's memory.
+is not the bound, the cores are). The Connect server is the stack's (``local[2]``, a 512 MB
+heap with the serial collector: :mod:`eo_devtools.stack.spark_connect`), restarted before the
+session window (outside it: ``server_restart_s``) so that it holds the fleet's sessions only:
+every session keeps a Python daemon of its own (about 45 MB each here) until the server's idle
+timeout, and the earlier sections' sessions would otherwise count in the fleet's memory.
 
 Figures per mode: epochs per minute in the window, the peak summed RSS of all Spark processes
 (:class:`~benchmarks.spark_memory.SparkMemoryMeter`: submit mode's spark-submit JVMs and their
@@ -34,7 +34,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,9 @@ def mode_figures(result: WindowResult, window_s: float) -> dict[str, Any]:
         "peak_spark_rss_mb": round(result.peak_spark_rss_bytes / 2**20),
         "peak_task_rss_mb": round(result.peak_task_rss_bytes / 2**20),
         "peak_spark_pss_mb": round(result.peak_spark_pss_bytes / 2**20),
+        "peak_spark_rss_by_kind_mb": {
+            kind: round(size / 2**20) for kind, size in sorted(result.peak_spark_rss_by_kind.items())
+        },
         "write_ms": {"p50": round(percentile(writes, 0.5)), "p99": round(percentile(writes, 0.99))},
         "reserve_ms_p50": round(statistics.median([s.reserve_ms for s in counted]), 1) if counted else None,
         "commit_ms_p50": round(statistics.median([s.commit_ms for s in counted]), 1) if counted else None,
@@ -139,9 +142,14 @@ def summarize(modes: dict[str, dict[str, Any]], size: FleetSize) -> dict[str, An
     return report
 
 
-def run(stack: LocalStack, *, quick: bool = False, size: FleetSize | None = None) -> dict[str, Any]:
-    """Both modes' windows over the same topics; the stack's Connect server must run."""
+def run(
+    stack: LocalStack, *, quick: bool = False, size: FleetSize | None = None, window_s: float | None = None
+) -> dict[str, Any]:
+    """Both modes' windows over the same topics; the stack's Connect server must run.
+    ``window_s`` replaces the size's counted seconds (``--session-fleet-window-s``)."""
     size = size or (QUICK if quick else FULL)
+    if window_s is not None:
+        size = replace(size, window_s=window_s)
     connect_server_pid(stack)  # the suite started it: fail before making topics when it does not run
     restarts: list[float] = []
     modes: dict[str, dict[str, Any]] = {}

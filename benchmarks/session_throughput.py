@@ -7,8 +7,8 @@ of each mode, the order alternating from round to round, and the median run of e
 counts (every round's rate is in ``rounds``). ``ratio`` is session records/s over submit
 records/s (target >= 0.95). The submit mode counts its whole ``spark-submit`` (JVM start
 included) from ``local[2]`` with the default 1 GB driver; the session mode counts opening the
-session to closing it, on the stack's Connect server, sized the same (``local[2]``, 1 GB
-driver: :mod:`eo_devtools.stack.spark_connect`); the server's one-time start is reported
+session to closing it, on the stack's Connect server (``local[2]`` too; its heap sized for
+many small jobs: :mod:`eo_devtools.stack.spark_connect`); the server's one-time start is reported
 beside (``server``), outside the rates.
 """
 

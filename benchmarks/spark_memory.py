@@ -12,11 +12,14 @@ Connect clients) are not Spark processes: their RSS is summed apart (``task_peak
 Summed RSS counts a page shared by several processes once per process: Python workers forked
 from one daemon share most of their pages with it. ``peak_pss_bytes`` is the same peak in
 proportional set size (each shared page divided among its sharers), the memory the processes
-really hold together.
+really hold together. ``peak_rss_by_kind`` splits the peak sample's RSS by
+:func:`~benchmarks.cpu_components.spark_process_kind` (the Connect server's ``spark_jvm``
+against its ``python_workers``: which one to size).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 import psutil
@@ -58,11 +61,13 @@ class SparkMemoryMeter(PeriodicSampler):
         self.peak_rss_bytes = 0
         self.task_peak_rss_bytes = 0
         self.peak_pss_bytes = 0
+        self.peak_rss_by_kind: dict[str, int] = {}
         self.samples = 0
 
     def _sample(self) -> None:
         seen: list[tuple[bool, int]] = []
         proportional: list[tuple[bool, int]] = []
+        by_kind: Counter[str] = Counter()
         for pid in self.roots():
             try:
                 root = psutil.Process(pid)
@@ -72,14 +77,18 @@ class SparkMemoryMeter(PeriodicSampler):
             for process, is_root in tree:
                 try:
                     with process.oneshot():
-                        spark_process = is_spark_process(process.cmdline(), root=is_root)
+                        cmdline = process.cmdline()
+                        spark_process = is_spark_process(cmdline, root=is_root)
                         memory = process.memory_full_info()  # rss and pss (/proc/<pid>/smaps_rollup)
                     seen.append((spark_process, memory.rss))
+                    if spark_process:
+                        by_kind[spark_process_kind(cmdline) or "unknown"] += memory.rss
                     proportional.append((spark_process, getattr(memory, "pss", memory.rss)))
                 except psutil.Error:
                     continue
         spark, task = summed_rss(seen)
         self.samples += 1
-        self.peak_rss_bytes = max(self.peak_rss_bytes, spark)
+        if spark > self.peak_rss_bytes:
+            self.peak_rss_bytes, self.peak_rss_by_kind = spark, dict(by_kind)
         self.task_peak_rss_bytes = max(self.task_peak_rss_bytes, task)
         self.peak_pss_bytes = max(self.peak_pss_bytes, summed_rss(proportional)[0])

@@ -51,6 +51,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument(
+        "--freshness-window-s",
+        type=float,
+        default=None,
+        help="freshness: measured seconds per run (default 300, quick 60)",
+    )
+    parser.add_argument(
+        "--session-fleet-window-s",
+        type=float,
+        default=None,
+        help="session_fleet: counted seconds per mode (default 300, quick 60)",
+    )
+    parser.add_argument(
         "--state-dir", type=Path, default=Path(os.environ.get("EO_STACK_STATE_DIR", ".eo-state"))
     )
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
@@ -145,7 +157,9 @@ def run_sections(
     if "session_fleet" in args.sections:
         from benchmarks import session_fleet
 
-        report["session_fleet"] = session_fleet.run(stack, quick=args.quick)
+        report["session_fleet"] = session_fleet.run(
+            stack, quick=args.quick, window_s=args.session_fleet_window_s
+        )
     if "epoch_overhead" in args.sections:
         from benchmarks import epoch_overhead
 
@@ -153,7 +167,7 @@ def run_sections(
     if "freshness" in args.sections:
         from benchmarks import freshness
 
-        report.update(freshness.run(stack, quick=args.quick))
+        report.update(freshness.run(stack, quick=args.quick, window_s=args.freshness_window_s))
     if "demo" in args.sections:
         from benchmarks import demo_run
 

@@ -1,6 +1,7 @@
 """The freshness benchmark's pure parts: records matched to the one epoch or micro-batch
 holding them (none, or two, is an error), nearest-rank percentiles, the summary's figures,
-a Structured Streaming checkpoint's batches as ranges, and the targets read from a report."""
+a Structured Streaming checkpoint's batches as ranges (a purged checkpoint refused), when a
+query has caught up, and the targets and ratios read from a report."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from benchmarks.freshness_checkpoint import batch_ends, batches_as_commits
+from benchmarks.freshness_checkpoint import PurgedCheckpointError, batch_ends, batches_as_commits
 from benchmarks.freshness_figures import (
     Commit,
     MatchError,
     ProducedRecord,
+    caught_up,
     freshness_summary,
     match_records,
+    oldest_produced,
     percentile,
 )
 from benchmarks.report import freshness_lines
@@ -116,6 +119,51 @@ def test_checkpoint_offsets_give_each_batch_its_ranges() -> None:
         match_records([ProducedRecord(0, 3, 9.0)], commits)
 
 
+def test_a_purged_checkpoint_is_refused() -> None:
+    """Spark deleted batches 0 and 1: batch 2 would seem to hold every offset from 0."""
+    ends = {2: {0: 5}, 3: {0: 7}}
+    with pytest.raises(PurgedCheckpointError, match="2 batches from 2 to 3: batches were purged"):
+        batches_as_commits(ends, {2: (1.0, 2.0), 3: (2.0, 3.0)})
+    with pytest.raises(PurgedCheckpointError, match="from 0 to 2"):
+        batches_as_commits({0: {0: 1}, 2: {0: 3}}, {})
+    assert batches_as_commits({}, {}) == []
+
+
+def steady_batches(starts: list[float], per_batch: int) -> list[Commit]:
+    """One partition; batch ``i`` planned at ``starts[i]`` holds ``per_batch`` offsets."""
+    return [
+        Commit(i, start, start + 0.4, {0: (i * per_batch, (i + 1) * per_batch)})
+        for i, start in enumerate(starts)
+    ]
+
+
+def test_caught_up_when_each_batch_read_what_was_there_at_its_start() -> None:
+    # offset o produced at 100 + o / 10; batch i planned at 101 + i reads up to 10 more
+    produced_at = {(0, o): 100 + o / 10 for o in range(100)}
+    batches = steady_batches([101.0, 102.0, 103.0, 104.0], 10)
+    assert oldest_produced(batches[1], produced_at) == 101.0
+    assert caught_up(batches, produced_at, batches=3, slack_s=0.5)
+    assert not caught_up(batches[:3], produced_at, batches=3, slack_s=0.5)  # too few batches yet
+    assert not caught_up(batches, {}, batches=3, slack_s=0.5)  # produce times not known yet
+
+
+def test_a_query_reading_a_backlog_is_not_caught_up() -> None:
+    # planned every second but each batch reads 5 records of the 10 produced a second
+    produced_at = {(0, o): 100 + o / 10 for o in range(100)}
+    lagging = steady_batches([101.0, 102.0, 103.0, 104.0], 5)
+    assert not caught_up(lagging, produced_at, batches=3, slack_s=0.5)
+    # one catch-up batch, then trigger-sized ones: caught up from the catch-up batch on
+    drained = [
+        Commit(0, 50.0, 50.1, {0: (0, 0)}),
+        Commit(1, 106.0, 108.0, {0: (0, 60)}),
+        Commit(2, 108.0, 108.4, {0: (60, 80)}),
+        Commit(3, 109.0, 109.4, {0: (80, 90)}),
+        Commit(4, 110.0, 110.4, {0: (90, 100)}),
+    ]
+    assert caught_up(drained, produced_at, batches=3, slack_s=0.5)
+    assert not caught_up(drained[:4], produced_at, batches=3, slack_s=0.5)
+
+
 def run_figures(p50: float, p99: float) -> dict[str, Any]:
     summary = {"p50_s": p50, "p99_s": p99, "max_s": p99, "commits": 3, "commit_duration_p50_s": 1.0}
     return {"measured": summary, "warmup": {**summary, "p99_s": 20.0}}
@@ -129,6 +177,8 @@ def test_targets_and_table_read_the_session_run() -> None:
         "structured_streaming": run_figures(1.0, 2.0),
         "ratio_p50_session_vs_streaming": 4.0,
         "ratio_p99_session_vs_streaming": 5.5,
+        "ratio_p50_submit_vs_streaming": 9.0,
+        "ratio_p99_submit_vs_streaming": 7.0,
     }
     checks = {c["key"]: c for c in check_targets({"freshness": fresh})}
     assert checks["freshness.session.measured.p50_s"]["met"] is True
@@ -136,5 +186,8 @@ def test_targets_and_table_read_the_session_run() -> None:
     assert checks["freshness.session.measured.p99_s"]["profile"] == {"freshness.session": fresh["session"]}
     lines = freshness_lines(fresh)
     assert [line.split()[0] for line in lines[2:5]] == ["submit", "session", "structured_streaming"]
-    assert lines[-1] == "  session vs structured streaming: p50 4.0x, p99 5.5x"
+    assert lines[-2:] == [
+        "  session vs structured streaming: p50 4.0x, p99 5.5x",
+        "  submit vs structured streaming: p50 9.0x, p99 7.0x",
+    ]
     assert check_targets({})[0]["met"] is None

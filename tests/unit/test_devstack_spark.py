@@ -1,6 +1,6 @@
-"""The local stack's Spark cluster pieces that need no running JVM: command lines, ports,
-the ``spark_standalone`` connection and the CLI's hint. The cluster itself runs in
-tests/integration/test_spark_standalone.py."""
+"""The local stack's Spark cluster pieces that need no running JVM: command lines (the
+Spark Connect server's too), ports, the ``spark_standalone`` connection and the CLI's hint.
+The cluster itself runs in tests/integration/test_spark_standalone.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from eo_devtools.stack.cli import spark_hint
 from eo_devtools.stack.connections import stack_conn_env
+from eo_devtools.stack.spark_connect import SERVER_CLASS, SparkConnectService
 from eo_devtools.stack.spark_services import (
     SparkMasterService,
     SparkWorkerService,
@@ -55,6 +56,24 @@ def test_master_and_worker_command_lines(tmp_path: Path) -> None:
         "1",
         str(tmp_path / "logs"),
     )
+
+
+def test_connect_server_command_line(tmp_path: Path) -> None:
+    """A 512 MB heap with the serial collector and a fixed young generation (docs/spark.md,
+    "Production shape"), plan logging at WARN, loopback only, no UI."""
+    server = SparkConnectService(tmp_path, {"connect-server": 15002})
+    assert server.argv() == [
+        str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", "local[2]",
+        "--name", "eo-spark-connect", "--driver-memory", "512m",
+        "--driver-java-options",
+        f"-Dlog4j2.configurationFile=file:{tmp_path / 'spark-connect' / 'log4j2.properties'}"
+        " -XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
+        "--conf", "spark.connect.grpc.binding.port=15002",
+        "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf", f"spark.local.dir={tmp_path / 'spark-connect'}",
+        "--conf", "spark.ui.enabled=false",
+        "spark-internal",
+    ]  # fmt: skip
 
 
 def test_executor_python_hides_editable_installs(tmp_path: Path) -> None:

@@ -28,7 +28,22 @@ PORT_KEY = "connect-server"
 """Not ``spark-...``: those keys belong to the standalone cluster (:func:`.spark_cluster.is_spark_key`)."""
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 LOCAL_MASTER = "local[2]"
-DRIVER_MEMORY = "1g"
+DRIVER_MEMORY = "512m"
+"""The server's heap bound. Its jobs' tasks run in Python workers (session mode's
+``mapInArrow``) and the JVM only plans them and moves short Arrow batches of metrics, so it needs
+little heap; Spark refuses a driver heap under 450 MB (its reserved memory x 1.5)."""
+JVM_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "-Xms128m",
+    "-Xmn48m",
+    "-XX:MinHeapFreeRatio=10",
+    "-XX:MaxHeapFreeRatio=30",
+)
+"""The server's collector, sized for many small jobs (docs/spark.md "Production shape"): the
+serial collector with a fixed 48 MB young generation, so the heap it touches is that plus
+what survives (G1 with a 1 GB heap grew its young generation, and so the resident heap,
+towards the whole heap under a fleet's 200 jobs a minute and kept it); the old generation
+starts at 80 MB and returns free space past 30% at a full collection."""
 PROBE = (
     "import sys\n"
     "from pyspark.sql.connect.session import SparkSession\n"
@@ -95,7 +110,8 @@ class SparkConnectService(Service):
         return [
             str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", LOCAL_MASTER,
             "--name", "eo-spark-connect", "--driver-memory", DRIVER_MEMORY,
-            "--driver-java-options", f"-Dlog4j2.configurationFile=file:{self.log4j2_file}",
+            "--driver-java-options", " ".join([f"-Dlog4j2.configurationFile=file:{self.log4j2_file}",
+                                               *JVM_OPTIONS]),
             "--conf", f"spark.connect.grpc.binding.port={self.port}",
             "--conf", f"spark.connect.grpc.binding.address={LOOPBACK}",
             "--conf", f"spark.local.dir={self.state_dir / 'spark-connect'}",
