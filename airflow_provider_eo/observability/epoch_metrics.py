@@ -79,7 +79,7 @@ def emit_epoch_metrics(epoch: Epoch, lag: Mapping[TopicPartition, int]) -> None:
             stats.gauge(f"{LAG}.{pipeline}.{legacy_name_part(topic)}.{partition}", value)
     log.info(
         "metrics sent pipeline=%s epoch_id=%s ranges=%s records=%s lag=%s",
-        epoch.pipeline, epoch.epoch_id, epoch.ranges_text, metrics.get("records"),
+        epoch.pipeline, epoch.epoch_id, epoch.ranges_brief, metrics.get("records"),
         ",".join(f"{t}[{p}]={v}" for (t, p), v in sorted(lag.items())),
     )  # fmt: skip
 

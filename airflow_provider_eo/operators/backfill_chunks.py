@@ -104,7 +104,7 @@ class WriteBackfillChunkOperator(WriteEpochOperator):
         else:
             self.log.info(
                 "Chunk already %s by this run, not written again: pipeline=%s epoch_id=%s ranges=%s",
-                epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_text,
+                epoch.state.value, spec.name, epoch.epoch_id, epoch.ranges_brief,
             )  # fmt: skip
         if self.lineage_epoch is None:  # the write read it already where OpenLineage is on
             with open_protocol(self.ledger_conn_id, self.kafka_conn_id, task_actor(context)) as protocol:

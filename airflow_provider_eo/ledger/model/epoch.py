@@ -95,13 +95,9 @@ class Epoch:
         return sum(r.record_count for r in self.ranges)
 
     @property
-    def ranges_text(self) -> str:
-        """Compact ``topic[p]=[start,end)`` list, for log lines."""
-        return ranges_text(self.ranges)
-
-    @property
     def ranges_brief(self) -> str:
-        """:attr:`ranges_text` of the first :data:`LOGGED_RANGES` ranges, then their count."""
+        """:func:`ranges_text` of the first :data:`LOGGED_RANGES` ranges, then their count (for
+        log lines: an epoch of 10,000 partitions logs 20 of them)."""
         return ranges_text(self.ranges, LOGGED_RANGES)
 
     @property

@@ -114,7 +114,7 @@ def write_epoch(
     replayed = "all" if selection is None else str(sum(len(o) for o in selection.values()))
     log.info(
         "%s: writing ranges=%s offsets=%s tasks=%d split_size=%d",
-        where, epoch.ranges_text, replayed, len(tasks), split_size,
+        where, epoch.ranges_brief, replayed, len(tasks), split_size,
     )  # fmt: skip
     started = time.monotonic()
     try:
