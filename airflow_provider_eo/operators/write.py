@@ -37,10 +37,6 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_eo.clients.connections import (
-    DEFAULT_HBASE_CONN_ID,
-    DEFAULT_KAFKA_CONN_ID,
-    DEFAULT_LEDGER_CONN_ID,
-    DEFAULT_SCHEMA_REGISTRY_CONN_ID,
     DEFAULT_SPARK_CONN_ID,
 )
 from airflow_provider_eo.config.specs import PipelineSpec
@@ -131,13 +127,7 @@ class WriteEpochOperator(EpochWriteOperator, SparkSubmitOperator):
         *,
         pipeline: str,
         epoch_id: str | int | None = None,
-        fencing_token: str | None = None,
         spec: PipelineSpec,
-        pipelines_file: str | None = None,
-        ledger_conn_id: str = DEFAULT_LEDGER_CONN_ID,
-        kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
-        hbase_conn_id: str = DEFAULT_HBASE_CONN_ID,
-        schema_registry_conn_id: str = DEFAULT_SCHEMA_REGISTRY_CONN_ID,
         spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
         **kwargs: Any,
     ) -> None:
@@ -154,13 +144,7 @@ class WriteEpochOperator(EpochWriteOperator, SparkSubmitOperator):
         super().__init__(
             pipeline=pipeline,
             epoch_id=epoch_id,
-            fencing_token=fencing_token,
-            spec=spec,
-            pipelines_file=pipelines_file,
-            ledger_conn_id=ledger_conn_id,
-            kafka_conn_id=kafka_conn_id,
-            hbase_conn_id=hbase_conn_id,
-            schema_registry_conn_id=schema_registry_conn_id,
+            spec=spec,  # fencing_token, pipelines_file and the connection ids: EpochWriteOperator's
             application=spark_application_path(),  # the rest is SparkSubmitOperator's
             application_args=["--pipeline", pipeline, "--epoch-id", str(epoch_id)],
             **settings,
