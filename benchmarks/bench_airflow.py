@@ -19,10 +19,19 @@ import yaml
 
 from eo_devtools.stack.airflow import LocalAirflow
 from eo_devtools.stack.airflow_api import AirflowClient
-from eo_devtools.stack.airflow_config import ADMIN_USER, AirflowConfig
+from eo_devtools.stack.airflow_config import (
+    ADMIN_USER,
+    LOW_LATENCY_SETTINGS,
+    TASK_PRELOAD_SETTINGS,
+    AirflowConfig,
+)
 from eo_devtools.stack.airflow_metadata import drop_database
 from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.stack import REPO_DAGS_DIR, LocalStack
+
+EPOCH_SETTINGS: Mapping[str, str] = {**LOW_LATENCY_SETTINGS, **TASK_PRELOAD_SETTINGS}
+"""The Airflow settings the epoch benchmarks run under, as docs/performance.md recommends for
+low-latency pipelines: the scheduler's short idle sleep and the provider's task preload."""
 
 
 @contextlib.contextmanager

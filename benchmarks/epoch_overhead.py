@@ -3,7 +3,7 @@
 ``run(stack, quick=...)`` starts an Airflow of its own on the local stack's PostgreSQL
 (api-server, scheduler with LocalExecutor, dag-processor, triggerer; its own metadata
 database and DAG folder, so a developer's stack Airflow is never touched), with
-:data:`LOW_LATENCY_SETTINGS` unless ``settings`` are given. Its DAG folder holds the
+:data:`EPOCH_SETTINGS` unless ``settings`` are given. Its DAG folder holds the
 repository's DAG template, four pipelines over fresh 1-partition topics that differ only in
 their ``spark`` section (:func:`spark_section`: ``session`` writes through Spark Connect,
 ``default`` sets nothing, what a pipeline gets
@@ -53,10 +53,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.dags.factory import stream_dag_id
-from benchmarks.bench_airflow import admin_client, bench_airflow
+from benchmarks.bench_airflow import EPOCH_SETTINGS, admin_client, bench_airflow
 from benchmarks.epoch_overhead_parts import idle_cpu_share, run_parts, spark_submit_floor
 from eo_devtools.stack.airflow_api import AirflowClient
-from eo_devtools.stack.airflow_config import LOW_LATENCY_SETTINGS
 from eo_devtools.stack.process import read_pid
 from eo_devtools.stack.stack import LocalStack
 
@@ -164,12 +163,12 @@ def submit_levers(archive: Path) -> dict[str, tuple[list[str], dict[str, str], b
 
 
 def run(stack: LocalStack, *, quick: bool, settings: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Measure (see the module doc); ``settings``: Airflow settings (default :data:`LOW_LATENCY_SETTINGS`).
+    """Measure (see the module doc); ``settings``: Airflow settings (default :data:`EPOCH_SETTINGS`).
 
     ``quick``: one measured epoch per variant instead of three."""
     tag = uuid.uuid4().hex[:8]
     names = {variant: f"eo_bench_overhead_{variant}_{tag}" for variant in VARIANTS}
-    chosen = LOW_LATENCY_SETTINGS if settings is None else settings
+    chosen = EPOCH_SETTINGS if settings is None else settings
     reps = 1 if quick else 3
     epochs: dict[str, list[dict[str, Any]]] = {variant: [] for variant in VARIANTS}
     submits: dict[str, list[dict[str, float]]] = {}
@@ -254,7 +253,7 @@ def main() -> int:
     stack = LocalStack(args.state_dir)
     if not stack.is_up():
         stack.up()
-    settings = LOW_LATENCY_SETTINGS if args.settings == "low-latency" else {}
+    settings = EPOCH_SETTINGS if args.settings == "low-latency" else {}
     print(json.dumps(run(stack, quick=args.quick, settings=settings), indent=2))
     return 0
 

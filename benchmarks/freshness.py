@@ -5,7 +5,7 @@ For each mode of :data:`MODES` in turn (``submit``, the default, first; then ``s
 stack's Spark Connect server, which the suite starts before the section: its connection must be
 in Airflow's environment when Airflow starts), a pipeline scheduled ``@continuous`` runs under
 an Airflow of the benchmark's own (:func:`benchmarks.bench_airflow.bench_airflow`, the
-repository's DAG template, :data:`LOW_LATENCY_SETTINGS`) over a fresh topic of ``partitions``
+repository's DAG template, :data:`EPOCH_SETTINGS`) over a fresh topic of ``partitions``
 partitions. Its DAG is unpaused, then :class:`SteadyProducer` sends records at
 ``records_per_s``: the warm-up, at least ``warmup_s`` and until :data:`WARM_COMMITS` epochs
 have committed, then ``seconds`` measured. When the ledger's committed epochs hold every
@@ -47,14 +47,13 @@ import psycopg2
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eo.dags.factory import stream_dag_id
-from benchmarks.bench_airflow import admin_client, bench_airflow
+from benchmarks.bench_airflow import EPOCH_SETTINGS, admin_client, bench_airflow
 from benchmarks.dataset import delete_topic
 from benchmarks.freshness_figures import Commit, ProducedRecord
 from benchmarks.freshness_run import create_table, run_report
 from benchmarks.steady_producer import SteadyProducer
 from benchmarks.write_step import drop_table
 from eo_devtools.stack.airflow_api import AirflowClient
-from eo_devtools.stack.airflow_config import LOW_LATENCY_SETTINGS
 from eo_devtools.stack.stack import LocalStack
 
 MODES = ("submit", "session")
@@ -203,7 +202,7 @@ def run(
         load = replace(load, seconds=window_s)
     tag = uuid.uuid4().hex[:8]
     names = {mode: f"eo_bench_fresh_{mode}_{tag}" for mode in modes}
-    report: dict[str, Any] = {"load": asdict(load), "airflow_settings": dict(LOW_LATENCY_SETTINGS)}
+    report: dict[str, Any] = {"load": asdict(load), "airflow_settings": dict(EPOCH_SETTINGS)}
     with contextlib.ExitStack() as cleanup:
         for name in names.values():
             create_topic(stack, name, load.partitions)
@@ -213,7 +212,7 @@ def run(
         base = Path(tempfile.mkdtemp(prefix="eo-bench-freshness-", dir="/tmp"))
         cleanup.callback(shutil.rmtree, base, True)
         with bench_airflow(
-            stack, LOW_LATENCY_SETTINGS, base, [pipeline_entry(n, m) for m, n in names.items()]
+            stack, EPOCH_SETTINGS, base, [pipeline_entry(n, m) for m, n in names.items()]
         ) as airflow:
             client = admin_client(airflow)
             for name in names.values():

@@ -12,7 +12,10 @@ with LocalExecutor, dag-processor, triggerer), with
 * short intervals (:data:`FAST_SETTINGS`): a new pipeline's DAGs are parsed within seconds,
   and are unpaused from the start (a triggered run starts at once); and the scheduler's
   short idle sleep (:data:`LOW_LATENCY_SETTINGS`): a task is queued within 0.1 s of its
-  upstream's success instead of up to 1 s later (docs/performance.md measures both);
+  upstream's success instead of up to 1 s later (docs/performance.md measures both); and the
+  provider's task code preloaded in the LocalExecutor's workers (:data:`TASK_PRELOAD_SETTINGS`:
+  a ``forkserver`` importing :mod:`airflow_provider_eo.dags.worker_preload`), as
+  docs/performance.md recommends, so every test of a task under the scheduler runs that way;
 * OpenLineage on, with the file transport (tests/openlineage_events.py): the write and
   commit tasks' events are appended to :attr:`AirflowServer.lineage_file`
   (:meth:`AirflowServer.lineage_events` reads them back).
@@ -38,7 +41,13 @@ import yaml
 
 from eo_devtools.stack.airflow import LocalAirflow
 from eo_devtools.stack.airflow_api import AirflowClient
-from eo_devtools.stack.airflow_config import ADMIN_USER, FAST_SETTINGS, LOW_LATENCY_SETTINGS, AirflowConfig
+from eo_devtools.stack.airflow_config import (
+    ADMIN_USER,
+    FAST_SETTINGS,
+    LOW_LATENCY_SETTINGS,
+    TASK_PRELOAD_SETTINGS,
+    AirflowConfig,
+)
 from eo_devtools.stack.airflow_metadata import drop_database
 from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.stack import REPO_DAGS_DIR
@@ -128,7 +137,12 @@ def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
         postgres_dsn=stack.ledger_dsn,
         conn_env=stack.conn_env,
         dags_folder=dags_folder,
-        settings={**FAST_SETTINGS, **LOW_LATENCY_SETTINGS, **openlineage_settings(base / LINEAGE_FILE)},
+        settings={
+            **FAST_SETTINGS,
+            **LOW_LATENCY_SETTINGS,
+            **TASK_PRELOAD_SETTINGS,
+            **openlineage_settings(base / LINEAGE_FILE),
+        },
     )
     airflow = LocalAirflow(config)
     try:

@@ -4,9 +4,14 @@ the provider zip a session ships (pure: no Spark, no services)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
+import tempfile
 import uuid
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +22,10 @@ from airflow_provider_eo.config.spec_digest import spec_digest
 from airflow_provider_eo.spark.session.connect_tasks import job_tag
 from airflow_provider_eo.spark.session.executor_package import (
     INSTALLED,
+    PackageCacheUnsafe,
     client_identity,
     executor_identity,
+    package_cache_dir,
     session_package,
 )
 from airflow_provider_eo.spark.session.session_write import (
@@ -76,6 +83,43 @@ def test_the_session_zip_carries_the_package_and_its_identity() -> None:
     assert stored == {"version": airflow_provider_eo.__version__, "digest": identity.digest}
     # this process imported the source tree, not a zip: an installed copy, checked by version only
     assert executor_identity().digest == INSTALLED
+
+
+PACKAGE_OF_A_NEW_PROCESS = (
+    "from airflow_provider_eo.spark.session.executor_package import session_package; print(session_package())"
+)
+
+
+def test_every_write_process_reuses_one_built_zip_per_provider_copy(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    paths = [
+        subprocess.run(
+            [sys.executable, "-c", PACKAGE_OF_A_NEW_PROCESS],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    cache = tmp_path / f"eo-session-package-{os.getuid()}"
+    identity = client_identity()
+    name = f"airflow_provider_eo-{identity.version}-{identity.digest[:12]}.zip"
+    assert paths == [str(cache / name)] * 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache.name]  # no directory per process
+    assert [p.name for p in cache.iterdir()] == [name]  # no partial file left
+    assert cache.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_package_cache_others_can_write_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    shared = tmp_path / f"eo-session-package-{os.getuid()}"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(PackageCacheUnsafe) as refused:
+        package_cache_dir()
+    assert str(refused.value).startswith(f"{shared}: the session package cache must be a directory owned by")
+    assert "mode drwxrwxrwx" in str(refused.value)
 
 
 def test_the_session_id_follows_the_credentials_not_the_pipeline() -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pkgutil
+import stat
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -31,6 +33,10 @@ INSTALLED = "installed"
 
 class ExecutorPackageMismatch(EoError):
     """The executor runs another copy of the provider than the Airflow task that sent the job."""
+
+
+class PackageCacheUnsafe(EoError):
+    """The directory the session's zip is cached in is not private to this user."""
 
 
 @dataclass(frozen=True)
@@ -59,18 +65,40 @@ def client_identity() -> PackageIdentity:
     return PackageIdentity(airflow_provider_eo.__version__, sources_digest())
 
 
+def package_cache_dir() -> Path:
+    """This user's directory of built zips under the system's temporary directory
+    (``eo-session-package-<uid>``, mode 700), created when missing. Raises
+    :class:`PackageCacheUnsafe` when it exists but another user owns it or others can write it
+    (a zip planted there would run on the session's executors)."""
+    uid = os.getuid()
+    path = Path(tempfile.gettempdir()) / f"eo-session-package-{uid}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
+        raise PackageCacheUnsafe(
+            f"{path}: the session package cache must be a directory owned by uid {uid} with mode 700 "
+            f"(found uid {info.st_uid}, mode {stat.filemode(info.st_mode)}); remove it and run again"
+        )
+    return path
+
+
 @lru_cache(maxsize=1)
 def session_package() -> Path:
-    """The zip to ship, built once per process in a private temporary directory:
-    ``airflow_provider_eo-<version>-<digest12>.zip`` holding the package and its identity."""
+    """The zip to ship: ``airflow_provider_eo-<version>-<digest12>.zip`` holding the package
+    and its identity, in :func:`package_cache_dir`. Built once per provider copy, not per
+    process: every later write reuses the file (written to a temporary name and renamed, so
+    a reader never sees a partial zip). One file per copy ever run stays, about 0.5 MB each."""
     identity = client_identity()
-    out = Path(tempfile.mkdtemp(prefix="eo-session-package-"))
-    target = out / f"airflow_provider_eo-{identity.version}-{identity.digest[:12]}.zip"
-    build_zip(target)
-    with zipfile.ZipFile(target, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+    target = package_cache_dir() / f"airflow_provider_eo-{identity.version}-{identity.digest[:12]}.zip"
+    if target.exists():
+        return target
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    build_zip(partial)
+    with zipfile.ZipFile(partial, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         info = zipfile.ZipInfo(f"airflow_provider_eo/{IDENTITY_FILE}", date_time=(1980, 1, 1, 0, 0, 0))
         info.external_attr = 0o644 << 16
         archive.writestr(info, json.dumps({"version": identity.version, "digest": identity.digest}))
+    os.replace(partial, target)
     return target
 
 
