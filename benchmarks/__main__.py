@@ -5,8 +5,9 @@ Sections (each a ratio or a figure measured against a baseline in this run):
 * ``write``: 1M JSON records (``--quick``: 100k) over 8 partitions; the write step
   (spark-submit, local[2]) vs the hand-written loop, the read-only and write-only bounds;
 * ``memory``: the write step's peak RSS at 10 x the ``write`` size vs at that size;
-* ``audit``: ``eo-ledger audit`` of the write step's epoch on the ``write`` size vs that
-  write step: records/s (target >= 0.8x) and peak RSS (target <= 1.2x);
+* ``audit``: the audit DAG's Spark job (spark-submit of the audit application, ``local[2]``)
+  over the write step's epoch on the ``write`` size vs that write step: records/s (target
+  >= 0.8x) and peak RSS (target <= 1.2x); beside it ``eo-ledger audit`` in one process;
 * ``avro``: the write step on the ``write`` records in Avro (Schema Registry, Confluent wire
   format) vs the same records in JSON, alternated in the same run, median of 3 each;
 * ``cdc``: the same records as Debezium change events in Avro (``envelope: debezium``, with

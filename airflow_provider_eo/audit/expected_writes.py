@@ -101,8 +101,9 @@ class ExpectedWrites:
         self.account = RangeAccount(rng)
         self._selected = None if rng.offsets is None else frozenset(rng.offsets)
         self._builder = SegmentBuilder(batch_size, batch_bytes)
-        #: (row, column) or (row, b"") for a delete -> (version or -1, offset) of its writers so far
-        self._sources: dict[tuple[bytes, bytes], list[tuple[int, int]]] = {}
+        #: row -> (version or -1, offset, its columns or None for a delete) of its writers so
+        #: far: one entry per record, not per cell
+        self._sources: dict[bytes, list[tuple[int, int, Mapping[bytes, bytes] | None]]] = {}
 
     def feed(self, record: KafkaRecord) -> Iterator[ExpectedSegment]:
         """Take the next record; yields the segments it completes. Raises ValueError when the
@@ -134,50 +135,51 @@ class ExpectedWrites:
     def _remember(self, offset: int, mutation: RowMutation | None) -> None:
         if mutation is None:  # a change envelope's tombstone or ignored truncate: writes nothing
             return
-        if isinstance(mutation, RowDelete):
-            version = -1 if mutation.version is None else mutation.version
-            self._sources.setdefault((mutation.row, b""), []).append((version, offset))
-            return
         version = -1 if mutation.version is None else mutation.version
-        for column in mutation.cells:
-            self._sources.setdefault((mutation.row, column), []).append((version, offset))
+        columns = None if isinstance(mutation, RowDelete) else mutation.cells
+        if columns is None or columns:
+            self._sources.setdefault(mutation.row, []).append((version, offset, columns))
 
-    def _source(self, key: tuple[bytes, bytes], segment: Segment) -> int:
-        """The offset of the record whose value the segment kept for ``key`` (the highest
-        version, then the latest offset, inside the segment); forgets older writers."""
-        writers = self._sources.get(key, [])
-        inside = [w for w in writers if segment.first_offset <= w[1] <= segment.last_offset]
-        later = [w for w in writers if w[1] > segment.last_offset]
-        if later:
-            self._sources[key] = later
-        else:
-            self._sources.pop(key, None)
-        return max(inside)[1] if inside else segment.last_offset
+    def _source(self, row: bytes, column: bytes | None, segment: Segment) -> int:
+        """The offset of the record whose value the segment kept for ``row``'s ``column``
+        (None: its family delete): the highest version, then the latest offset, among the
+        segment's writers of it."""
+        first, last = segment.first_offset, segment.last_offset
+        best: tuple[int, int] | None = None
+        for version, offset, columns in self._sources.get(row, ()):
+            wrote = columns is None if column is None else columns is not None and column in columns
+            if wrote and first <= offset <= last and (best is None or (version, offset) > best):
+                best = (version, offset)
+        return last if best is None else best[1]
 
     def _expected(self, segment: Segment) -> ExpectedSegment:
         stamp = segment.timestamp
         deletes = tuple(
             ExpectedDelete(row, family, stamp, offset)
             for row, families in segment.deletes.items()
-            for offset in [self._source((row, b""), segment)]
+            for offset in [self._source(row, None, segment)]
             for family in families
         )
         deletes += tuple(
-            ExpectedDelete(row, family, version, self._source((row, b""), segment))
+            ExpectedDelete(row, family, version, self._source(row, None, segment))
             for row, families in segment.versioned_deletes.items()
             for family, version in families.items()
         )
         cells = [
-            ExpectedCell(row, column, stamp, value, self._source((row, column), segment))
+            ExpectedCell(row, column, stamp, value, self._source(row, column, segment))
             for row, columns in segment.puts.items()
             for column, value in columns.items()
         ]
         cells += [
-            ExpectedCell(row, column, version, value, self._source((row, column), segment))
+            ExpectedCell(row, column, version, value, self._source(row, column, segment))
             for row, columns in segment.versioned_puts.items()
             for column, (version, value) in columns.items()
         ]
         last = segment.last_offset
-        for key in [k for k, writers in self._sources.items() if writers[-1][1] <= last]:
-            del self._sources[key]  # writers of this segment or earlier ones it collapsed away
+        for row in list(self._sources):  # forget this segment's writers and earlier ones
+            later = [writer for writer in self._sources[row] if writer[1] > last]
+            if later:
+                self._sources[row] = later
+            else:
+                del self._sources[row]
         return ExpectedSegment(tuple(cells), deletes)

@@ -8,9 +8,12 @@ lowest and highest versions stay window-wide) but indexes, reads from HBase and 
 the cells and deletes of its bucket's rows, and is settled before the next pass. Every
 check is about one row (a cell, its column's newer versions, its family's deletes), so the
 passes together name exactly the findings one pass names. :func:`state_bytes` estimates a
-state's bytes (set and dict entries, candidates with their bytes); a range or a merged pass
-over ``budget`` raises :class:`IndexOverBudget`, and the audit starts again with
-:func:`buckets_after` buckets (counted in the report's ``index`` section).
+state's bytes (set and dict entries, frozen parts' arrays, candidates with their bytes); a
+range or a merged pass over ``budget`` raises :class:`IndexOverBudget`, and the audit starts
+again with :func:`buckets_after` buckets (counted in the report's ``index`` section). The
+Spark runner gives each task ``budget`` divided by the executor's task slots
+(:meth:`RowBuckets.per_task`): the running tasks together hold at most one budget beside
+the driver's merged state.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ INDEX_BUDGET_BYTES = DEFAULT_INDEX_BUDGET_BYTES
 #: Most buckets a window is cut into (nor more than its offsets): beyond, a pass's rows
 #: are not split further and its budget is no longer checked (the report shows the peak).
 MAX_BUCKETS = 1 << 16
-#: Estimated bytes of one expected cell in the index's set (a 64-bit int and its slot).
+#: Estimated bytes of one older expected cell in the index's set (a 64-bit int and its slot).
 CELL_ENTRY_BYTES = 64
 #: Estimated bytes of one newest-version entry (two ints and a dict slot).
 VERSION_ENTRY_BYTES = 104
@@ -64,6 +67,13 @@ class RowBuckets:
         deletes = tuple(d for d in segment.deletes if bucket_of(d.row, self.count) == self.index)
         return replace(segment, cells=cells, deletes=deletes)
 
+    def per_task(self, slots: int) -> RowBuckets:
+        """These buckets with the budget of one of ``slots`` tasks running at once (at least
+        1 byte; no budget stays none)."""
+        if not self.budget or slots <= 1:
+            return self
+        return replace(self, budget=max(1, self.budget // slots))
+
     def check(self, state: WindowState, offsets_done: int) -> None:
         """Raise :class:`IndexOverBudget` when ``state`` is over the budget."""
         used = state_bytes(state)
@@ -93,10 +103,12 @@ def bucket_of(row: bytes, count: int) -> int:
 
 
 def state_bytes(state: WindowState) -> int:
-    """Estimated bytes of a window state's index and candidates."""
+    """Estimated bytes of a window state's index (its loose entries and frozen parts)
+    and candidates."""
     index = state.index
     entries = len(index.newest_put) + len(index.newest_delete)
-    return len(index.cells) * CELL_ENTRY_BYTES + entries * VERSION_ENTRY_BYTES + state.candidates.bytes
+    loose = len(index.older) * CELL_ENTRY_BYTES + entries * VERSION_ENTRY_BYTES
+    return loose + sum(part.nbytes for part in index.parts) + state.candidates.bytes
 
 
 def buckets_after(count: int, over: IndexOverBudget, window_offsets: int, budget: int) -> int:

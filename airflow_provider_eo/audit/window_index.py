@@ -1,10 +1,14 @@
 """The window's index of expected writes: what settles a cell check (no I/O).
 
-Contract of :class:`WindowIndex`: every expected cell of the window as a 64-bit key of
-``(row, column, version)`` (:func:`versioned_key` of :func:`cell_key`, stable across
-processes, so indexes built apart can be merged), the newest expected version per column
-and per family delete, and the lowest and highest expected versions; its memory grows with
-the window's distinct cells (a few dozen bytes each), never with their values.
+Contract of :class:`WindowIndex`: every expected cell of the window, keyed by 64-bit keys of
+``(row, column)`` (:func:`cell_key`, stable across processes, so indexes built apart can be
+merged): the newest expected version per column and per family delete, the older expected
+versions of a column as :func:`versioned_key` keys, and the lowest and highest expected
+versions. What is being added lives in dictionaries (a few dozen bytes per distinct cell);
+:meth:`WindowIndex.freeze` moves it into a :class:`~.frozen_index.FrozenIndex` part (about
+8 bytes per key and version), which is what a range's index is shipped and merged as; the
+parts are compacted (:data:`MAX_PARTS`) so that a lookup searches a few of them. Its answers
+never depend on how it is cut into parts.
 """
 
 from __future__ import annotations
@@ -14,29 +18,42 @@ import struct
 from dataclasses import dataclass, field
 
 from airflow_provider_eo.audit.expected_writes import ExpectedCell, ExpectedSegment
+from airflow_provider_eo.audit.frozen_index import FrozenIndex, merged
 
 _LENGTHS = struct.Struct(">II")
 _SPREAD = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
+#: Most frozen parts kept; beyond, the smallest :data:`COMPACT_PARTS` are merged into one.
+MAX_PARTS = 16
+COMPACT_PARTS = 8
 
 
 @dataclass
 class WindowIndex:
-    """Every expected cell and delete of the window so far, as 64-bit hashes."""
+    """Every expected cell and delete of the window so far (see the module contract)."""
 
-    cells: set[int] = field(default_factory=set)
     newest_put: dict[int, int] = field(default_factory=dict)  # cell_key(row, column) -> version
+    older: set[int] = field(default_factory=set)  # versioned_key of a column's older expected versions
     newest_delete: dict[int, int] = field(default_factory=dict)  # cell_key(row, family) -> version
+    parts: list[FrozenIndex] = field(default_factory=list)
     lowest: int | None = None
     highest: int | None = None
 
     def add(self, segment: ExpectedSegment) -> None:
         """Index ``segment``'s cells and deletes."""
+        newest = self.newest_put
         for cell in segment.cells:
             column_key = cell_key(cell.row, cell.column)
-            self.cells.add(versioned_key(column_key, cell.version))
-            _keep_max(self.newest_put, column_key, cell.version)
-            self._span(cell.version)
+            version = cell.version
+            held = newest.get(column_key)
+            if held is None:
+                newest[column_key] = version
+            elif version > held:
+                self.older.add(versioned_key(column_key, held))
+                newest[column_key] = version
+            elif version < held:
+                self.older.add(versioned_key(column_key, version))
+            self._span(version)
         for delete in segment.deletes:
             _keep_max(self.newest_delete, cell_key(delete.row, delete.family), delete.version)
             self._span(delete.version)
@@ -49,25 +66,54 @@ class WindowIndex:
         for delete in segment.deletes:
             self._span(delete.version)
 
+    @property
+    def loose_entries(self) -> int:
+        """Entries not frozen yet (dictionary and set entries)."""
+        return len(self.newest_put) + len(self.older) + len(self.newest_delete)
+
+    def freeze(self) -> None:
+        """Move the entries added so far into a frozen part (same answers, fewer bytes)."""
+        if self.loose_entries:
+            self.parts.append(FrozenIndex.of(self.newest_put, self.older, self.newest_delete))
+            self.newest_put, self.older, self.newest_delete = {}, set(), {}
+            self._compact()
+
     def merge(self, other: WindowIndex) -> None:
-        """Add ``other``'s writes (an index built apart, e.g. by another Spark task)."""
-        self.cells |= other.cells
-        for key, version in other.newest_put.items():
-            _keep_max(self.newest_put, key, version)
-        for key, version in other.newest_delete.items():
-            _keep_max(self.newest_delete, key, version)
+        """Add ``other``'s writes (an index built apart, e.g. by another Spark task) as
+        frozen parts; ``other`` is left as it was."""
+        if other.loose_entries:
+            self.parts.append(FrozenIndex.of(other.newest_put, other.older, other.newest_delete))
+        self.parts.extend(other.parts)
+        self._compact()
         for bound in (other.lowest, other.highest):
             if bound is not None:
                 self._span(bound)
 
     def expects(self, row: bytes, column: bytes, version: int) -> bool:
         """True when a committed record of the window wrote ``(row, column)`` at ``version``."""
-        return versioned_key(cell_key(row, column), version) in self.cells
+        column_key = cell_key(row, column)
+        if self.newest_put.get(column_key) == version:
+            return True
+        versioned = versioned_key(column_key, version)
+        if versioned in self.older:
+            return True
+        return any(p.newest_put(column_key) == version or p.has_older(versioned) for p in self.parts)
 
     def covers(self, cell: ExpectedCell) -> bool:
         """True when a later delete of the cell's family or a newer expected cell of its column hides it."""
-        deleted = self.newest_delete.get(cell_key(cell.row, cell.family), -1) >= cell.version
-        return deleted or self.newest_put.get(cell_key(cell.row, cell.column), -1) > cell.version
+        family_key = cell_key(cell.row, cell.family)
+        deletes = [self.newest_delete.get(family_key), *(p.newest_delete(family_key) for p in self.parts)]
+        if any(version is not None and version >= cell.version for version in deletes):
+            return True
+        column_key = cell_key(cell.row, cell.column)
+        puts = [self.newest_put.get(column_key), *(p.newest_put(column_key) for p in self.parts)]
+        return any(version is not None and version > cell.version for version in puts)
+
+    def _compact(self) -> None:
+        if len(self.parts) > MAX_PARTS:
+            self.parts.sort(key=lambda part: part.entries, reverse=True)
+            small = self.parts[-COMPACT_PARTS:]
+            self.parts[-COMPACT_PARTS:] = [merged(small, versioned_key)]
 
     def _span(self, version: int) -> None:
         self.lowest = version if self.lowest is None else min(self.lowest, version)

@@ -35,3 +35,10 @@ def test_bucket_count_projected_from_the_share_of_the_window_seen_and_capped() -
 def test_over_budget_survives_pickling() -> None:
     found = pickle.loads(pickle.dumps(IndexOverBudget(5, 7)))
     assert (found.used, found.offsets_done, str(found)) == (5, 7, "audit index at 5 bytes after 7 offsets")
+
+
+def test_a_spark_task_gets_its_share_of_the_budget() -> None:
+    buckets = RowBuckets(1, 3, 1000)
+    assert buckets.per_task(2) == RowBuckets(1, 3, 500)
+    assert buckets.per_task(1) is buckets and RowBuckets(0, 1, 0).per_task(4).budget == 0  # none stays none
+    assert RowBuckets(0, 1, 3).per_task(8).budget == 1

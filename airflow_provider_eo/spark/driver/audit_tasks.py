@@ -1,7 +1,9 @@
 """Running an audit's range jobs on Spark: one Spark task per range (the Spark ``RangeRunner``).
 
 Contract of :func:`run_audit_on_spark`: each :class:`~airflow_provider_eo.audit.range_jobs.RangeJob`
-is one Spark partition; its task audits it with
+is one Spark partition; its task audits it, under the index budget divided by the executor's
+task slots (``sc.defaultParallelism``: that many range states exist at once;
+:meth:`~airflow_provider_eo.audit.row_buckets.RowBuckets.per_task`), with
 :func:`~airflow_provider_eo.audit.range_jobs.run_jobs` (the same code ``eo-ledger audit``
 runs in its process) and returns one picklable
 :class:`~airflow_provider_eo.audit.range_jobs.RangeResult`. The driver gathers only those
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from airflow_provider_eo.audit.range_jobs import RangeJob, RangeResult, RangeSettings, failed_range, run_jobs
@@ -50,6 +53,7 @@ def run_audit_on_spark(jobs: Iterable[RangeJob], settings: RangeSettings) -> lis
     first = planned[0]
     name = f"eo-audit-{first.epoch.pipeline}-epochs-{first.epoch.epoch_id}-{planned[-1].epoch.epoch_id}"
     sc = SparkContext.getOrCreate(SparkConf().setAppName(name))
+    settings = replace(settings, buckets=settings.buckets.per_task(sc.defaultParallelism))
     run = audit_partition_function(settings)
     try:
         return list(sc.parallelize(planned, len(planned)).mapPartitions(run).collect())
