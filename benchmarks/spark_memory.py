@@ -15,6 +15,13 @@ proportional set size (each shared page divided among its sharers), the memory t
 really hold together. ``peak_rss_by_kind`` splits the peak sample's RSS by
 :func:`~benchmarks.cpu_components.spark_process_kind` (the Connect server's ``spark_jvm``
 against its ``python_workers``: which one to size).
+
+A JVM starts a process (the Connect server: Hadoop's shell commands as it stores a session's
+artifacts; a driver: its Python) by ``posix_spawn``: the child runs in the JVM's own memory,
+under the JVM's command line, until it executes ``jspawnhelper``, and ``/proc`` reports the
+JVM's whole RSS for it meanwhile. Such a child (:func:`spawning_jvm`) is not counted: it would
+count the JVM twice (a sample that caught one put the Connect server's "JVM" at 995 MB, twice
+its resident size).
 """
 
 from __future__ import annotations
@@ -37,6 +44,12 @@ def is_spark_process(cmdline: list[str], *, root: bool) -> bool:
     if root:
         return kind == "spark_jvm"
     return kind in SPARK_KINDS
+
+
+def spawning_jvm(cmdline: list[str], parent_cmdline: list[str] | None) -> bool:
+    """True for a JVM's child that still is that JVM (module doc): a ``spark_jvm`` command
+    line equal to its parent's (a JVM starts no copy of itself)."""
+    return bool(cmdline) and cmdline == parent_cmdline and spark_process_kind(cmdline) == "spark_jvm"
 
 
 def summed_rss(samples: Iterable[tuple[bool, int]]) -> tuple[int, int]:
@@ -74,10 +87,13 @@ class SparkMemoryMeter(PeriodicSampler):
                 tree = [(root, True), *((child, False) for child in root.children(recursive=True))]
             except psutil.Error:
                 continue
+            cmdlines: dict[int, list[str]] = {}
             for process, is_root in tree:
                 try:
                     with process.oneshot():
-                        cmdline = process.cmdline()
+                        cmdline = cmdlines[process.pid] = process.cmdline()
+                        if not is_root and spawning_jvm(cmdline, cmdlines.get(process.ppid())):
+                            continue
                         spark_process = is_spark_process(cmdline, root=is_root)
                         memory = process.memory_full_info()  # rss and pss (/proc/<pid>/smaps_rollup)
                     seen.append((spark_process, memory.rss))

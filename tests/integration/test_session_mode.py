@@ -295,6 +295,49 @@ def test_another_pipelines_job_on_the_server_cannot_read_this_pipelines_credenti
         assert password.encode() not in log.read()
 
 
+def test_clients_opening_one_session_at_once_all_add_the_package(world: World) -> None:
+    """Eight clients open one new server-side session at once (as a fleet's writes sharing
+    credentials do): each adds the provider's zip; none fails on the server's race of two
+    copies of the same file, and the session's job imports the provider from it."""
+    session_id = str(uuid.uuid4())
+    opened: list[Any] = []
+    failures: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def open_one() -> None:
+        try:
+            start.wait()
+            opened.append(open_session(world.url, session_id))
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert failures == []
+        assert {session.session_id for session in opened} == {session_id}
+
+        def provider_version(batches: Iterator[Any]) -> Iterator[Any]:
+            import pyarrow as pa
+
+            import airflow_provider_eo
+
+            for _ in batches:
+                yield pa.RecordBatch.from_pydict({"version": [airflow_provider_eo.__version__]})
+
+        rows = opened[0].range(0, 1, 1, 1).mapInArrow(provider_version, "version string").collect()
+        assert [row.version for row in rows] == [client_identity().version]
+    finally:
+        for session in opened[1:]:
+            session.release_session_on_close = False
+            session.stop()
+        if opened:
+            opened[0].stop()
+
+
 def silent_kafka() -> socket.socket:
     """A listening socket that never answers: a Kafka client's reads wait on it."""
     server = socket.socket()

@@ -15,7 +15,7 @@ from benchmarks.partition_spread import spread_ratios
 from benchmarks.session_fleet import QUICK, fleet_yaml
 from benchmarks.session_fleet import summarize as fleet_summary
 from benchmarks.session_throughput import alternate, round_order, summarize
-from benchmarks.spark_memory import is_spark_process, summed_rss
+from benchmarks.spark_memory import is_spark_process, spawning_jvm, summed_rss
 from benchmarks.targets import check_targets
 from benchmarks.write_step import pipelines_yaml
 
@@ -115,6 +115,19 @@ def test_spark_processes_are_told_from_task_processes() -> None:
     assert spark_process_kind(["/venv/bin/python", "-S", "-m", "pyspark.daemon"]) == "python_workers"
     assert spark_process_kind(["/venv/bin/python", "/x/application.py", "-m", "y"]) == "driver_python"
     assert summed_rss([(True, 5), (False, 3), (True, 7)]) == (12, 3)
+
+
+def test_a_jvms_child_that_still_is_the_jvm_is_not_counted() -> None:
+    """Between ``posix_spawn`` and its ``exec``, a JVM's child has the JVM's command line and
+    its whole RSS."""
+    java = ["/usr/lib/jvm/bin/java", "-cp", "x", "org.apache.spark.deploy.SparkSubmit"]
+    daemon = ["/venv/bin/python", "-S", "-m", "pyspark.daemon"]
+    assert spawning_jvm(java, list(java))
+    assert not spawning_jvm(["/usr/lib/jvm/lib/jspawnhelper", "17", "3:4:5"], java)  # after its exec
+    assert not spawning_jvm(daemon, java)  # the server's Python daemon
+    assert not spawning_jvm(daemon, list(daemon))  # a worker forked from the daemon: a process of its own
+    assert not spawning_jvm(java, ["/bin/bash", "spark-class"])  # a driver JVM started by a script
+    assert not spawning_jvm(java, None) and not spawning_jvm([], [])
 
 
 def test_the_write_steps_pipeline_names_its_mode_only_for_session() -> None:

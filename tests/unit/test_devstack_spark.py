@@ -59,21 +59,28 @@ def test_master_and_worker_command_lines(tmp_path: Path) -> None:
 
 
 def test_connect_server_command_line(tmp_path: Path) -> None:
-    """A 512 MB heap with the serial collector and a fixed young generation (docs/spark.md,
-    "Production shape"), plan logging at WARN, loopback only, no UI."""
+    """A 512 MB heap with the serial collector and a fixed young generation, the C1 compiler
+    only in a 64 MB code cache, the C heap trimmed every 5 s (docs/spark.md, "Production
+    shape"), plan logging at WARN, loopback only, no UI."""
     server = SparkConnectService(tmp_path, {"connect-server": 15002})
     assert server.argv() == [
         str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", "local[2]",
         "--name", "eo-spark-connect", "--driver-memory", "512m",
         "--driver-java-options",
         f"-Dlog4j2.configurationFile=file:{tmp_path / 'spark-connect' / 'log4j2.properties'}"
-        " -XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
+        " -XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
+        " -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m -XX:TrimNativeHeapInterval=5000",
         "--conf", "spark.connect.grpc.binding.port=15002",
         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
         "--conf", f"spark.local.dir={tmp_path / 'spark-connect'}",
         "--conf", "spark.ui.enabled=false",
         "spark-internal",
     ]  # fmt: skip
+
+
+def test_connect_server_environment_caps_the_c_heaps_arenas(tmp_path: Path) -> None:
+    """glibc's arenas capped at 2 for the server's ~300 threads (docs/spark.md)."""
+    assert SparkConnectService(tmp_path, {"connect-server": 15002}).environment()["MALLOC_ARENA_MAX"] == "2"
 
 
 def test_executor_python_hides_editable_installs(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import airflow_provider_eo
 from airflow_provider_eo.config import parse_pipelines_text
 from airflow_provider_eo.config.config_errors import PipelineConfigError
 from airflow_provider_eo.config.spec_digest import spec_digest
-from airflow_provider_eo.spark.session.connect_tasks import job_tag
+from airflow_provider_eo.spark.session.connect_tasks import job_tag, metrics_batch
 from airflow_provider_eo.spark.session.executor_package import (
     INSTALLED,
     PackageCacheUnsafe,
@@ -70,6 +70,24 @@ def test_settings_the_server_owns_are_refused_in_session_mode(spark: str, field:
 def test_a_job_tag_names_the_pipeline_the_epoch_and_the_try() -> None:
     assert job_tag("orders", 42, 3) == "eo-orders-epoch-42-try-3"
     assert job_tag("orders", 42, None) == "eo-orders-epoch-42-try-0"
+
+
+def test_a_metrics_batch_holds_the_strings_in_the_jobs_schema() -> None:
+    batch = metrics_batch(['{"range": 1}', "", "zürich ✓"])
+    assert str(batch.schema) == "metrics: string"
+    assert batch.column(0).to_pylist() == ['{"range": 1}', "", "zürich ✓"]
+    assert metrics_batch([]).num_rows == 0
+
+
+def test_a_metrics_batch_does_not_import_pandas() -> None:
+    """pyarrow's constructors from Python objects import pandas (about 40 MB per Python worker)."""
+    probe = (
+        "import sys\n"
+        "from airflow_provider_eo.spark.session.connect_tasks import metrics_batch\n"
+        "metrics_batch(['{}'])\n"
+        "assert 'pyarrow' in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True)
 
 
 def test_the_session_zip_carries_the_package_and_its_identity() -> None:

@@ -112,8 +112,24 @@ def open_session(url: str, session_id: str | None = None) -> Any:
     session = SparkSession.builder.remote(remote).create()
     session.client.set_retry_policies([lost_server_retry_policy()])
     check_session_versions(session, server=url.split("/;", 1)[0])
-    session.addArtifacts(str(session_package()), pyfile=True)
+    add_session_package(session)
     return session
+
+
+def add_session_package(session: Any) -> None:
+    """Add the provider's zip to ``session`` as a Python artifact. The server takes the same
+    file again as a no-op, but two clients adding it to one session at once race in its
+    check-then-move: the loser's ``addArtifacts`` fails with ``FileAlreadyExistsException``
+    (seen with 4 of a fleet's writes opening the shared session at once), and is sent again,
+    which then finds the winner's copy."""
+    path = str(session_package())
+    try:
+        session.addArtifacts(path, pyfile=True)
+    except Exception as exc:
+        if "FileAlreadyExistsException" not in str(exc):
+            raise
+        log.info("the provider's zip was being added by another client at once: adding it again")
+        session.addArtifacts(path, pyfile=True)
 
 
 def close_session(session: Any, *, release: bool) -> None:

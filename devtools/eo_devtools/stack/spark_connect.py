@@ -38,12 +38,25 @@ JVM_OPTIONS = (
     "-Xmn48m",
     "-XX:MinHeapFreeRatio=10",
     "-XX:MaxHeapFreeRatio=30",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:ReservedCodeCacheSize=64m",
+    "-XX:TrimNativeHeapInterval=5000",
 )
-"""The server's collector, sized for many small jobs (docs/spark.md "Production shape"): the
-serial collector with a fixed 48 MB young generation, so the heap it touches is that plus
-what survives (G1 with a 1 GB heap grew its young generation, and so the resident heap,
-towards the whole heap under a fleet's 200 jobs a minute and kept it); the old generation
-starts at 80 MB and returns free space past 30% at a full collection."""
+"""The server's collector and compilers, sized for many small jobs (docs/spark.md "Production
+shape"): the serial collector with a fixed 48 MB young generation, so the heap it touches is
+that plus what survives (G1 with a 1 GB heap grew its young generation, and so the resident
+heap, towards the whole heap under a fleet's 200 jobs a minute and kept it); the old
+generation starts at 80 MB and returns free space past 30% at a full collection. Outside the
+heap: the C1 compiler only (the JVM plans jobs and moves short metrics batches, hot code it
+would not gain much from C2 on, whose compilations take arenas of tens of MB of malloc memory
+at once) in a code cache capped at 64 MB (it held 25-32 MB), and the C library's free heap
+memory given back to the system every 5 s (``TrimNativeHeapInterval``, JDK >= 17.0.9):
+glibc keeps what its threads freed, so the resident size otherwise stays at its high-water
+mark."""
+MALLOC_ARENA_MAX = "2"
+"""glibc's ``MALLOC_ARENA_MAX`` in the server's environment: the server runs about 300
+threads (gRPC, sessions, Spark's pools) and glibc gives threads up to 8 arenas per core by
+default, each holding freed memory of its own."""
 PROBE = (
     "import sys\n"
     "from pyspark.sql.connect.session import SparkSession\n"
@@ -125,6 +138,7 @@ class SparkConnectService(Service):
             SPARK_HOME=str(spark_home()),
             SPARK_LOCAL_IP=LOOPBACK,
             PYSPARK_PYTHON=str(executor_python(self.state_dir)),
+            MALLOC_ARENA_MAX=MALLOC_ARENA_MAX,
         )
         env.pop("SPARK_CONF_DIR", None)
         env.pop("SPARK_DAEMON_MEMORY", None)  # spark-class would size this server's heap by it
