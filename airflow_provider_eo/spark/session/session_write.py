@@ -116,17 +116,24 @@ def open_session(url: str, session_id: str | None = None) -> Any:
     return session
 
 
+#: What the server answers a client that adds an artifact while another adds the same one
+#: to the same session (:func:`add_session_package`): the move lost the race, or the
+#: comparison with the other's copy read it half written.
+CONCURRENT_ADD_ERRORS = ("FileAlreadyExistsException", "ARTIFACT_ALREADY_EXISTS")
+
+
 def add_session_package(session: Any) -> None:
     """Add the provider's zip to ``session`` as a Python artifact. The server takes the same
     file again as a no-op, but two clients adding it to one session at once race in its
-    check-then-move: the loser's ``addArtifacts`` fails with ``FileAlreadyExistsException``
-    (seen with 4 of a fleet's writes opening the shared session at once), and is sent again,
-    which then finds the winner's copy."""
+    compare-then-move: the loser's ``addArtifacts`` fails (:data:`CONCURRENT_ADD_ERRORS`; seen
+    with 4 of a fleet's writes opening the shared session at once, and with 8 clients opening
+    a new one), and is sent again, which then finds the winner's copy. A zip of the same name
+    (same version and digest) with other bytes would fail again and raise."""
     path = str(session_package())
     try:
         session.addArtifacts(path, pyfile=True)
     except Exception as exc:
-        if "FileAlreadyExistsException" not in str(exc):
+        if not any(error in str(exc) for error in CONCURRENT_ADD_ERRORS):
             raise
         log.info("the provider's zip was being added by another client at once: adding it again")
         session.addArtifacts(path, pyfile=True)
