@@ -11,6 +11,8 @@ import sys
 import tempfile
 import uuid
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from airflow_provider_eo.spark.session.executor_package import (
     PackageCacheUnsafe,
     client_identity,
     executor_identity,
+    is_complete_package,
     package_cache_dir,
     session_package,
 )
@@ -127,6 +130,29 @@ def test_every_write_process_reuses_one_built_zip_per_provider_copy(tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == [cache.name]  # no directory per process
     assert [p.name for p in cache.iterdir()] == [name]  # no partial file left
     assert cache.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_cached_zip_cut_short_is_built_again_and_threads_build_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    identity = client_identity()
+    cache = package_cache_dir()
+    target = cache / f"airflow_provider_eo-{identity.version}-{identity.digest[:12]}.zip"
+    with zipfile.ZipFile(target, "w") as broken:  # what two unlocked builders once left behind
+        broken.writestr("airflow_provider_eo/package_identity.json", json.dumps(asdict(identity)))
+    assert not is_complete_package(target, identity)
+    session_package.cache_clear()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            paths = set(pool.map(lambda _: session_package(), range(8)))
+    finally:
+        session_package.cache_clear()
+    assert paths == {target}
+    assert is_complete_package(target, identity)
+    with zipfile.ZipFile(target) as archive:
+        assert "airflow_provider_eo/spark/session/connect_tasks.py" in archive.namelist()
+    assert [p.name for p in cache.iterdir()] == [target.name]  # no partial file left
 
 
 def test_a_package_cache_others_can_write_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ import os
 import pkgutil
 import stat
 import tempfile
+import threading
 import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
@@ -82,23 +83,52 @@ def package_cache_dir() -> Path:
     return path
 
 
+_BUILD_LOCK = threading.Lock()
+
+
+def is_complete_package(path: Path, identity: PackageIdentity) -> bool:
+    """Whether ``path`` is a readable zip holding exactly the package's files and the identity
+    of ``identity`` (a file cut short, or written by a copy that differs, is not)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            stored = json.loads(archive.read(f"airflow_provider_eo/{IDENTITY_FILE}"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return False
+    expected = [f"{PACKAGE_DIR.name}/{p.relative_to(PACKAGE_DIR).as_posix()}" for p in package_files()]
+    return names == [*expected, f"airflow_provider_eo/{IDENTITY_FILE}"] and stored == {
+        "version": identity.version,
+        "digest": identity.digest,
+    }
+
+
 @lru_cache(maxsize=1)
 def session_package() -> Path:
     """The zip to ship: ``airflow_provider_eo-<version>-<digest12>.zip`` holding the package
     and its identity, in :func:`package_cache_dir`. Built once per provider copy, not per
-    process: every later write reuses the file (written to a temporary name and renamed, so
-    a reader never sees a partial zip). One file per copy ever run stays, about 0.5 MB each."""
+    process: a later write reuses the file when :func:`is_complete_package` accepts it, and
+    builds it again over one that is not. A build writes a private temporary file and renames
+    it, so no reader, thread or process, ever sees a partial zip. One file per copy ever run
+    stays, about 0.5 MB each."""
     identity = client_identity()
     target = package_cache_dir() / f"airflow_provider_eo-{identity.version}-{identity.digest[:12]}.zip"
-    if target.exists():
-        return target
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    build_zip(partial)
-    with zipfile.ZipFile(partial, "a", compression=zipfile.ZIP_DEFLATED) as archive:
-        info = zipfile.ZipInfo(f"airflow_provider_eo/{IDENTITY_FILE}", date_time=(1980, 1, 1, 0, 0, 0))
-        info.external_attr = 0o644 << 16
-        archive.writestr(info, json.dumps({"version": identity.version, "digest": identity.digest}))
-    os.replace(partial, target)
+    with _BUILD_LOCK:
+        if target.exists() and is_complete_package(target, identity):
+            return target
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        os.close(handle)
+        partial = Path(name)
+        try:
+            build_zip(partial)
+            with zipfile.ZipFile(partial, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+                info = zipfile.ZipInfo(
+                    f"airflow_provider_eo/{IDENTITY_FILE}", date_time=(1980, 1, 1, 0, 0, 0)
+                )
+                info.external_attr = 0o644 << 16
+                archive.writestr(info, json.dumps({"version": identity.version, "digest": identity.digest}))
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
     return target
 
 
