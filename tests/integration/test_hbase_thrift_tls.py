@@ -25,6 +25,7 @@ from airflow_provider_eo.clients.connections import parse_connection
 from airflow_provider_eo.clients.hbase_thrift import HBaseAuthError, hbase_connection
 from airflow_provider_eo.hooks.hbase import EoHBaseHook
 from airflow_provider_eo.spark.hbase_sink.hbase_writer import HBaseWriteError, SegmentWriter
+from airflow_provider_eo.spark.hbase_sink.segment_batches import SegmentBatch
 from airflow_provider_eo.spark.hbase_sink.segments import Segment
 from eo_devtools.stack.hbase_thrift_tls import PASSWORD_KEY, THRIFT_TLS_PORT_KEY, HBaseThriftTlsPart
 from eo_devtools.stack.pki import stack_pki
@@ -107,6 +108,23 @@ def test_segment_writer_over_https(tls_conn: str, table: happybase.Table) -> Non
         writer.close()
     assert _cells(table, b"s") == [(b"d:x", 9, b"\x01\x02")]
     assert _cells(table, b"v") == [(b"d:y", 5, b"five")]
+
+
+def test_a_batch_of_several_calls_over_https_goes_one_request_at_a_time(
+    tls_conn: str, table: happybase.Table
+) -> None:
+    """HTTP carries one request per flush: a batch's calls are not pipelined there."""
+    kwargs = hbase_connection_kwargs(parse_connection(CONN_ID, tls_conn))
+    writer = SegmentWriter(kwargs, table.name.decode(), backoff_s=0, connection_id=CONN_ID)
+    batch = SegmentBatch()
+    batch.add(Segment(0, 2, 3, 10, puts={b"b": {b"d:x": b"p0"}}), "t/0[0,3)")
+    batch.add(Segment(0, 4, 5, 10, puts={b"b": {b"d:y": b"p1"}}), "t/1[0,5)")
+    batch.add(Segment(5, 7, 3, 10, puts={b"b": {b"d:x": b"p1"}}), "t/1[5,8)")
+    try:
+        writer.write_batch(batch)
+    finally:
+        writer.close()
+    assert _cells(table, b"b") == [(b"d:x", 2, b"p0"), (b"d:x", 7, b"p1"), (b"d:y", 4, b"p1")]
 
 
 def test_wrong_ca_fails_naming_the_cause_and_writes_nothing(

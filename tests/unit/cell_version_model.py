@@ -14,7 +14,7 @@ import itertools
 import random
 from collections.abc import Iterable
 
-from airflow_provider_eo.spark.hbase_sink.segments import Segment
+from airflow_provider_eo.spark.hbase_sink.segments import Segment, WriteCall
 from airflow_provider_eo.spark.records import RowDelete, RowMutation, RowPut
 
 FAMILY = b"cf"
@@ -30,7 +30,11 @@ class HBaseVersionModel:
 
     def apply(self, segment: Segment) -> None:
         """The segment's ``mutateRowsTs`` calls (:meth:`Segment.calls`), in order."""
-        for call in segment.calls():
+        self.apply_calls(segment.calls())
+
+    def apply_calls(self, calls: Iterable[WriteCall]) -> None:
+        """``mutateRowsTs`` calls, in order."""
+        for call in calls:
             ts = call.timestamp
             for row, families in call.deletes.items():
                 for family in families:

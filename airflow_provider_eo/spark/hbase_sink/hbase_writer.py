@@ -43,9 +43,10 @@ from thriftpy2.transport import TTransportException
 from airflow_provider_eo.clients.connection_settings import Endpoint
 from airflow_provider_eo.clients.hbase_thrift import hbase_connection
 from airflow_provider_eo.errors import EoError, error_text
+from airflow_provider_eo.spark.hbase_sink.segment_batches import SegmentBatch
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, WriteCall
 from airflow_provider_eo.spark.hbase_sink.table_check import family_refusal, table_refusal
-from airflow_provider_eo.spark.hbase_sink.thrift_calls import mutate_rows_ts
+from airflow_provider_eo.spark.hbase_sink.thrift_calls import mutate_rows_ts, mutate_rows_ts_pipelined
 from airflow_provider_eo.spark.hbase_sink.thrift_endpoints import ThriftEndpoints, endpoint_text
 
 log = logging.getLogger(__name__)
@@ -151,8 +152,10 @@ class SegmentWriter:
             self._table_name = table_name
         return self._connection, self._table_name
 
-    def _check_families(self, connection: happybase.Connection, table_name: bytes, segment: Segment) -> None:
-        unchecked = segment_families(segment) - self._checked_families
+    def _check_families(
+        self, connection: happybase.Connection, table_name: bytes, families: set[bytes]
+    ) -> None:
+        unchecked = families - self._checked_families
         if not unchecked:
             return
         if self._descriptors is None:
@@ -170,16 +173,54 @@ class SegmentWriter:
         if segment.is_empty():
             return
         calls = segment.calls()
-        done = 0  # calls written: a retry goes on with the next one
-        versions = versions_text(calls)
+        offsets = (segment.first_offset, segment.last_offset)
+        self._write_calls(
+            calls,
+            segment_families(segment),
+            f"offsets=[{offsets[0]},{offsets[1]}] {versions_text(calls)}",
+            f"segment of offsets [{offsets[0]}, {offsets[1]}] ({versions_text(calls)})",
+        )
+
+    def write_batch(self, batch: SegmentBatch) -> None:
+        """Write a batch of segments (``segment_batches.py``): one segment as :meth:`write`,
+        several as the batch's merged calls, sent pipelined; retried, refused and failed as
+        :meth:`write`, the messages naming the batch's ranges (all of them failed)."""
+        if len(batch.segments) == 1:
+            self.write(batch.segments[0])
+            return
+        calls = batch.calls()
+        if not calls:
+            return
+        families = set().union(*(segment_families(segment) for segment in batch.segments))
+        count, owners = len(batch.segments), batch.owners_text()
+        self._write_calls(
+            calls,
+            families,
+            f"segments={count} ranges={owners} {versions_text(calls)}",
+            f"batch of {count} segments of ranges {owners} ({versions_text(calls)})",
+        )
+
+    def _write_calls(self, calls: list[WriteCall], families: set[bytes], fields: str, what: str) -> None:
+        """Send ``calls`` (pipelined when several) after the table and family checks; the retry,
+        refusal and failure rules of :meth:`write`. ``fields`` names them in the warning line,
+        ``what`` in the error."""
+        done = 0  # calls answered: a retry goes on with the next one
         last_error: Exception | None = None
+
+        def answered() -> None:
+            nonlocal done
+            done += 1
+
         for attempt in range(1, self.attempts + 1):
             try:
                 connection, table_name = self._connect()
-                self._check_families(connection, table_name, segment)
-                for call in calls[done:]:
-                    mutate_rows_ts(connection.client, table_name, call, self._heads)
+                self._check_families(connection, table_name, families)
+                if len(calls) - done == 1:
+                    mutate_rows_ts(connection.client, table_name, calls[done], self._heads)
                     done += 1
+                else:
+                    client = connection.client
+                    mutate_rows_ts_pipelined(client, table_name, calls[done:], self._heads, answered)
                 return
             except REFUSALS:
                 raise
@@ -188,11 +229,9 @@ class SegmentWriter:
                 self.close()
                 moved = self.endpoints.failover_text(*self.endpoints.advance())
                 log.warning(
-                    "HBase write failed table=%s offsets=[%d,%d] %s attempt=%d/%d %s: %s",
+                    "HBase write failed table=%s %s attempt=%d/%d %s: %s",
                     self.table,
-                    segment.first_offset,
-                    segment.last_offset,
-                    versions,
+                    fields,
                     attempt,
                     self.attempts,
                     moved,
@@ -203,14 +242,12 @@ class SegmentWriter:
             except Exception as exc:  # no retry cures it: an illegal argument, a bug
                 self.close()
                 raise HBaseWriteError(
-                    f"cannot write to HBase table {self.table!r}: segment of offsets "
-                    f"[{segment.first_offset}, {segment.last_offset}] ({versions}) "
-                    f"failed and is not retried: {error_text(exc)}"
+                    f"cannot write to HBase table {self.table!r}: {what} failed and is not retried: "
+                    f"{error_text(exc)}"
                 ) from exc
         raise HBaseWriteError(
-            f"cannot write to HBase table {self.table!r}: segment of offsets "
-            f"[{segment.first_offset}, {segment.last_offset}] ({versions}) failed "
-            f"{self.attempts} times; last error: {error_text(last_error) if last_error else None}"
+            f"cannot write to HBase table {self.table!r}: {what} failed {self.attempts} times; "
+            f"last error: {error_text(last_error) if last_error else None}"
         ) from last_error
 
     def close(self) -> None:

@@ -6,7 +6,8 @@ objects (one per cell and per row) than on anything else it does per record.
 segment's dicts, byte for byte what thriftpy2 serializes from those objects (a unit test
 compares the two for puts, deletes, empty calls and every length prefix), and
 :func:`mutate_rows_ts` sends them on a happybase connection's client and reads the answer
-with thriftpy2's own reader, so HBase's errors (``IOError``, ``IllegalArgument``) and
+with thriftpy2's own reader (:func:`mutate_rows_ts_pipelined`: several requests, then their
+answers, in one round trip), so HBase's errors (``IOError``, ``IllegalArgument``) and
 transport failures raise exactly as the generated client raises them.
 
 Only the binary protocol is encoded here: a connection with another protocol (happybase's
@@ -16,12 +17,14 @@ Only the binary protocol is encoded here: a connection with another protocol (ha
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import happybase  # noqa: F401  (its import registers the Hbase_thrift module)
 from Hbase_thrift import BatchMutation, Mutation
 from thriftpy2.protocol.binary import TBinaryProtocol as PurePythonBinaryProtocol
 from thriftpy2.thrift import TMessageType
+from thriftpy2.transport import TBufferedTransport, TFramedTransport
 
 from airflow_provider_eo.spark.hbase_sink.segments import WriteCall
 
@@ -31,6 +34,15 @@ try:  # thriftpy2's C protocol, what happybase uses where it is built
     BINARY_PROTOCOLS: tuple[type, ...] = (TCyBinaryProtocol, PurePythonBinaryProtocol)
 except ImportError:  # pragma: no cover - thriftpy2 without its C extensions
     BINARY_PROTOCOLS = (PurePythonBinaryProtocol,)
+
+try:  # the C transports happybase uses where they are built
+    from thriftpy2.transport import TCyBufferedTransport, TCyFramedTransport
+
+    PIPELINED_TRANSPORTS: tuple[type, ...] = (
+        TCyBufferedTransport, TCyFramedTransport, TBufferedTransport, TFramedTransport
+    )  # fmt: skip
+except ImportError:  # pragma: no cover - thriftpy2 without its C extensions
+    PIPELINED_TRANSPORTS = (TBufferedTransport, TFramedTransport)
 
 METHOD = "mutateRowsTs"
 _I32 = struct.Struct(">i").pack
@@ -110,3 +122,36 @@ def mutate_rows_ts(
     protocol.write_message_end()
     protocol.trans.flush()
     client._recv(METHOD)
+
+
+def mutate_rows_ts_pipelined(
+    client: Any,
+    table_name: bytes,
+    calls: Sequence[WriteCall],
+    heads: dict[bytes, bytes] | None = None,
+    answered: Callable[[], None] | None = None,
+) -> None:
+    """Send ``calls`` as ``mutateRowsTs`` requests on ``client``, all of them before reading
+    any answer (one round trip; the server still applies them one by one, in order), then read
+    the answers in order, calling ``answered`` after each; raises what the generated client
+    raises for the first failed one (the connection then holds unread answers: close it).
+    Only a plain socket's transport (buffered or framed) is pipelined; any other (HTTP, where
+    each flush is a request of its own, and SASL) and a non-binary protocol send them one at
+    a time."""
+    protocol = client._oprot
+    pipelined = is_binary(protocol) and isinstance(protocol.trans, PIPELINED_TRANSPORTS)
+    if not pipelined:
+        for call in calls:
+            mutate_rows_ts(client, table_name, call, heads)
+            if answered is not None:
+                answered()
+        return
+    for call in calls:  # flushed one by one: a framed transport sends a frame per flush
+        protocol.write_message_begin(METHOD, TMessageType.CALL, client._seqid)
+        protocol.trans.write(encode_args(table_name, call, heads))
+        protocol.write_message_end()
+        protocol.trans.flush()
+    for _ in calls:
+        client._recv(METHOD)
+        if answered is not None:
+            answered()

@@ -142,15 +142,17 @@ class RangeConsumer:
     ignored). They are fetched a window at a time: the partitions of the next ``width``
     ranges are assigned together, each at its range's start, and what arrives for a range
     not yet being read waits in its slot, bounded in bytes
-    (:mod:`~airflow_provider_eo.spark.task.range_window`); a range's partition is unassigned
-    once it is read. A window never holds one partition twice, and a partition assigned
-    before (sub-ranges of one big range) waits until the window is empty, then gets a fresh
-    consumer, so no record or end-of-partition event fetched for an earlier range can count
-    for it. A range read out of that order (or without ``ranges``) is read alone: the
-    window and the rest of the plan are dropped. An oversized fetch response while several
-    partitions are assigned narrows the window to one range for the rest (a fresh consumer,
-    each slot's partition assigned again at its next offset), so its error names the right
-    range.
+    (:mod:`~airflow_provider_eo.spark.task.range_window`), the window refilled once down
+    to half its width; a range's partition is unassigned once it is read, or, when nothing
+    lies past its end, with the next ``width`` such partitions in one call (what still
+    arrives for it meanwhile belongs to no slot: dropped). A window never holds one
+    partition twice, and a partition assigned before (sub-ranges of one big range) waits
+    until the window is empty, then gets a fresh consumer, so no record or end-of-partition
+    event fetched for an earlier range can count for it. A range read out of that order (or
+    without ``ranges``) is read alone: the window and the rest of the plan are dropped. An
+    oversized fetch response while several partitions are assigned narrows the window to one
+    range for the rest (a fresh consumer, each slot's partition assigned again at its next
+    offset), so its error names the right range.
     """
 
     def __init__(
@@ -165,6 +167,7 @@ class RangeConsumer:
         self._window: list[RangeSlot] = []  # the range being read first
         self._closed = False
         self._read: set[tuple[str, int]] = set()  # partitions this consumer was assigned
+        self._spent: list[TopicPartition] = []  # read ranges' partitions, paused, still assigned
         self._consumer, self._errors = self._open()
 
     def _open(self) -> tuple[Consumer, ReaderErrors]:
@@ -176,6 +179,7 @@ class RangeConsumer:
         self._consumer.close()
         self._consumer, self._errors = self._open()
         self._read.clear()
+        self._spent.clear()
         for slot in self._window:
             slot.assigned = slot.paused = False
 
@@ -197,11 +201,29 @@ class RangeConsumer:
         finally:
             self._window.remove(head)
             if head.assigned and not self._closed:  # a read abandoned by a failed task may end after close()
-                self._consumer.incremental_unassign([TopicPartition(rng.topic, rng.partition)])
+                self._retire(rng)
+
+    def _retire(self, rng: TaskRange) -> None:
+        """Stop fetching a read range's partition. An unassign (or a pause) waits for librdkafka's
+        main thread, about 2 ms a call, so a partition with nothing past the range's end (the
+        last fetch's high watermark at or below it: a small range read to the partition's end)
+        is unassigned later, with up to ``width`` others in one call; any other at once."""
+        partition = TopicPartition(rng.topic, rng.partition)
+        _low, high = self._consumer.get_watermark_offsets(partition, cached=True)
+        if high is None or not 0 <= high <= rng.end:
+            self._consumer.incremental_unassign([partition])
+            return
+        self._spent.append(partition)
+        if len(self._spent) >= self._width:
+            self._consumer.incremental_unassign(self._spent)
+            self._spent = []
 
     def _fill(self) -> None:
-        """Extend the window from the plan, assign its new partitions, resume the head's."""
-        while self._plan and len(self._window) < self._width:
+        """Extend the window from the plan once it is down to half its width (an assign waits
+        for librdkafka's main thread: one call per half window, not per range), assign its new
+        partitions, resume the head's."""
+        refill = len(self._window) <= self._width // 2
+        while refill and self._plan and len(self._window) < self._width:
             key = (self._plan[0].topic, self._plan[0].partition)
             if key in self._read or any(slot.key == key for slot in self._window):
                 if self._window:

@@ -7,8 +7,13 @@ Contract of :func:`run_pack`:
   schema cache, the mapper, the dead-letter sinks, the HBase writer with its Thrift
   connection and its writer thread (a range's last writes overlap the next range's read);
   everything that makes a range's writes and accounting its own is per range: its segment
-  builder (versions derive from its own offsets, as in a task of its own), its dead-letter
-  flush and its :class:`TaskMetrics`;
+  builder (versions derive from its own offsets, as in a task of its own) and its
+  :class:`TaskMetrics`; the writer thread groups consecutive small segments of its ranges
+  into shared HBase batches, each segment keeping its versions
+  (``spark/hbase_sink/segment_batches.py``); dead letters are flushed at the bounds of the
+  bad-record handler and once at the pack's end;
+* it logs one line at its start and one at its end at INFO (``task start`` / ``task done``
+  with ``ranges=``, the totals and ``batches=``); each range's own lines are at DEBUG;
 * ranges run one after another in the pack's order, so memory is bounded in bytes as for
   one range (the write task's bounds), never two ranges' segments at once; the reader's
   window adds the records fetched for the next ranges, at most about its pre-fetch bound
@@ -17,12 +22,14 @@ Contract of :func:`run_pack`:
   and every segment of the pack written; the first range that raises ends the pack (the
   Spark task fails, nothing of the pack counts as written). An ``EoError`` leaves it as
   :class:`ExecutorTaskError` naming that range (an HBase write error: the range being read
-  when it surfaced, the pack's last range at the end).
+  when it surfaced, the pack's last range at the end; its message names every range of the
+  batch that failed).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -52,8 +59,9 @@ def run_pack(
     task_index: int = 0,
 ) -> list[TaskMetrics]:
     """Write every range of the pack completely or raise (see the module contract)."""
-    where = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id}"
-    log.info("pack start %s task_index=%d ranges=%d", where, task_index, len(ranges))
+    started = time.monotonic()
+    where = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} task_index={task_index}"
+    log.info("task start %s ranges=%d first=%s", where, len(ranges), ranges[0].label if ranges else "-")
     shared = open_task(settings, dead_letter_sink, task_index)
     spans = [span for span in (rng.read_span for rng in ranges) if span is not None]
     reader = RangeConsumer(settings.kafka_config, read_ahead_bytes(settings), spans)
@@ -61,9 +69,12 @@ def run_pack(
     try:
         for rng in ranges:
             try:
-                results.append(write_range(settings, rng, shared, reader, wait_writes=False))
+                results.append(
+                    write_range(settings, rng, shared, reader, wait_writes=False, log_level=logging.DEBUG)
+                )
                 if rng is ranges[-1]:
                     shared.writes.finish()
+                    shared.handler.flush()
             except EoError as exc:
                 data = TaskErrorData.of(exc, settings.pipeline, settings.epoch_id, rng)
                 raise ExecutorTaskError(data) from exc
@@ -72,7 +83,13 @@ def run_pack(
             reader.close()
         finally:
             close_task(shared)
-    log.info("pack done %s task_index=%d ranges=%d", where, task_index, len(ranges))
+    log.info(
+        "task done %s ranges=%d records=%d skipped_offsets=%d cells=%d bad=%d segments=%d batches=%d "
+        "duration_s=%.3f",
+        where, len(ranges), sum(m.records for m in results), sum(m.skipped_offsets for m in results),
+        sum(m.cells_written for m in results), sum(m.bad_records for m in results),
+        sum(m.segments for m in results), shared.writes.batches, time.monotonic() - started,
+    )  # fmt: skip
     return results
 
 

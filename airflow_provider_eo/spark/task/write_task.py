@@ -28,6 +28,7 @@ from airflow_provider_eo.errors import BadRecord
 from airflow_provider_eo.formats.decoder_factory import build_decoder
 from airflow_provider_eo.formats.registry.settings import RegistrySettings
 from airflow_provider_eo.spark.hbase_sink.hbase_writer import SegmentWriter
+from airflow_provider_eo.spark.hbase_sink.segment_batches import SegmentBatcher
 from airflow_provider_eo.spark.hbase_sink.segments import Segment, SegmentBuilder
 from airflow_provider_eo.spark.records import KafkaRecord, RowDelete, RowMutation, TaskRange
 from airflow_provider_eo.spark.task.bad_records import (
@@ -160,7 +161,11 @@ def open_task(settings: TaskSettings, dead_letter_sink: DeadLetterSink | None, t
         task_index=task_index,
         connection_id=settings.hbase_conn_id,
     )
-    writes = SegmentPipeline(writer, after_write=lambda _: protocol_points.passed("spark.task.after_segment"))
+    writes = SegmentPipeline(
+        writer,
+        after_write=lambda _: protocol_points.passed("spark.task.after_segment"),
+        batcher=SegmentBatcher(settings.batch_size, settings.batch_bytes),
+    )
     builder = SegmentBuilder(settings.batch_size, settings.batch_bytes)
     return OpenTask(schema_cache, mapper, ledger_sink, handler, writer, writes, builder)
 
@@ -175,7 +180,8 @@ def process_range(
     wait_writes: bool = True,
 ) -> None:
     """Read ``rng``, map each record, cut segments, write them, and store the bad records as
-    the policy says; returns once every segment is written and every dead letter flushed.
+    the policy says; returns once every segment is written and every dead letter flushed
+    (``wait_writes`` False: see below).
 
     Counts into ``metrics``: records and bytes read, tombstones (family deletes), changes skipped
     (``envelope: debezium``: the tombstone after a delete, an ignored truncate, a user function's
@@ -188,13 +194,15 @@ def process_range(
     and its later replay outranks them. Raises on an unreadable range, a bad record under the
     ``fail`` policy or an HBase write that failed: nothing then counts as written. ``reader``:
     the consumer of a packed task (None: one of the range's own). ``wait_writes`` False (a
-    packed task's ranges but its last): returns once every segment is queued on the writer
-    thread, whose ``finish`` the caller must call before anything counts as written.
+    packed task's ranges): returns once every segment is handed to the writer thread (its
+    last batch may still be filling) and the dead letters are buffered; the caller must call
+    the writer thread's ``finish`` and flush the handler before anything counts as written.
     """
     builder = task.builder
+    owner = rng.label
 
     def write(segment: Segment) -> None:
-        task.writes.submit(segment)
+        task.writes.submit(segment, owner)
         metrics.segments += 0 if segment.is_empty() else 1
         metrics.cells_written += segment.cell_count
 
@@ -240,7 +248,7 @@ def process_range(
         write(last)
     if wait_writes:
         task.writes.finish()
-    task.handler.flush()
+        task.handler.flush()
 
 
 def close_task(task: OpenTask) -> None:
@@ -260,15 +268,19 @@ def write_range(
     reader: RangeConsumer | None = None,
     *,
     wait_writes: bool = True,
+    log_level: int = logging.INFO,
 ) -> TaskMetrics:
     """:func:`process_range` of ``rng`` on ``task`` with a segment builder of its own (versions
     derive from its own offsets whatever ran on ``task`` before); returns its metrics: what
     ``task``'s schema cache fetched and its bad records while ``rng`` ran, the offsets of ``rng``
-    not read as records, its duration. Raises what :func:`process_range` raises."""
+    not read as records, its duration. Raises what :func:`process_range` raises. Its start and
+    end are logged at ``log_level`` (a pack's ranges: DEBUG, the pack logs a summary)."""
     started = time.monotonic()
     metrics = TaskMetrics(rng.topic, rng.partition, rng.start, rng.end)
-    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}"
-    log.info("task start %s", fields)
+    logged = log.isEnabledFor(log_level)
+    fields = f"pipeline={settings.pipeline} epoch_id={settings.epoch_id} range={rng.label}" if logged else ""
+    if logged:
+        log.log(log_level, "task start %s", fields)
     cache = task.schema_cache
     fetches_before, bad_before = (0 if cache is None else cache.fetches), task.handler.count
     own = replace(task, builder=SegmentBuilder(settings.batch_size, settings.batch_bytes))
@@ -279,12 +291,14 @@ def write_range(
     metrics.bad_records = task.handler.count - bad_before
     metrics.skipped_offsets = rng.end - rng.start - metrics.records
     metrics.duration_s = round(time.monotonic() - started, 3)
-    log.info(
-        "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d changes_skipped=%d bad=%d "
-        "segments=%d",
-        fields, metrics.records, metrics.skipped_offsets, metrics.cells_written, metrics.tombstones,
-        metrics.changes_skipped, metrics.bad_records, metrics.segments,
-    )  # fmt: skip
+    if logged:
+        log.log(
+            log_level,
+            "task done %s records=%d skipped_offsets=%d cells=%d tombstones=%d changes_skipped=%d bad=%d "
+            "segments=%d",
+            fields, metrics.records, metrics.skipped_offsets, metrics.cells_written, metrics.tombstones,
+            metrics.changes_skipped, metrics.bad_records, metrics.segments,
+        )  # fmt: skip
     return metrics
 
 
