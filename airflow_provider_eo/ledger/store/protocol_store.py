@@ -69,7 +69,9 @@ class PostgresProtocolStore(PostgresEpochLookup, PostgresObservations):
         """
         with self._db.transaction() as cur:
             epoch = epoch_transitions.vote_written(cur, epoch_id, fencing_token, metrics, spec_digest)
-        log.info("voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics)
+        log.info(
+            "voted WRITTEN epoch_id=%s pipeline=%s metrics=%s", epoch_id, epoch.pipeline, epoch.metrics_brief
+        )
         return epoch
 
     def mark_committed(
