@@ -22,16 +22,16 @@ from eo_devtools.stack.airflow_api import AirflowClient
 from eo_devtools.stack.airflow_config import (
     ADMIN_USER,
     LOW_LATENCY_SETTINGS,
-    TASK_PRELOAD_SETTINGS,
     AirflowConfig,
 )
 from eo_devtools.stack.airflow_metadata import drop_database
 from eo_devtools.stack.ports import find_free_port
 from eo_devtools.stack.stack import REPO_DAGS_DIR, LocalStack
 
-EPOCH_SETTINGS: Mapping[str, str] = {**LOW_LATENCY_SETTINGS, **TASK_PRELOAD_SETTINGS}
+EPOCH_SETTINGS: Mapping[str, str] = LOW_LATENCY_SETTINGS
 """The Airflow settings the epoch benchmarks run under, as docs/performance.md recommends for
-low-latency pipelines: the scheduler's short idle sleep and the provider's task preload."""
+low-latency pipelines: the scheduler's short idle sleep. Not ``TASK_PRELOAD_SETTINGS``: measured
+slower in all (docs/performance.md, "Task start")."""
 
 
 @contextlib.contextmanager

@@ -12,10 +12,7 @@ with LocalExecutor, dag-processor, triggerer), with
 * short intervals (:data:`FAST_SETTINGS`): a new pipeline's DAGs are parsed within seconds,
   and are unpaused from the start (a triggered run starts at once); and the scheduler's
   short idle sleep (:data:`LOW_LATENCY_SETTINGS`): a task is queued within 0.1 s of its
-  upstream's success instead of up to 1 s later (docs/performance.md measures both); and the
-  provider's task code preloaded in the LocalExecutor's workers (:data:`TASK_PRELOAD_SETTINGS`:
-  a ``forkserver`` importing :mod:`airflow_provider_eo.dags.worker_preload`), as
-  docs/performance.md recommends, so every test of a task under the scheduler runs that way;
+  upstream's success instead of up to 1 s later (docs/performance.md measures both);
 * OpenLineage on, with the file transport (tests/openlineage_events.py): the write and
   commit tasks' events are appended to :attr:`AirflowServer.lineage_file`
   (:meth:`AirflowServer.lineage_events` reads them back).
@@ -45,7 +42,6 @@ from eo_devtools.stack.airflow_config import (
     ADMIN_USER,
     FAST_SETTINGS,
     LOW_LATENCY_SETTINGS,
-    TASK_PRELOAD_SETTINGS,
     AirflowConfig,
 )
 from eo_devtools.stack.airflow_metadata import drop_database
@@ -140,7 +136,6 @@ def running_airflow_server(stack: StackInfo) -> Iterator[AirflowServer]:
         settings={
             **FAST_SETTINGS,
             **LOW_LATENCY_SETTINGS,
-            **TASK_PRELOAD_SETTINGS,
             **openlineage_settings(base / LINEAGE_FILE),
         },
     )

@@ -12,10 +12,11 @@ unless its parent already holds it. Airflow 3.3's own setting preloads modules i
 Importing this module loads the task runner, the DAG factory, every operator of the
 provider's DAGs (the submit-mode write's ``spark_submit`` module and its OpenLineage
 listener among them) and, when pyspark is installed, the Spark Connect client a session-mode
-write runs (``pyspark.sql.connect``, with pandas and pyarrow): about 1.5 s of imports that each
-epoch's tasks no longer pay (docs/performance.md, "Task start"). Nothing connects anywhere
-and nothing reads a pipeline file. A provider upgrade needs the scheduler restarted, as any
-module Airflow preloads does.
+write runs (``pyspark.sql.connect``, with pandas and pyarrow). Nothing connects anywhere and
+nothing reads a pipeline file. Measured under the scheduler it took 1.0 s off a session
+write but made every task's start slower than with the default ``fork``, so it is not
+recommended yet (docs/performance.md, "Task start"). A provider upgrade needs the scheduler
+restarted, as any module Airflow preloads does.
 """
 
 from __future__ import annotations
