@@ -30,8 +30,9 @@ from eo_devtools.stack.stack import REPO_DAGS_DIR, LocalStack
 
 EPOCH_SETTINGS: Mapping[str, str] = LOW_LATENCY_SETTINGS
 """The Airflow settings the epoch benchmarks run under, as docs/performance.md recommends for
-low-latency pipelines: the scheduler's short idle sleep. Not ``TASK_PRELOAD_SETTINGS``: measured
-slower in all (docs/performance.md, "Task start")."""
+low-latency pipelines: the scheduler's short idle sleep. Not the forkserver preload of
+:mod:`airflow_provider_eo.dags.worker_preload`: measured slower in all (docs/performance.md,
+"Task start")."""
 
 
 @contextlib.contextmanager

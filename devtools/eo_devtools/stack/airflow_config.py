@@ -60,17 +60,6 @@ LOW_LATENCY_SETTINGS: Mapping[str, str] = {
 """Scheduler settings that shorten the gaps between a run's tasks (measured by
 benchmarks/epoch_overhead.py; docs/performance.md)."""
 
-TASK_PRELOAD_SETTINGS: Mapping[str, str] = {
-    # the LocalExecutor forks its workers from a forkserver that imported the provider's task
-    # code once; each task process forked from a worker starts with it (the task runner, the
-    # operators, the Spark Connect client)
-    "AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
-    "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "airflow_provider_eo.dags.worker_preload",
-}
-"""Scheduler settings that preload the provider's task code in the LocalExecutor's workers
-(:mod:`airflow_provider_eo.dags.worker_preload`). Measured and not adopted: the session job
-got 1.0 s shorter, but every task's start 0.3-0.5 s longer (docs/performance.md "Task start")."""
-
 
 def write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` with mode 600 (atomically: a temp file renamed over it)."""
